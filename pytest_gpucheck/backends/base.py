@@ -1,0 +1,143 @@
+"""The one small interface every framework backend implements.
+
+A backend is a framework on a target (``torch-cuda`` is PyTorch on a CUDA
+device).  Everything here is cheap and side-effect free until a method that
+needs the framework is called: constructing a backend imports nothing, and
+:meth:`Backend.probe` imports the framework but never raises.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import DTypeLike
+
+Tier = Literal["cpu", "gpu"]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What probing a backend found: usable, or the one-line reason it is not."""
+
+    available: bool
+    reason: str = ""
+    version: str = ""
+    device: str = ""
+
+    @classmethod
+    def missing(cls, reason: str) -> Probe:
+        return cls(available=False, reason=reason)
+
+
+class BackendUnavailable(RuntimeError):
+    """Raised by a backend method used while the backend is unavailable."""
+
+
+class Backend:
+    """A framework on a target, behind the operations tests and suites need.
+
+    Subclasses set the class attributes and implement ``_probe`` plus the array
+    operations.  ``device_index`` is the CUDA device this process uses (chosen
+    by :mod:`pytest_gpucheck.devices` before any framework is imported); CPU
+    backends ignore it.
+    """
+
+    name: ClassVar[str]
+    tier: ClassVar[Tier]
+    #: Distribution that provides the framework, for version reports.
+    distribution: ClassVar[str]
+    #: The command that installs what this backend needs.
+    install_hint: ClassVar[str]
+    #: True where device arrays can be written in place through an ``out`` argument.
+    mutable_arrays: ClassVar[bool] = True
+
+    def __init__(self, device_index: int = 0) -> None:
+        self.device_index = device_index
+        self._probe_result: Probe | None = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} device={self.device_index}>"
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.tier == "gpu"
+
+    # -- probing -----------------------------------------------------------------
+    def probe(self) -> Probe:
+        """Find out (once) whether this backend can run here; never raises."""
+        if self._probe_result is None:
+            try:
+                self._probe_result = self._probe()
+            except _MissingModule as exc:
+                self._probe_result = Probe.missing(str(exc))
+            except Exception as exc:  # a broken install must read as a reason, not crash pytest
+                first_line = (str(exc).strip().splitlines() or [""])[0]
+                self._probe_result = Probe.missing(
+                    f"{self.name} failed to initialise: {type(exc).__name__}: {first_line}"
+                )
+        return self._probe_result
+
+    def _probe(self) -> Probe:
+        raise NotImplementedError
+
+    def require(self) -> None:
+        """Raise :class:`BackendUnavailable` with the probe's reason unless usable."""
+        probe = self.probe()
+        if not probe.available:
+            raise BackendUnavailable(f"{self.name}: {probe.reason}")
+
+    def version(self) -> str:
+        """Version of the framework's distribution, read without importing it."""
+        try:
+            return importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return ""
+
+    def _import(self, module: str) -> Any:
+        """Import ``module`` or explain, with the install command, why it cannot be."""
+        try:
+            return importlib.import_module(module)
+        except ImportError as exc:
+            raise _MissingModule(f"{module} is not installed ({exc.name or module}); "
+                                 f"install it with: {self.install_hint}") from exc
+
+    # -- arrays ------------------------------------------------------------------
+    @property
+    def xp(self) -> Any:
+        """The array namespace (``numpy``, ``cupy``, ``jax.numpy``, ``torch``), or None."""
+        return None
+
+    def to_device(self, host: np.ndarray) -> Any:
+        """Copy a NumPy array to this backend's device, keeping shape and dtype."""
+        raise NotImplementedError
+
+    def to_host(self, array: Any) -> np.ndarray:
+        """Copy a device array back into a new NumPy array (synchronizing first)."""
+        raise NotImplementedError
+
+    def empty(self, shape: tuple[int, ...], dtype: DTypeLike) -> Any:
+        """Allocate an uninitialised device array."""
+        raise NotImplementedError
+
+    def full(self, shape: tuple[int, ...], value: Any, dtype: DTypeLike) -> Any:
+        """Allocate a device array filled with ``value``."""
+        import numpy as np
+
+        return self.to_device(np.full(shape, value, dtype=dtype))
+
+    def synchronize(self) -> None:
+        """Wait until all work queued on this backend's device has finished."""
+
+    def describe_device(self) -> str:
+        """One line naming the device (``cpu``, ``NVIDIA H100 80GB HBM3 (cc 9.0) #0``)."""
+        return self.probe().device
+
+
+class _MissingModule(Exception):
+    """A probe-time import failure whose message already says how to fix it."""
+

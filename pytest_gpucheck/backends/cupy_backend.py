@@ -1,0 +1,73 @@
+"""CuPy on a CUDA device."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import numpy as np
+
+from ._cuda_build import build_mismatch, device_line, driver_problem
+from .base import Backend, Probe
+
+
+class CupyBackend(Backend):
+    """CuPy arrays, ``ElementwiseKernel``/``ReductionKernel``/``RawKernel`` on a GPU."""
+
+    name = "cupy"
+    tier = "gpu"
+    distribution = "cupy"
+    install_hint = "pip install 'pytest-gpucheck[cuda13]' (or [cuda12])"
+
+    def version(self) -> str:
+        import importlib.metadata
+
+        for dist in ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"):
+            try:
+                return importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return ""
+
+    def _probe(self) -> Probe:
+        if importlib.util.find_spec("cupy") is None:
+            return Probe.missing(f"cupy is not installed; install it with: {self.install_hint}")
+        problem = driver_problem()
+        if problem:
+            return Probe.missing(problem)
+        cupy = self._import("cupy")
+        runtime = cupy.cuda.runtime.runtimeGetVersion()
+        build = f"{runtime // 1000}.{runtime % 1000 // 10}"
+        mismatch = build_mismatch("cupy", build, "cupy-cuda{major}x")
+        if mismatch:
+            return Probe.missing(mismatch)
+        cupy.cuda.Device(self.device_index).use()
+        return Probe(True, version=cupy.__version__, device=device_line(self.device_index))
+
+    @property
+    def xp(self) -> Any:
+        import cupy
+
+        return cupy
+
+    def to_device(self, host: np.ndarray) -> Any:
+        import cupy
+
+        with cupy.cuda.Device(self.device_index):
+            return cupy.asarray(host)
+
+    def to_host(self, array: Any) -> np.ndarray:
+        import cupy
+
+        return cupy.asnumpy(array)
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        import cupy
+
+        with cupy.cuda.Device(self.device_index):
+            return cupy.empty(shape, dtype=dtype)
+
+    def synchronize(self) -> None:
+        import cupy
+
+        cupy.cuda.Device(self.device_index).synchronize()

@@ -1,0 +1,94 @@
+"""JAX on the CPU and on a CUDA device.
+
+JAX arrays are immutable: implementations return their result instead of
+writing an ``out`` argument.  The backends enable ``jax_enable_x64`` so that
+float64 and int64 checks test 64-bit arithmetic rather than a silent downcast.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import numpy as np
+
+from ._cuda_build import device_line, driver_problem
+from .base import Backend, Probe
+
+
+class _JaxBackend(Backend):
+    distribution = "jax"
+    mutable_arrays = False
+    platform: str = "cpu"
+
+    def _jax(self) -> Any:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        return jax
+
+    def _device(self) -> Any:
+        devices = self._jax().devices(self.platform)
+        return devices[self.device_index if self.platform == "gpu" else 0]
+
+    @property
+    def xp(self) -> Any:
+        self._jax()
+        import jax.numpy as jnp
+
+        return jnp
+
+    def to_device(self, host: np.ndarray) -> Any:
+        return self._jax().device_put(np.asarray(host), self._device())
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return np.array(array, copy=True)
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        return self.to_device(np.zeros(shape, dtype=dtype))
+
+    def synchronize(self) -> None:
+        # JAX has no device-wide barrier; benchmarks call block_until_ready on
+        # results.  effects_barrier waits for pending side-effecting work.
+        self._jax().effects_barrier()
+
+
+class JaxCpuBackend(_JaxBackend):
+    """``jax.numpy`` under ``jit`` on the CPU device."""
+
+    name = "jax-cpu"
+    tier = "cpu"
+    install_hint = "pip install 'pytest-gpucheck[cpu]'"
+    platform = "cpu"
+
+    def _probe(self) -> Probe:
+        jax = self._import("jax")
+        jax.config.update("jax_enable_x64", True)
+        device = jax.devices("cpu")[0]
+        return Probe(True, version=jax.__version__, device=f"cpu ({device.device_kind})")
+
+
+class JaxGpuBackend(_JaxBackend):
+    """``jax.numpy`` under ``jit`` on a CUDA device."""
+
+    name = "jax-gpu"
+    tier = "gpu"
+    install_hint = "pip install 'pytest-gpucheck[cuda13]' (or [cuda12])"
+    platform = "gpu"
+
+    def _probe(self) -> Probe:
+        if importlib.util.find_spec("jax") is None:
+            return Probe.missing(f"jax is not installed; install it with: {self.install_hint}")
+        problem = driver_problem()
+        if problem:
+            return Probe.missing(problem)
+        jax = self._import("jax")
+        try:
+            devices = jax.devices("gpu")
+        except RuntimeError as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            return Probe.missing(f"jax has no CUDA backend ({first}); install {self.install_hint}")
+        if self.device_index >= len(devices):
+            return Probe.missing(f"jax sees {len(devices)} GPU(s), device {self.device_index} "
+                                 "is not among them")
+        return Probe(True, version=jax.__version__, device=device_line(self.device_index))

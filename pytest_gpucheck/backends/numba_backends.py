@@ -1,0 +1,150 @@
+"""Numba on three targets: ``@njit`` on the CPU, ``@cuda.jit`` on a GPU, and the
+CUDA simulator.
+
+Numba decides between the real CUDA target and the simulator when
+``numba.cuda`` is first imported (``NUMBA_ENABLE_CUDASIM``), so the two cannot
+share a process.  The plugin runs simulator items in a child process of their
+own (:mod:`pytest_gpucheck.isolation`); in the parent, ``numba-cudasim`` is
+probed without importing ``numba.cuda``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any
+
+import numpy as np
+
+from ._cuda_build import device_line, driver_problem
+from .base import Backend, Probe
+
+#: Set in the child process that runs the simulator items.
+SIMULATOR_CHILD_VARIABLE = "PYTEST_GPUCHECK_SIMULATOR_CHILD"
+
+
+def simulator_requested() -> bool:
+    """True where ``numba.cuda`` will be (or is) the simulator in this process."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+class NumbaCpuBackend(Backend):
+    """``@numba.njit`` (and ``prange``) kernels on NumPy arrays."""
+
+    name = "numba-cpu"
+    tier = "cpu"
+    distribution = "numba"
+    install_hint = "pip install 'pytest-gpucheck[cpu]'"
+
+    def _probe(self) -> Probe:
+        numba = self._import("numba")
+        return Probe(True, version=numba.__version__, device="cpu")
+
+    @property
+    def xp(self) -> Any:
+        return np
+
+    def to_device(self, host: np.ndarray) -> Any:
+        return np.array(host, copy=True)
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return np.array(array, copy=True)
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        return np.empty(shape, dtype=dtype)
+
+
+class _NumbaCudaArrays(Backend):
+    """Device-array operations shared by the real CUDA target and the simulator."""
+
+    distribution = "numba-cuda"
+    install_hint = "pip install 'pytest-gpucheck[cpu]'"
+
+    def _cuda(self) -> Any:
+        from numba import cuda
+
+        return cuda
+
+    def to_device(self, host: np.ndarray) -> Any:
+        return self._cuda().to_device(np.ascontiguousarray(host))
+
+    def to_host(self, array: Any) -> np.ndarray:
+        self.synchronize()
+        if isinstance(array, np.ndarray):
+            return array.copy()
+        if array.is_c_contiguous() or array.is_f_contiguous():
+            return array.copy_to_host()
+        # A strided view: gather it on the device first, then copy.
+        dense = self._cuda().device_array(array.shape, dtype=array.dtype)
+        dense[...] = array
+        return dense.copy_to_host()
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        return self._cuda().device_array(shape, dtype=dtype)
+
+    def synchronize(self) -> None:
+        self._cuda().synchronize()
+
+    def version(self) -> str:
+        return super().version() or _numba_version()
+
+
+def _numba_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("numba")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+class NumbaCudaBackend(_NumbaCudaArrays):
+    """``@cuda.jit`` kernels on a real CUDA device."""
+
+    name = "numba-cuda"
+    tier = "gpu"
+    install_hint = "pip install 'pytest-gpucheck[cuda13]' (or [cuda12])"
+
+    def _probe(self) -> Probe:
+        if simulator_requested():
+            return Probe.missing("NUMBA_ENABLE_CUDASIM is set, so numba.cuda is the simulator "
+                                 "in this process; use the numba-cudasim backend")
+        if importlib.util.find_spec("numba") is None:
+            return Probe.missing(f"numba is not installed; install it with: {self.install_hint}")
+        problem = driver_problem()
+        if problem:
+            return Probe.missing(problem)
+        cuda = self._cuda()
+        if not cuda.is_available():
+            return Probe.missing("numba.cuda.is_available() is False (no usable CUDA toolkit "
+                                 f"or device); install {self.install_hint}")
+        cuda.select_device(self.device_index)
+        return Probe(True, version=self.version(), device=device_line(self.device_index))
+
+
+class NumbaCudasimBackend(_NumbaCudaArrays):
+    """``@cuda.jit`` kernels on Numba's CUDA simulator (one Python thread per CUDA thread).
+
+    Runs in a child process of its own; see :mod:`pytest_gpucheck.isolation`.
+    """
+
+    name = "numba-cudasim"
+    tier = "cpu"
+
+    def _probe(self) -> Probe:
+        if importlib.util.find_spec("numba") is None:
+            return Probe.missing(f"numba is not installed; install it with: {self.install_hint}")
+        if importlib.util.find_spec("numba.cuda") is None:
+            return Probe.missing(f"numba.cuda is missing; install it with: {self.install_hint}")
+        if simulator_requested():
+            cuda = self._cuda()
+            if not getattr(cuda, "simulator", None) and not _config_says_simulator():
+                return Probe.missing("numba.cuda was imported before NUMBA_ENABLE_CUDASIM was "
+                                     "set, so this process cannot use the simulator")
+        return Probe(True, version=self.version(), device="CUDA simulator (cpu)")
+
+
+def _config_says_simulator() -> bool:
+    import numba
+
+    return bool(numba.config.ENABLE_CUDASIM)

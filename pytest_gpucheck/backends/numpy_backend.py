@@ -1,0 +1,34 @@
+"""The NumPy reference backend: host arrays, always available."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .base import Backend, Probe
+
+
+class NumpyBackend(Backend):
+    """NumPy on the host: the reference every other backend is checked against."""
+
+    name = "numpy"
+    tier = "cpu"
+    distribution = "numpy"
+    install_hint = "pip install numpy"
+
+    def _probe(self) -> Probe:
+        return Probe(True, version=np.__version__, device="cpu")
+
+    @property
+    def xp(self) -> Any:
+        return np
+
+    def to_device(self, host: np.ndarray) -> Any:
+        return np.array(host, copy=True)
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return np.array(array, copy=True)
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        return np.empty(shape, dtype=dtype)

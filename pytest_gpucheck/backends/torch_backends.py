@@ -1,0 +1,91 @@
+"""PyTorch on the CPU and on a CUDA device."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import numpy as np
+
+from ._cuda_build import build_mismatch, device_line, driver_problem
+from .base import Backend, Probe
+
+
+class _TorchBackend(Backend):
+    distribution = "torch"
+
+    def _device(self) -> Any:
+        import torch
+
+        return torch.device(self.device_string)
+
+    @property
+    def device_string(self) -> str:
+        return "cpu"
+
+    @property
+    def xp(self) -> Any:
+        import torch
+
+        return torch
+
+    def to_device(self, host: np.ndarray) -> Any:
+        import torch
+
+        return torch.from_numpy(np.array(host, copy=True)).to(self._device())
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return array.detach().cpu().numpy().copy()
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        import torch
+
+        torch_dtype = torch.from_numpy(np.empty(0, dtype=dtype)).dtype
+        return torch.empty(shape, dtype=torch_dtype, device=self._device())
+
+
+class TorchCpuBackend(_TorchBackend):
+    """PyTorch tensors on the CPU."""
+
+    name = "torch-cpu"
+    tier = "cpu"
+    install_hint = "pip install 'pytest-gpucheck[cpu]'"
+
+    def _probe(self) -> Probe:
+        torch = self._import("torch")
+        return Probe(True, version=torch.__version__, device="cpu")
+
+
+class TorchCudaBackend(_TorchBackend):
+    """PyTorch tensors on a CUDA device."""
+
+    name = "torch-cuda"
+    tier = "gpu"
+    install_hint = "a CUDA build of torch (pip install torch)"
+
+    @property
+    def device_string(self) -> str:
+        return f"cuda:{self.device_index}"
+
+    def _probe(self) -> Probe:
+        if importlib.util.find_spec("torch") is None:
+            return Probe.missing(f"torch is not installed; install {self.install_hint}")
+        problem = driver_problem()
+        if problem:
+            return Probe.missing(problem)
+        torch = self._import("torch")
+        if torch.version.cuda is None:
+            return Probe.missing(f"torch {torch.__version__} is a CPU-only build; "
+                                 f"install {self.install_hint}")
+        mismatch = build_mismatch("torch", torch.version.cuda, "a torch build for CUDA {major}")
+        if mismatch:
+            return Probe.missing(mismatch)
+        if not torch.cuda.is_available():
+            return Probe.missing("torch.cuda.is_available() is False")
+        torch.cuda.set_device(self.device_index)
+        return Probe(True, version=torch.__version__, device=device_line(self.device_index))
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.cuda.synchronize(self.device_index)

@@ -1,0 +1,148 @@
+"""Implementations of the bundled kernels: bundled ones and users' own.
+
+An implementation is (kernel, backend, callable).  Users register theirs with
+:func:`implements` in a ``conftest.py``; the conformance suites check every
+registered implementation of a kernel on each selected backend.  A backend that
+cannot express a kernel is recorded with :func:`not_applicable` and a reason,
+so the report shows the cell instead of leaving it silently absent.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One implementation of a kernel on a backend."""
+
+    kernel: str
+    backend: str
+    func: Callable[..., Any]
+    name: str
+    origin: str  # "bundled" or "user"
+
+    @property
+    def id(self) -> str:
+        """Test-id fragment: ``numba-cuda`` or ``numba-cuda:my_add`` for a second one."""
+        return f"{self.backend}:{self.name}"
+
+    @property
+    def writes_out(self) -> bool:
+        """True when the callable takes an ``out`` argument instead of returning."""
+        return "out" in inspect.signature(self.func).parameters
+
+    @property
+    def takes_launch(self) -> bool:
+        """True when the callable takes a ``launch`` argument (a LaunchConfig)."""
+        return "launch" in inspect.signature(self.func).parameters
+
+    @property
+    def where(self) -> str:
+        module = getattr(self.func, "__module__", "?")
+        return f"{module}.{getattr(self.func, '__qualname__', self.name)}"
+
+
+_implementations: dict[tuple[str, str, str], Implementation] = {}
+_not_applicable: dict[tuple[str, str], str] = {}
+
+
+def _validate(kernel: str, backend: str) -> None:
+    from reference_kernels import KERNELS
+
+    from .backends import BACKENDS
+
+    if kernel not in KERNELS:
+        raise ValueError(
+            f"unknown kernel {kernel!r}; valid kernels: {', '.join(sorted(KERNELS))}"
+        )
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}"
+        )
+
+
+def implements(
+    kernel: str, *, backend: str, name: str | None = None, origin: str = "user"
+) -> Callable[[F], F]:
+    """Register the decorated callable as an implementation of ``kernel`` on ``backend``.
+
+    The calling convention of each kernel is in ``docs/kernels.md``: inputs
+    are device arrays of the backend; a parameter named ``out`` receives a
+    preallocated output to write (otherwise the result is returned); a
+    parameter named ``launch`` receives a :class:`~pytest_gpucheck.launch.LaunchConfig`.
+
+    >>> @implements("vector_add", backend="numpy", name="doc_example")
+    ... def add(a, b, out):
+    ...     out[...] = a + b
+    """
+
+    def register(func: F) -> F:
+        _validate(kernel, backend)
+        impl_name = name or getattr(func, "__name__", "impl")
+        key = (kernel, backend, impl_name)
+        existing = _implementations.get(key)
+        if existing is not None and existing.func is not func and existing.where != (
+            f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', impl_name)}"
+        ):
+            raise ValueError(
+                f"{kernel} on {backend} already has an implementation named {impl_name!r} "
+                f"({existing.where}); pass name=... to register another"
+            )
+        _implementations[key] = Implementation(kernel, backend, func, impl_name, origin)
+        return func
+
+    return register
+
+
+def not_applicable(kernel: str, backend: str, reason: str) -> None:
+    """Record that ``backend`` cannot express ``kernel``, and why."""
+    _validate(kernel, backend)
+    _not_applicable[(kernel, backend)] = reason
+
+
+def implementations(
+    kernel: str | None = None, backend: str | None = None, origin: str | None = None
+) -> list[Implementation]:
+    """Registered implementations, filtered; bundled ones load on first call."""
+    load_bundled()
+    return [
+        impl
+        for impl in _implementations.values()
+        if (kernel is None or impl.kernel == kernel)
+        and (backend is None or impl.backend == backend)
+        and (origin is None or impl.origin == origin)
+    ]
+
+
+def not_applicable_reason(kernel: str, backend: str) -> str | None:
+    """Why ``backend`` cannot express ``kernel``, or None."""
+    load_bundled()
+    return _not_applicable.get((kernel, backend))
+
+
+_bundled_loaded = False
+
+
+def load_bundled() -> None:
+    """Import the bundled implementations (``conformance.implementations``) once.
+
+    Their modules import no framework at import time: each kernel body
+    imports its framework when first called, so registering them is cheap.
+    """
+    global _bundled_loaded
+    if _bundled_loaded:
+        return
+    _bundled_loaded = True
+    import importlib
+
+    try:
+        importlib.import_module("conformance.implementations")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("conformance", "conformance.implementations"):
+            raise
