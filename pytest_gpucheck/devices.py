@@ -120,8 +120,12 @@ def cuda_driver() -> CudaDriver:
         )
         lib.cuDeviceTotalMem_v2(ctypes.byref(memory), handle)
         devices.append(
-            CudaDevice(ordinal, name.value.decode(errors="replace"), (major.value, minor.value),
-                       memory.value)
+            CudaDevice(
+                ordinal,
+                name.value.decode(errors="replace"),
+                (major.value, minor.value),
+                memory.value,
+            )
         )
     if not devices:
         hint = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
@@ -149,7 +153,9 @@ def parse_device_spec(spec: str) -> int | None:
     if text == "auto":
         return None
     if not text.isdigit():
-        raise DeviceSpecError(f"--gpu-device={spec!r} is not valid; use auto or a device index >= 0")
+        raise DeviceSpecError(
+            f"--gpu-device={spec!r} is not valid; use auto or a device index >= 0"
+        )
     return int(text)
 
 

@@ -33,7 +33,7 @@ class LaunchConfig:
     @property
     def total_threads(self) -> tuple[int, ...]:
         """Threads along each dimension (x first)."""
-        return tuple(g * b for g, b in zip(self.grid, self.block))
+        return tuple(g * b for g, b in zip(self.grid, self.block, strict=False))
 
     def __str__(self) -> str:
         return f"grid={self.grid} block={self.block}"

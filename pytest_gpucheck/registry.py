@@ -58,13 +58,9 @@ def _validate(kernel: str, backend: str) -> None:
     from .backends import BACKENDS
 
     if kernel not in KERNELS:
-        raise ValueError(
-            f"unknown kernel {kernel!r}; valid kernels: {', '.join(sorted(KERNELS))}"
-        )
+        raise ValueError(f"unknown kernel {kernel!r}; valid kernels: {', '.join(sorted(KERNELS))}")
     if backend not in BACKENDS:
-        raise ValueError(
-            f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}"
-        )
+        raise ValueError(f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
 
 
 def implements(
@@ -87,8 +83,11 @@ def implements(
         impl_name = name or getattr(func, "__name__", "impl")
         key = (kernel, backend, impl_name)
         existing = _implementations.get(key)
-        if existing is not None and existing.func is not func and existing.where != (
-            f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', impl_name)}"
+        if (
+            existing is not None
+            and existing.func is not func
+            and existing.where
+            != (f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', impl_name)}")
         ):
             raise ValueError(
                 f"{kernel} on {backend} already has an implementation named {impl_name!r} "

@@ -103,8 +103,10 @@ class Backend:
         try:
             return importlib.import_module(module)
         except ImportError as exc:
-            raise _MissingModule(f"{module} is not installed ({exc.name or module}); "
-                                 f"install it with: {self.install_hint}") from exc
+            raise _MissingModule(
+                f"{module} is not installed ({exc.name or module}); "
+                f"install it with: {self.install_hint}"
+            ) from exc
 
     # -- arrays ------------------------------------------------------------------
     @property
@@ -140,4 +142,3 @@ class Backend:
 
 class _MissingModule(Exception):
     """A probe-time import failure whose message already says how to fix it."""
-

@@ -76,8 +76,9 @@ class CudaPythonBackend(Backend):
 
     def _probe(self) -> Probe:
         if importlib.util.find_spec("cuda.core") is None:
-            return Probe.missing(f"cuda.core is not installed; install it with: "
-                                 f"{self.install_hint}")
+            return Probe.missing(
+                f"cuda.core is not installed; install it with: {self.install_hint}"
+            )
         problem = driver_problem()
         if problem:
             return Probe.missing(problem)

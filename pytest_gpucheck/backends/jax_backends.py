@@ -89,6 +89,7 @@ class JaxGpuBackend(_JaxBackend):
             first = (str(exc).strip().splitlines() or [""])[0]
             return Probe.missing(f"jax has no CUDA backend ({first}); install {self.install_hint}")
         if self.device_index >= len(devices):
-            return Probe.missing(f"jax sees {len(devices)} GPU(s), device {self.device_index} "
-                                 "is not among them")
+            return Probe.missing(
+                f"jax sees {len(devices)} GPU(s), device {self.device_index} is not among them"
+            )
         return Probe(True, version=jax.__version__, device=device_line(self.device_index))

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from ..isolation import SIMULATOR_CHILD_VARIABLE
 from ._cuda_build import device_line, driver_problem
 from .base import Backend, Probe
 
-#: Set in the child process that runs the simulator items.
-SIMULATOR_CHILD_VARIABLE = "PYTEST_GPUCHECK_SIMULATOR_CHILD"
+__all__ = ["SIMULATOR_CHILD_VARIABLE", "NumbaCpuBackend", "NumbaCudaBackend", "NumbaCudasimBackend"]
 
 
 def simulator_requested() -> bool:
@@ -107,8 +107,10 @@ class NumbaCudaBackend(_NumbaCudaArrays):
 
     def _probe(self) -> Probe:
         if simulator_requested():
-            return Probe.missing("NUMBA_ENABLE_CUDASIM is set, so numba.cuda is the simulator "
-                                 "in this process; use the numba-cudasim backend")
+            return Probe.missing(
+                "NUMBA_ENABLE_CUDASIM is set, so numba.cuda is the simulator "
+                "in this process; use the numba-cudasim backend"
+            )
         if importlib.util.find_spec("numba") is None:
             return Probe.missing(f"numba is not installed; install it with: {self.install_hint}")
         problem = driver_problem()
@@ -116,8 +118,10 @@ class NumbaCudaBackend(_NumbaCudaArrays):
             return Probe.missing(problem)
         cuda = self._cuda()
         if not cuda.is_available():
-            return Probe.missing("numba.cuda.is_available() is False (no usable CUDA toolkit "
-                                 f"or device); install {self.install_hint}")
+            return Probe.missing(
+                "numba.cuda.is_available() is False (no usable CUDA toolkit "
+                f"or device); install {self.install_hint}"
+            )
         cuda.select_device(self.device_index)
         return Probe(True, version=self.version(), device=device_line(self.device_index))
 
@@ -136,11 +140,11 @@ class NumbaCudasimBackend(_NumbaCudaArrays):
             return Probe.missing(f"numba is not installed; install it with: {self.install_hint}")
         if importlib.util.find_spec("numba.cuda") is None:
             return Probe.missing(f"numba.cuda is missing; install it with: {self.install_hint}")
-        if simulator_requested():
-            cuda = self._cuda()
-            if not getattr(cuda, "simulator", None) and not _config_says_simulator():
-                return Probe.missing("numba.cuda was imported before NUMBA_ENABLE_CUDASIM was "
-                                     "set, so this process cannot use the simulator")
+        if simulator_requested() and not _config_says_simulator():
+            return Probe.missing(
+                "numba.cuda was imported before NUMBA_ENABLE_CUDASIM was "
+                "set, so this process cannot use the simulator"
+            )
         return Probe(True, version=self.version(), device="CUDA simulator (cpu)")
 
 

@@ -75,8 +75,9 @@ class TorchCudaBackend(_TorchBackend):
             return Probe.missing(problem)
         torch = self._import("torch")
         if torch.version.cuda is None:
-            return Probe.missing(f"torch {torch.__version__} is a CPU-only build; "
-                                 f"install {self.install_hint}")
+            return Probe.missing(
+                f"torch {torch.__version__} is a CPU-only build; install {self.install_hint}"
+            )
         mismatch = build_mismatch("torch", torch.version.cuda, "a torch build for CUDA {major}")
         if mismatch:
             return Probe.missing(mismatch)

@@ -1,0 +1,74 @@
+"""The fixtures users put in their tests: ``gpu_backend``, ``xp`` and ``gpu_device``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .backends.base import Backend
+from .devices import CudaDevice, DeviceSelection, cuda_driver
+from .selection import get_selection
+
+
+@pytest.fixture
+def gpu_backend(request: pytest.FixtureRequest) -> Backend:
+    """The backend this test runs on, one test item per selected backend.
+
+    Parametrized by ``--gpu-backends`` (ids like ``[numba-cpu]``); restricted
+    by the ``gpu_backends(...)`` and ``requires_gpu`` markers. The object has
+    ``name``, ``tier``, ``xp`` (array namespace or None), ``to_device(host)``,
+    ``to_host(array)``, ``empty(shape, dtype)``, ``full(...)``,
+    ``synchronize()``, ``describe_device()`` and ``version()``.
+    """
+    name = getattr(request, "param", None)
+    if name is None:
+        pytest.skip("no backend selected for this test")
+    backend = get_selection(request.config).backend(name)
+    backend.require()
+    return backend
+
+
+@pytest.fixture
+def xp(gpu_backend: Backend) -> Any:
+    """The array namespace of ``gpu_backend`` (numpy, cupy, jax.numpy or torch).
+
+    Numba's CUDA targets and cuda-python have no array namespace: tests that
+    use ``xp`` are skipped there with that reason.
+    """
+    namespace = gpu_backend.xp
+    if namespace is None:
+        pytest.skip(f"{gpu_backend.name} has no array namespace (xp); use gpu_backend instead")
+    return namespace
+
+
+class GpuDevice:
+    """This process's CUDA device: the index, how it was chosen, and what it is."""
+
+    def __init__(self, selection: DeviceSelection, device: CudaDevice | None, reason: str) -> None:
+        self.index = selection.index
+        self.how = selection.how
+        self.oversubscribed = selection.oversubscribed
+        self.info = device
+        self.reason = reason
+
+    @property
+    def available(self) -> bool:
+        return self.info is not None
+
+    def __repr__(self) -> str:
+        what = self.info.describe() if self.info else f"unavailable: {self.reason}"
+        return f"<GpuDevice {self.index} ({self.how}): {what}>"
+
+
+@pytest.fixture(scope="session")
+def gpu_device(pytestconfig: pytest.Config) -> GpuDevice:
+    """The CUDA device this process uses (``--gpu-device``, MPI local rank, xdist worker).
+
+    ``index`` is within ``CUDA_VISIBLE_DEVICES``; ``info`` has the name, compute
+    capability and memory, or is None with ``reason`` when no device is visible.
+    """
+    selection = get_selection(pytestconfig).device
+    driver = cuda_driver()
+    device = driver.devices[selection.index] if driver.available else None
+    return GpuDevice(selection, device, driver.reason)

@@ -1,0 +1,144 @@
+"""Command-line and ini options of the core plugin, and their validation.
+
+Validators raise :class:`pytest.UsageError` with one line that names the valid
+values or the fix, so pytest exits with code 4 and no traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from .backends import BACKENDS, GROUPS
+
+BACKENDS_OPTION = "--gpu-backends"
+BACKENDS_INI = "gpu_backends"
+REQUIRE_OPTION = "--gpu-require"
+DEVICE_OPTION = "--gpu-device"
+REPORT_OPTION = "--gpu-report"
+CONFORMANCE_OPTION = "--gpu-conformance"
+IMPLS_OPTION = "--gpu-impls"
+
+DEFAULT_BACKENDS = "numpy"
+IMPL_ORIGINS = ("all", "bundled", "user")
+REPORT_SUFFIXES = (".json", ".md")
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the core options in the ``gpucheck`` group."""
+    group = parser.getgroup("gpucheck", "GPU kernel checks (pytest-gpucheck)")
+    group.addoption(
+        BACKENDS_OPTION,
+        dest="gpu_backends",
+        default=None,
+        metavar="SPEC",
+        help="backends to run: all, cpu, gpu, or NAME[,NAME...] from "
+        f"{', '.join(BACKENDS)}. Groups run what is available and skip the rest with the "
+        f"reason; a named backend must be available. Default: ini {BACKENDS_INI} or "
+        f"{DEFAULT_BACKENDS}.",
+    )
+    group.addoption(
+        REQUIRE_OPTION,
+        dest="gpu_require",
+        default=None,
+        metavar="SPEC",
+        help="fail the run (exit 4) unless these are available: 'gpu' (at least one GPU "
+        "backend on a visible CUDA device) or NAME[,NAME...]. For GPU CI runners, so a "
+        "lost GPU fails instead of passing on skips.",
+    )
+    group.addoption(
+        DEVICE_OPTION,
+        dest="gpu_device",
+        default="auto",
+        metavar="auto|N",
+        help="CUDA device index (within CUDA_VISIBLE_DEVICES). auto: the node-local MPI rank "
+        "or pytest-xdist worker number, round robin over visible devices; else 0.",
+    )
+    group.addoption(
+        REPORT_OPTION,
+        dest="gpu_report",
+        default=None,
+        metavar="PATH",
+        help="write the conformance matrix to PATH: .json, or .md (fits a CI job summary).",
+    )
+    group.addoption(
+        CONFORMANCE_OPTION,
+        dest="gpu_conformance",
+        action="store_true",
+        default=False,
+        help="also collect the bundled conformance suites (checks every registered "
+        "implementation, including the ones your conftest.py registers).",
+    )
+    group.addoption(
+        IMPLS_OPTION,
+        dest="gpu_impls",
+        default="all",
+        choices=IMPL_ORIGINS,
+        help="which implementations the conformance suites check: all (default), bundled, "
+        "or user (only those registered with pytest_gpucheck.implements).",
+    )
+    parser.addini(
+        BACKENDS_INI,
+        help=f"default for {BACKENDS_OPTION} (all, cpu, gpu or NAME[,NAME...])",
+        default=DEFAULT_BACKENDS,
+    )
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A parsed ``--gpu-backends`` value: the names it selects and which were explicit."""
+
+    names: tuple[str, ...]
+    explicit: frozenset[str]
+    text: str
+
+
+def _valid_values() -> str:
+    return f"{', '.join(GROUPS)} or a comma-separated list of {', '.join(BACKENDS)}"
+
+
+def parse_backend_spec(text: str, option: str = BACKENDS_OPTION) -> BackendSpec:
+    """Parse ``all|cpu|gpu|NAME[,NAME...]``; groups and names may be mixed.
+
+    Raises :class:`pytest.UsageError` for an empty value, spaces, stray commas,
+    unknown names and duplicates.
+    """
+    if not text or not text.strip():
+        raise pytest.UsageError(f"{option} is empty; use {_valid_values()}")
+    if any(ch.isspace() for ch in text):
+        raise pytest.UsageError(
+            f"{option}={text!r} contains spaces; write the list without them, e.g. numpy,torch-cpu"
+        )
+    parts = text.split(",")
+    if any(part == "" for part in parts):
+        raise pytest.UsageError(
+            f"{option}={text!r} has a stray comma; write NAME[,NAME...], e.g. numpy,torch-cpu"
+        )
+    names: list[str] = []
+    explicit: set[str] = set()
+    for part in parts:
+        if part in GROUPS:
+            members = GROUPS[part]
+        elif part in BACKENDS:
+            members = (part,)
+            explicit.add(part)
+        else:
+            raise pytest.UsageError(
+                f"{option}: unknown backend or group {part!r}; valid values: {_valid_values()}"
+            )
+        names.extend(name for name in members if name not in names)
+    return BackendSpec(tuple(names), frozenset(explicit), text)
+
+
+def parse_require_spec(text: str) -> tuple[bool, tuple[str, ...]]:
+    """Parse ``--gpu-require``: (needs a GPU?, backends that must be available)."""
+    spec = parse_backend_spec(text, REQUIRE_OPTION)
+    needs_gpu = "gpu" in text.split(",")
+    return needs_gpu, tuple(sorted(spec.explicit, key=list(BACKENDS).index))
+
+
+def check_report_path(path: str | None) -> None:
+    """``--gpu-report`` must end in .json or .md."""
+    if path is not None and not path.endswith(REPORT_SUFFIXES):
+        raise pytest.UsageError(f"{REPORT_OPTION}={path!r}: the file name must end in .json or .md")

@@ -1,0 +1,192 @@
+"""pytest-gpucheck's pytest hooks: options, selection, parametrization, header, matrix.
+
+Loading this module imports no array framework (a test proves it): backends
+are probed only once a run selects them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import fixtures
+from .backends import BACKENDS, GPU_BACKENDS
+from .isolation import SIMULATOR_CHILD_VARIABLE, SimulatorRouter, install_report_sink
+from .options import add_options
+from .report import cell_of, get_matrix, write_report
+from .selection import Selection, configure_selection, get_selection
+
+#: Feature plugins the core registers (each owns its options, markers and hooks).
+FEATURE_PLUGINS: tuple[str, ...] = ()
+
+MARKERS = (
+    "gpu_backends(*names): run this test only on these backends or groups "
+    "(e.g. 'cpu', 'cupy', 'torch-cuda'); other selected backends are not parametrized.",
+    "requires_gpu: run this test only on GPU backends; without gpu_backend, skip unless a "
+    "CUDA device is visible.",
+    "gpu_family(name): the row of the conformance matrix this test counts in "
+    "(default: the module name without test_).",
+)
+
+# The fixtures live in their own module; re-exporting them here registers them.
+gpu_backend = fixtures.gpu_backend
+xp = fixtures.xp
+gpu_device = fixtures.gpu_device
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    for name in FEATURE_PLUGINS:
+        pluginmanager.import_plugin(name)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    for line in MARKERS:
+        config.addinivalue_line("markers", line)
+    selection = configure_selection(config)
+    install_report_sink(config)
+    config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")
+    if config.getoption("gpu_conformance"):
+        _add_bundled_suites(config)
+    if "numba-cudasim" in selection.names and not selection.in_simulator_child:
+        config.pluginmanager.register(SimulatorRouter(config), "gpucheck-simulator-router")
+
+
+def _add_bundled_suites(config: pytest.Config) -> None:
+    import conformance
+
+    suites = str(Path(conformance.__file__).parent)
+    if suites not in config.args:
+        config.args.append(suites)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    selection = get_selection(config)
+    if not selection.explicit_option:
+        return ["gpucheck: backends numpy (default; select more with --gpu-backends=all)"]
+    lines = [f"gpucheck: backends {selection.spec.text}"]
+    if any(name in GPU_BACKENDS for name in selection.names):
+        device = selection.device
+        lines.append(f"gpucheck: device {device.index} chosen by {device.how}")
+    for name, probe in selection.probes.items():
+        if probe.available:
+            lines.append(f"  {name:<14} {probe.version:<14} {probe.device}")
+        else:
+            lines.append(f"  {name:<14} skipped: {probe.reason}")
+    return lines
+
+
+def _marker_backends(item_markers: list[pytest.Mark]) -> set[str] | None:
+    """Backends allowed by ``gpu_backends`` and ``requires_gpu`` markers (None: all)."""
+    from .options import parse_backend_spec
+
+    allowed: set[str] | None = None
+    for mark in item_markers:
+        if mark.name == "gpu_backends":
+            names = set(parse_backend_spec(",".join(mark.args), "@pytest.mark.gpu_backends").names)
+            allowed = names if allowed is None else allowed & names
+        elif mark.name == "requires_gpu":
+            allowed = set(GPU_BACKENDS) if allowed is None else allowed & set(GPU_BACKENDS)
+    return allowed
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "gpu_backend" not in metafunc.fixturenames:
+        return
+    selection = get_selection(metafunc.config)
+    allowed = _marker_backends(list(metafunc.definition.iter_markers()))
+    names = [name for name in selection.names if allowed is None or name in allowed]
+    if not names:
+        wanted = ", ".join(sorted(allowed or (), key=list(BACKENDS).index))
+        metafunc.parametrize(
+            "gpu_backend",
+            [
+                pytest.param(
+                    None,
+                    id="no-backend",
+                    marks=pytest.mark.skip(
+                        reason=f"restricted to {wanted}, none of which is selected "
+                        f"(--gpu-backends={selection.spec.text})"
+                    ),
+                )
+            ],
+        )
+        return
+    probes = selection.probes
+    params = [
+        pytest.param(
+            name,
+            id=name,
+            marks=() if probes[name].available else pytest.mark.skip(reason=probes[name].reason),
+        )
+        for name in names
+    ]
+    metafunc.parametrize("gpu_backend", params, indirect=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from .devices import cuda_driver
+
+    for item in items:
+        if item.get_closest_marker("requires_gpu") and "gpu_backend" not in getattr(
+            item, "fixturenames", ()
+        ):
+            driver = cuda_driver()
+            if not driver.available:
+                item.add_marker(pytest.mark.skip(reason=f"requires a GPU: {driver.reason}"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    cell = cell_of(item)
+    if cell is not None:
+        report.gpucheck_cell = cell  # type: ignore[attr-defined]
+    return report
+
+
+class MatrixRecorder:
+    """Counts every logged report (local, from xdist workers, or replayed) in the matrix."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.matrix = get_matrix(config)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.matrix.record(report)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    selection: Selection = get_selection(config)
+    if selection.in_simulator_child:
+        return
+    matrix = get_matrix(config)
+    if selection.explicit_option:
+        matrix.backends_info = {
+            name: {"version": probe.version, "device": probe.device, "reason": probe.reason}
+            for name, probe in selection.probes.items()
+        }
+    order = list(BACKENDS)
+    lines = matrix.terminal_lines(order)
+    if lines:
+        terminalreporter.write_sep("=", "gpucheck conformance matrix")
+        for line in lines:
+            terminalreporter.write_line(line)
+    for section in matrix.sections.values():
+        for line in section.terminal_lines:
+            terminalreporter.write_line(line)
+    path = config.getoption("gpu_report")
+    if path:
+        write_report(matrix, Path(path), order)
+        terminalreporter.write_line(f"gpucheck: report written to {path}")
+
+
+__all__ = ["FEATURE_PLUGINS", "SIMULATOR_CHILD_VARIABLE", "gpu_backend", "gpu_device", "xp"]

@@ -1,0 +1,135 @@
+"""Which backends this run uses, which are unavailable and why, and on which device.
+
+The selection is made once per process from ``--gpu-backends`` (or the ini
+key) and ``--gpu-device`` and kept in the config's stash.  Backends are probed
+lazily: the default selection (``numpy`` alone) imports nothing until a test
+asks for a backend, so installing the plugin never slows a plain ``pytest``.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+
+import pytest
+
+from .backends import BACKENDS, GPU_BACKENDS, get_backend
+from .backends.base import Backend, Probe
+from .devices import (
+    DeviceSelection,
+    DeviceSpecError,
+    cuda_driver,
+    parse_device_spec,
+    select_device,
+)
+from .isolation import SIMULATOR_CHILD_VARIABLE
+from .options import (
+    BACKENDS_INI,
+    BACKENDS_OPTION,
+    DEFAULT_BACKENDS,
+    BackendSpec,
+    check_report_path,
+    parse_backend_spec,
+    parse_require_spec,
+)
+
+SELECTION_KEY = pytest.StashKey["Selection"]()
+
+
+class Selection:
+    """The backends selected for this process and the device they run on."""
+
+    def __init__(self, spec: BackendSpec, device_spec: str, *, explicit_option: bool) -> None:
+        self.spec = spec
+        self.device_spec = device_spec
+        #: False when neither the option nor the ini key was given (the numpy default).
+        self.explicit_option = explicit_option
+        self.in_simulator_child = os.environ.get(SIMULATOR_CHILD_VARIABLE) == "1"
+
+    @cached_property
+    def device(self) -> DeviceSelection:
+        """This process's CUDA device (validated in :func:`configure_selection`)."""
+        return select_device(self.device_spec, cuda_driver())
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Selected backend names, available or not, in report order."""
+        if self.in_simulator_child:
+            return ("numba-cudasim",)
+        return tuple(name for name in BACKENDS if name in self.spec.names)
+
+    def backend(self, name: str) -> Backend:
+        """The backend object ``name`` bound to this process's device."""
+        index = self.device.index if name in GPU_BACKENDS else 0
+        return get_backend(name, index)
+
+    @cached_property
+    def probes(self) -> dict[str, Probe]:
+        """Probe every selected backend (imports their frameworks)."""
+        return {name: self.backend(name).probe() for name in self.names}
+
+    @property
+    def backends(self) -> list[Backend]:
+        """The selected backends that are available here."""
+        return [self.backend(name) for name, probe in self.probes.items() if probe.available]
+
+    @property
+    def available_names(self) -> list[str]:
+        return [name for name, probe in self.probes.items() if probe.available]
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """Selected but unavailable backends, with the reason for each."""
+        return {name: probe.reason for name, probe in self.probes.items() if not probe.available}
+
+
+def get_selection(config: pytest.Config) -> Selection:
+    """The selection of this pytest run (made in ``pytest_configure``)."""
+    return config.stash[SELECTION_KEY]
+
+
+def configure_selection(config: pytest.Config) -> Selection:
+    """Parse and validate the options; raise :class:`pytest.UsageError` on bad input."""
+    option_value = config.getoption("gpu_backends")
+    ini_value = config.getini(BACKENDS_INI)
+    # The ini key counts as a choice only when it differs from the default.
+    explicit = option_value is not None or str(ini_value) != DEFAULT_BACKENDS
+    text = option_value if option_value is not None else str(ini_value)
+    spec = parse_backend_spec(text, BACKENDS_OPTION if option_value is not None else BACKENDS_INI)
+    check_report_path(config.getoption("gpu_report"))
+    selection = Selection(spec, config.getoption("gpu_device"), explicit_option=explicit)
+    try:
+        if selection.device_spec.strip() != "auto":
+            _ = selection.device  # an explicit index must name a visible device
+        else:
+            parse_device_spec(selection.device_spec)
+    except DeviceSpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SELECTION_KEY] = selection
+    if explicit and not selection.in_simulator_child:
+        for name in sorted(spec.explicit, key=list(BACKENDS).index):
+            probe = selection.probes[name]
+            if not probe.available:
+                raise pytest.UsageError(
+                    f"{BACKENDS_OPTION}: {name} is not available: {probe.reason}"
+                )
+    require = config.getoption("gpu_require")
+    if require is not None:
+        _check_required(selection, require)
+    return selection
+
+
+def _check_required(selection: Selection, text: str) -> None:
+    needs_gpu, names = parse_require_spec(text)
+    for name in names:
+        probe = selection.backend(name).probe()
+        if not probe.available:
+            raise pytest.UsageError(f"--gpu-require: {name} is not available: {probe.reason}")
+    if needs_gpu:
+        driver = cuda_driver()
+        if not driver.available:
+            raise pytest.UsageError(f"--gpu-require=gpu: {driver.reason}")
+        gpu_probes = {name: selection.backend(name).probe() for name in GPU_BACKENDS}
+        if not any(probe.available for probe in gpu_probes.values()):
+            reasons = "; ".join(f"{name}: {probe.reason}" for name, probe in gpu_probes.items())
+            raise pytest.UsageError(f"--gpu-require=gpu: no GPU backend is available ({reasons})")
