@@ -34,7 +34,7 @@ def cell_of(item: pytest.Item) -> dict[str, str] | None:
     if cell is not None:
         return cell
     callspec = getattr(item, "callspec", None)
-    if callspec is None or "gpu_backend" not in callspec.params:
+    if callspec is None or callspec.params.get("gpu_backend") is None:
         return None
     marker = item.get_closest_marker("gpu_family")
     family = str(marker.args[0]) if marker and marker.args else _module_family(item)

@@ -31,9 +31,9 @@ CPU_BACKENDS: tuple[str, ...] = ("numpy", "numba-cpu", "numba-cudasim", "jax-cpu
 GPU_BACKENDS: tuple[str, ...] = ("numba-cuda", "cupy", "jax-gpu", "cuda-python", "torch-cuda")
 
 GROUPS: dict[str, tuple[str, ...]] = {
+    "all": CPU_BACKENDS + GPU_BACKENDS,
     "cpu": CPU_BACKENDS,
     "gpu": GPU_BACKENDS,
-    "all": CPU_BACKENDS + GPU_BACKENDS,
 }
 
 

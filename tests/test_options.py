@@ -1,0 +1,133 @@
+"""Option parsing and the one-line usage errors (exit code 4) of the core options."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_gpucheck.backends import BACKENDS
+from pytest_gpucheck.options import parse_backend_spec
+
+VALID = (
+    "all, cpu, gpu or a comma-separated list of "
+    "numpy, numba-cpu, numba-cudasim, jax-cpu, torch-cpu, numba-cuda, cupy, jax-gpu, "
+    "cuda-python, torch-cuda"
+)
+
+
+def test_groups_and_names_expand_in_report_order() -> None:
+    spec = parse_backend_spec("torch-cpu,cpu")
+    assert spec.names == ("torch-cpu", "numpy", "numba-cpu", "numba-cudasim", "jax-cpu")
+    assert spec.explicit == {"torch-cpu"}
+    assert set(parse_backend_spec("all").names) == set(BACKENDS)
+    assert parse_backend_spec("gpu,numpy").explicit == {"numpy"}
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "bogus",
+            f"ERROR: --gpu-backends: unknown backend or group 'bogus'; valid values: {VALID}",
+        ),
+        ("", f"ERROR: --gpu-backends is empty; use {VALID}"),
+        (
+            "numpy,",
+            "ERROR: --gpu-backends='numpy,' has a stray comma; write NAME[,NAME...], "
+            "e.g. numpy,torch-cpu",
+        ),
+        (
+            "numpy,,torch-cpu",
+            "ERROR: --gpu-backends='numpy,,torch-cpu' has a stray comma; write NAME[,NAME...], "
+            "e.g. numpy,torch-cpu",
+        ),
+        (
+            "numpy, torch-cpu",
+            "ERROR: --gpu-backends='numpy, torch-cpu' contains spaces; write the list without "
+            "them, e.g. numpy,torch-cpu",
+        ),
+    ],
+)
+def test_bad_backend_values_are_one_line_usage_errors(
+    pytester: pytest.Pytester, value: str, message: str
+) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest(f"--gpu-backends={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == message
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_explicit_unavailable_backend_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--gpu-backends=cupy")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.re_match_lines([r"^ERROR: --gpu-backends: cupy is not available: .+$"])
+    assert len([line for line in result.stderr.lines if line.strip()]) == 1
+
+
+def test_ini_key_selects_backends_and_is_validated(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ngpu_backends = numpy,torch-cpu\n")
+    pytester.makepyfile("def test_x(gpu_backend): pass")
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_x?numpy? PASSED*", "*test_x?torch-cpu? PASSED*"])
+    pytester.makeini("[pytest]\ngpu_backends = numpy,nope\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0].startswith("ERROR: gpu_backends: unknown backend or group 'nope'")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("x1", "ERROR: --gpu-device='x1' is not valid; use auto or a device index >= 0"),
+        ("-1", "ERROR: --gpu-device='-1' is not valid; use auto or a device index >= 0"),
+        ("", "ERROR: --gpu-device='' is not valid; use auto or a device index >= 0"),
+    ],
+)
+def test_malformed_device_is_a_usage_error(
+    pytester: pytest.Pytester, value: str, message: str
+) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest(f"--gpu-device={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == message
+
+
+def test_device_index_that_does_not_exist_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    from pytest_gpucheck.devices import cuda_driver
+
+    pytester.makepyfile("def test_x(): pass")
+    count = len(cuda_driver().devices)
+    result = pytester.runpytest(f"--gpu-device={count}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    if count == 0:
+        expected = f"ERROR: --gpu-device=0: {cuda_driver().reason}; use --gpu-device=auto"
+    else:
+        expected = (
+            f"ERROR: --gpu-device={count}: only {count} CUDA device(s) visible; "
+            f"use auto or an index in 0..{count - 1}"
+        )
+    assert result.stderr.lines[0] == expected
+
+
+def test_gpu_require_fails_the_run_without_a_gpu(pytester: pytest.Pytester) -> None:
+    from pytest_gpucheck.devices import cuda_driver
+
+    if cuda_driver().available:
+        pytest.skip("this machine has a GPU; the failure path needs none")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--gpu-require=gpu")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == f"ERROR: --gpu-require=gpu: {cuda_driver().reason}"
+    result = pytester.runpytest("--gpu-require=torch-cpu")
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_report_path_needs_a_known_extension(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--gpu-report=out.txt")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == (
+        "ERROR: --gpu-report='out.txt': the file name must end in .json or .md"
+    )
