@@ -1,0 +1,10 @@
+"""The bundled conformance suites and implementations.
+
+``conformance.specs`` describes each kernel (inputs, tolerance, output
+initialisation); the ``test_*.py`` modules check every registered
+implementation of each kernel on every selected backend; and
+``conformance.implementations`` registers the bundled implementations.
+Run the suites in any project with ``pytest --gpu-conformance``.
+"""
+
+from __future__ import annotations
