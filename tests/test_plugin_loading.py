@@ -1,0 +1,54 @@
+"""Loading the plugin imports no framework and costs no measurable time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FRAMEWORKS = ("numba", "cupy", "jax", "torch", "cuda", "mpi4py", "numpy")
+
+PROBE = """
+import json, sys
+
+import pytest
+
+
+class Collect:
+    def pytest_sessionfinish(self):
+        roots = sorted({name.split(".")[0] for name in sys.modules})
+        print("MODULES=" + json.dumps(roots))
+
+
+sys.exit(pytest.main(["--co", "-q", "-p", "no:cacheprovider", sys.argv[1]], plugins=[Collect()]))
+"""
+
+
+def test_collecting_a_plain_test_file_imports_no_framework(tmp_path: Path) -> None:
+    (tmp_path / "test_plain.py").write_text("def test_x():\n    assert 1 + 1 == 2\n")
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    result = subprocess.run(
+        [sys.executable, str(probe), str(tmp_path / "test_plain.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("MODULES="))
+    loaded = set(json.loads(line.removeprefix("MODULES=")))
+    assert "pytest_gpucheck" in loaded, "the plugin was not loaded at all"
+    assert not loaded & set(FRAMEWORKS), f"plugin load imported {sorted(loaded & set(FRAMEWORKS))}"
+
+
+def test_plugin_is_registered_under_its_entry_point_name(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest_subprocess("-p", "no:gpucheck", "--gpu-backends=all")
+    # With the plugin disabled, its options do not exist.
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --gpu-backends=all*"])
