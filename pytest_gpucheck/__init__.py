@@ -1,0 +1,50 @@
+"""pytest-gpucheck: is your GPU kernel right on every framework you ship?
+
+The public API, importable without importing any array framework:
+
+- :func:`implements` / :func:`not_applicable`: register your own implementation
+  of a bundled kernel (or say why a backend cannot express it); the bundled
+  conformance suites then check it (``pytest --gpu-conformance``).
+- :class:`LaunchConfig`: what kernels that take ``launch`` receive.
+- Assertion helpers with derived tolerances and reproducers, and the interop
+  helpers, are loaded on first use (see ``__all__``).
+
+Fixtures (``gpu_backend``, ``xp``, ``gpu_device``, ``mpi_comm``,
+``gpu_benchmark``...) and markers come with the pytest plugin, which
+installing the package activates.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .launch import LaunchConfig
+from .registry import Implementation, implementations, implements, not_applicable
+
+__version__ = "0.1.0"
+
+#: Public names defined in modules that are imported only when first used.
+_LAZY = {
+    "assert_matches_reference": "pytest_gpucheck.assertions",
+    "assert_shares_memory": "pytest_gpucheck.interop",
+    "converter": "pytest_gpucheck.interop",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_gpucheck' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "Implementation",
+    "LaunchConfig",
+    "__version__",
+    "implementations",
+    "implements",
+    "not_applicable",
+    *_LAZY,
+]
