@@ -1,0 +1,88 @@
+"""Parametrization of the conformance suites: selected backends x registered implementations.
+
+Every test that requests the ``impl`` fixture and carries
+``@pytest.mark.gpu_kernel("<kernel>")`` runs once per implementation of that
+kernel on each selected backend, with the id ``backend:name``
+(``numba-cudasim:bundled``).  Cells that cannot run stay visible as skips with
+their reason: a backend that is unavailable here, a backend that cannot
+express the kernel (``not_applicable``), or no implementation registered.
+``--gpu-impls=all|bundled|user`` chooses which implementations count.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.harness import Cell
+from conformance.specs import spec_for
+from pytest_gpucheck import hypothesis_profiles
+from pytest_gpucheck.registry import implementations, not_applicable_reason
+from pytest_gpucheck.report import set_cell
+from pytest_gpucheck.selection import get_selection
+
+# Direct `pytest conformance/` without the feature plugin still needs the profiles.
+hypothesis_profiles.register_profiles()
+
+
+@pytest.fixture
+def impl(request: pytest.FixtureRequest) -> Cell:
+    """The implementation under test and the backend it runs on (``backend:name``)."""
+    cell: Cell = request.param
+    return cell
+
+
+def _kernel_of(metafunc: pytest.Metafunc) -> str:
+    marker = metafunc.definition.get_closest_marker("gpu_kernel")
+    if marker is None or not marker.args:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid} requests `impl` but has no "
+            "@pytest.mark.gpu_kernel('<kernel>'); add the marker naming the kernel"
+        )
+    kernel = str(marker.args[0])
+    spec_for(kernel)  # unknown kernels fail at collection, with the known names
+    return kernel
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "impl" not in metafunc.fixturenames:
+        return
+    kernel = _kernel_of(metafunc)
+    config = metafunc.config
+    selection = get_selection(config)
+    origin = config.getoption("gpu_impls", "all")
+    params = []
+    for name in selection.names:
+        probe = selection.probes[name]
+        found = implementations(kernel=kernel, backend=name,
+                                origin=None if origin == "all" else origin)
+        for impl in sorted(found, key=lambda i: (i.origin != "bundled", i.name)):
+            marks = () if probe.available else (pytest.mark.skip(reason=probe.reason),)
+            params.append(pytest.param(Cell(name, impl), id=impl.id, marks=marks))
+        if found:
+            continue
+        reason = not_applicable_reason(kernel, name)
+        if reason is not None and origin != "user":
+            params.append(pytest.param(name, id=f"{name}:not-applicable",
+                                       marks=pytest.mark.skip(reason=f"not applicable: {reason}")))
+        else:
+            which = {"all": "", "bundled": "bundled ", "user": "user "}[origin]
+            params.append(pytest.param(
+                name, id=f"{name}:none",
+                marks=pytest.mark.skip(reason=f"no {which}implementation of {kernel} "
+                                              f"registered for {name} (--gpu-impls={origin})")))
+    if not params:
+        params.append(pytest.param("none", id="no-backend",
+                                   marks=pytest.mark.skip(reason="no backend selected")))
+    metafunc.parametrize("impl", params, indirect=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        marker = item.get_closest_marker("gpu_kernel")
+        callspec = getattr(item, "callspec", None)
+        if marker is None or callspec is None or "impl" not in callspec.params:
+            continue
+        value = callspec.params["impl"]
+        # Skipped cells carry the backend name instead of a Cell.
+        backend = value.backend if isinstance(value, Cell) else str(value)
+        set_cell(item, backend=backend, family=spec_for(str(marker.args[0])).family)

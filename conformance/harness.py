@@ -1,0 +1,299 @@
+"""Run one implementation of a kernel on hypothesis-drawn cases and apply every check.
+
+For each drawn case the harness puts the inputs on the backend's device in
+the drawn layouts, allocates ``out`` (or the in-place array) inside guard
+bands, launches, and then checks, reporting every failed check at once:
+
+1. the call returned normally (the simulator raises ``IndexError`` on an
+   out-of-bounds access);
+2. nothing was written outside the output (guard bands);
+3. every input buffer is bit-for-bit unchanged;
+4. the result's dtype and shape are the reference's;
+5. its values match the reference under the spec's derived tolerance (or,
+   for ``monte_carlo_pi``, pass the statistical tests).
+
+The hypothesis seed is chosen here and printed in the reproducer, so
+``--hypothesis-seed=N`` reruns exactly the failing sequence of examples.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+
+from conformance.specs import Case, KernelSpec, spec_for
+from pytest_gpucheck import hypothesis_profiles
+from pytest_gpucheck import strategies as gst
+from pytest_gpucheck.assertions import (
+    CheckContext,
+    dtype_problem,
+    guard_problem,
+    shape_problem,
+    unchanged_problem,
+    values_problem,
+)
+from pytest_gpucheck.device_views import layout_of
+from pytest_gpucheck.guards import GuardedBuffer, GuardReadback
+from pytest_gpucheck.launch import LaunchConfig
+from pytest_gpucheck.randomness import uniform_samples_problems
+from pytest_gpucheck.registry import Implementation
+
+#: Recorded (``item.user_properties``) when guard bands cannot apply.
+IMMUTABLE_NOTE = "not applicable: immutable arrays ({backend} returns new arrays)"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One parameter of the ``impl`` fixture: an implementation on a backend."""
+
+    backend: str
+    implementation: Implementation
+
+    @property
+    def id(self) -> str:
+        return self.implementation.id
+
+
+def launch_strategy(spec: KernelSpec, sizing: gst.Sizing,
+                    domain: tuple[int, ...]) -> st.SearchStrategy[LaunchConfig]:
+    """The launch configurations drawn for ``spec`` over ``domain`` (C-order shape)."""
+    if spec.launch == "grid-stride":
+        return gst.launch_1d(sizing, domain[0], grid_stride=True)
+    if len(domain) == 1:
+        return gst.launch_1d(sizing, domain[0])
+    launches = gst.launch_nd(sizing, domain)
+    if spec.square_blocks:
+        launches = launches.filter(lambda launch: len(set(launch.block)) == 1)
+    return launches
+
+
+def conformance_settings() -> tuple[str, settings]:
+    """The profile the suites run under, and its settings.
+
+    A profile the user chose (``--hypothesis-profile`` or ``settings.load_profile``)
+    wins.  Otherwise ``ci`` when the ``CI`` environment variable is set, else
+    ``dev``; these apply to the conformance suites only, never to the user's own
+    hypothesis tests.
+    """
+    hypothesis_profiles.register_profiles()
+    current = settings.get_current_profile_name()
+    if current in hypothesis_profiles.PROFILES:
+        # Hypothesis loads its own built-in "ci" when CI is set, before ours is
+        # registered: take ours by name, not the loaded object.
+        return current, settings.get_profile(current)
+    if current != "default":
+        return current, settings.default
+    name = "ci" if os.environ.get("CI") else "dev"
+    return name, settings.get_profile(name)
+
+
+def choose_seed(nodeid: str) -> int:
+    """The hypothesis seed of this run: ``--hypothesis-seed`` when given; a stable
+    hash of the node id under a derandomized profile (``ci``); else random."""
+    from hypothesis import core
+
+    forced = getattr(core, "global_force_seed", None)
+    if forced is not None:
+        return int(forced) if str(forced).isdigit() else zlib.crc32(str(forced).encode())
+    if conformance_settings()[1].derandomize:
+        return zlib.crc32(nodeid.encode())
+    return random.getrandbits(32)
+
+
+def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
+    """Run the conformance property of ``cell``'s kernel against it (the body of every
+    suite test).  Examples per backend: the profile's ``max_examples`` divided by the
+    backend's :attr:`~pytest_gpucheck.strategies.Sizing.example_divisor`."""
+    __tracebackhide__ = True
+    from pytest_gpucheck.selection import get_selection
+
+    impl = cell.implementation
+    spec = spec_for(impl.kernel)
+    backend = get_selection(request.config).backend(cell.backend)
+    sizing = gst.sizing_for(backend.name)
+    nodeid = request.node.nodeid
+    run_seed = choose_seed(nodeid)
+    profile, current = conformance_settings()
+    _check_signature(spec, impl, backend)
+    notes: dict[str, str] = {}
+    if not backend.mutable_arrays:
+        notes["guard_bands"] = IMMUTABLE_NOTE.format(backend=backend.name)
+    compile_counter = _jax_compile_counter(backend.name)
+    before = compile_counter()
+
+    @given(data=st.data())
+    def example(data: st.DataObject) -> None:
+        __tracebackhide__ = True
+        case = data.draw(spec.cases(sizing), label="case")
+        layouts = {
+            name: data.draw(gst.layouts(array.ndim), label=f"layout of {name}")
+            if backend.mutable_arrays else gst.CONTIGUOUS  # JAX arrays have no strides
+            for name, array in case.arrays.items() if name != spec.in_place
+        }
+        launch = data.draw(launch_strategy(spec, sizing, case.domain), label="launch") \
+            if impl.takes_launch else None
+        context = CheckContext(kernel=spec.name, backend=backend.name,
+                               implementation=impl.name, case=case.describe, launch=launch,
+                               seed=run_seed, profile=profile, nodeid=nodeid,
+                               device=backend.describe_device(),
+                               rerun_options=_rerun_options(request.config))
+        problems = run_case(spec, impl, backend, case, layouts, launch, context)
+        if problems:
+            raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
+
+    examples = max(2, current.max_examples // sizing.example_divisor)
+    test = settings(
+        parent=current,
+        max_examples=examples,
+        deadline=None,  # the first example of each shape includes JIT compilation
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                               HealthCheck.filter_too_much],
+        # One minimal failure per test, without the explain phase's extra runs.
+        report_multiple_bugs=False,
+        phases=[phase for phase in current.phases if phase is not Phase.explain],
+    )(example)
+    test = seed(run_seed)(test)
+    # One example database entry per parametrized item, as for ordinary @given tests.
+    test.hypothesis.inner_test._hypothesis_internal_add_digest = nodeid.encode()  # type: ignore[attr-defined]
+    try:
+        test()
+    finally:
+        compiles = compile_counter() - before
+        if compiles >= 0 and backend.name.startswith("jax"):
+            notes["jax_compilations"] = str(compiles)
+        for key, value in notes.items():
+            request.node.user_properties.append((key, value))
+
+
+def _rerun_options(config: pytest.Config) -> tuple[str, ...]:
+    options = []
+    if config.getoption("gpu_conformance", False):
+        options.append("--gpu-conformance")
+    impls = config.getoption("gpu_impls", "all")
+    if impls != "all":
+        options.append(f"--gpu-impls={impls}")
+    return tuple(options)
+
+
+def _check_signature(spec: KernelSpec, impl: Implementation, backend: Any) -> None:
+    __tracebackhide__ = True
+    if impl.writes_out and not backend.mutable_arrays:
+        pytest.fail(f"{impl.where} takes `out`, but {backend.name} arrays are immutable: "
+                    "return the result instead (docs/kernels.md)", pytrace=False)
+    if spec.requires_out and not impl.writes_out:
+        pytest.fail(f"{impl.where} must take `out`: {spec.name} writes its output in place "
+                    "(docs/kernels.md)", pytrace=False)
+
+
+def _jax_compile_counter(backend_name: str) -> Any:
+    """A callable returning the number of XLA compilations so far (JAX backends only)."""
+    if not backend_name.startswith("jax"):
+        return lambda: 0
+    return _JaxCompiles.counter()
+
+
+class _JaxCompiles:
+    """Counts ``backend_compile`` events reported through ``jax.monitoring``."""
+
+    count = 0
+    installed = False
+
+    @classmethod
+    def counter(cls) -> Any:
+        if not cls.installed:
+            import jax.monitoring
+
+            def listener(event: str, _duration: float, **_kwargs: Any) -> None:
+                if event.endswith("backend_compile_duration"):
+                    cls.count += 1
+
+            jax.monitoring.register_event_duration_secs_listener(listener)
+            cls.installed = True
+        return lambda: cls.count
+
+
+def run_case(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
+             layouts: dict[str, str], launch: LaunchConfig | None,
+             context: CheckContext) -> list[str]:
+    """Launch ``impl`` on one case; return the failed checks (empty when it conforms)."""
+    expected = spec.result_template(case)
+    args: list[Any] = []
+    inputs: dict[str, gst.DeviceInput] = {}
+    in_place: GuardedBuffer | None = None
+    for name in spec.arguments:
+        value = case.inputs[name]
+        if not isinstance(value, np.ndarray):
+            args.append(value)
+        elif name == spec.in_place and backend.mutable_arrays:
+            in_place = GuardedBuffer(backend, name, value.shape, value.dtype, value)
+            context.arrays[name] = f"{layout_of(in_place.view)} dtype={value.dtype} " \
+                                   "(interior of a guard-banded buffer)"
+            args.append(in_place.view)
+        else:
+            layout = layouts.get(name, gst.CONTIGUOUS)
+            inputs[name] = gst.to_device_with_layout(backend, value, layout)
+            context.arrays[name] = f"{layout_of(inputs[name].view)} dtype={value.dtype} " \
+                                   f"({inputs[name].layout})"
+            args.append(inputs[name].view)
+    kwargs: dict[str, Any] = {}
+    out: GuardedBuffer | None = None
+    if impl.writes_out:
+        out = GuardedBuffer(backend, "out", expected.shape, expected.dtype,
+                            spec.initial_output(expected.dtype))
+        context.arrays["out"] = f"{layout_of(out.view)} dtype={expected.dtype} " \
+                                "(view inside guard bands)"
+        kwargs["out"] = out.view
+    else:
+        kwargs.update({name: case.inputs[name] for name in spec.size_arguments})
+    if launch is not None:
+        kwargs["launch"] = launch
+    try:
+        returned = impl.func(*args, **kwargs)
+        backend.synchronize()
+    except Exception as exc:
+        return [f"{impl.where} raised {type(exc).__name__}: {exc}, but should return normally "
+                f"{context.tag}"]
+
+    problems: list[str] = []
+    readback: GuardReadback | None = None
+    if out is not None:
+        readback = out.read()
+    elif in_place is not None:
+        readback = in_place.read()
+    if readback is not None:
+        problems.append(guard_problem(readback, context) or "")
+        result = readback.region
+    elif returned is None:
+        return [f"{impl.where} returned None, but should return the result (it takes no "
+                f"`out`) {context.tag}"]
+    else:
+        result = np.asarray(backend.to_host(returned))
+    for name, device_input in inputs.items():
+        after = np.asarray(backend.to_host(device_input.parent))
+        problems.append(unchanged_problem(device_input.parent_before, after, context,
+                                          name=name) or "")
+    name = spec.in_place or "out"
+    problems.append(dtype_problem(result.dtype, expected.dtype, context, name=name) or "")
+    problems.append(shape_problem(result.shape, expected.shape, context, name=name) or "")
+    if result.dtype == expected.dtype and result.shape == expected.shape:
+        if spec.statistical:
+            problems.extend(f"{p} {context.tag}" for p in uniform_samples_problems(result))
+        else:
+            poison = spec.initial_output(expected.dtype) if (
+                out is not None and spec.output_init == "poison") else None
+            rule = spec.rule(case, expected)
+            problems.append(values_problem(result, expected, rule, context, name=name,
+                                           poison=poison) or "")
+    return [p for p in problems if p]
+
+
+__all__ = ["IMMUTABLE_NOTE", "Cell", "check_implementation", "choose_seed", "launch_strategy",
+           "run_case"]

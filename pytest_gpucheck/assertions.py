@@ -1,0 +1,275 @@
+"""Assertion helpers that use the derived tolerances and print a reproducer.
+
+Every helper hides its own frame (``__tracebackhide__``) and fails with one
+message shape, in the manner of array-api-tests::
+
+    out.dtype=float32, but should be float64 [vector_add(n=7, dtype=float64) on cupy:raw]
+
+followed by the evidence (error sizes, the first mismatching indices) and,
+when a :class:`CheckContext` is given, a reproducer: backend, kernel, launch
+configuration, shapes, dtypes, strides, the hypothesis seed and the command
+that reruns exactly this example.
+
+Each check also exists as a ``*_problem`` function that returns the message
+(or None) instead of raising, so a suite can report every failed check of a
+launch at once.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+from .guards import GuardReadback, same_bits
+from .launch import LaunchConfig
+from .tolerance import Tolerance, abs_error, is_float, ulp_error
+
+#: How many mismatching elements a message lists.
+SHOWN = 5
+
+
+@dataclass
+class CheckContext:
+    """Where a result came from: enough to read the failure and to rerun it."""
+
+    kernel: str
+    backend: str
+    implementation: str = "bundled"
+    #: The drawn case in a few words, e.g. ``n=7, dtype=float32``.
+    case: str = ""
+    launch: LaunchConfig | None = None
+    #: Argument name -> ``shape=(7,) strides=(16,) dtype=float32 (strided)``.
+    arrays: dict[str, str] = field(default_factory=dict)
+    seed: int | None = None
+    profile: str | None = None
+    nodeid: str | None = None
+    device: str = ""
+    #: Further options the rerun needs (``--gpu-conformance``, ``--gpu-impls=user``).
+    rerun_options: tuple[str, ...] = ()
+
+    @property
+    def tag(self) -> str:
+        """``[vector_add(n=7, dtype=float32) on cupy:raw]``: the end of every message."""
+        return f"[{self.kernel}({self.case}) on {self.backend}:{self.implementation}]"
+
+    def rerun_command(self) -> str:
+        """The pytest command that reruns this test with the same hypothesis seed."""
+        if not self.nodeid:
+            return ""
+        parts = ["pytest", self.nodeid, f"--gpu-backends={self.backend}"]
+        if self.seed is not None:
+            parts.append(f"--hypothesis-seed={self.seed}")
+        if self.profile:
+            parts.append(f"--hypothesis-profile={self.profile}")
+        parts.extend(self.rerun_options)
+        return " ".join(shlex.quote(part) for part in parts)
+
+    def reproducer(self) -> str:
+        """The multi-line reproducer printed under a failure."""
+        lines = ["reproducer:"]
+        device = f" ({self.device})" if self.device else ""
+        lines.append(f"  backend: {self.backend}{device}; implementation: {self.implementation}")
+        lines.append(f"  kernel: {self.kernel}({self.case})")
+        if self.launch is not None:
+            lines.append(f"  launch: {self.launch}")
+        for name, layout in self.arrays.items():
+            lines.append(f"  {name}: {layout}")
+        if self.seed is not None:
+            profile = f" (profile {self.profile})" if self.profile else ""
+            lines.append(f"  hypothesis seed: {self.seed}{profile}")
+        command = self.rerun_command()
+        if command:
+            lines.append(f"  rerun: {command}")
+        return "\n".join(lines)
+
+
+def _tag(context: CheckContext | str | None) -> str:
+    if context is None:
+        return ""
+    if isinstance(context, CheckContext):
+        return f" {context.tag}"
+    return f" [{context}]"
+
+
+def _fail(problem: str, context: CheckContext | str | None) -> None:
+    __tracebackhide__ = True
+    if isinstance(context, CheckContext):
+        problem = f"{problem}\n{context.reproducer()}"
+    raise AssertionError(problem)
+
+
+def _index(index: tuple[int, ...]) -> str:
+    return ", ".join(str(int(i)) for i in index)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+# -- problems (return a message or None) --------------------------------------------------
+
+
+def dtype_problem(actual: DTypeLike, expected: DTypeLike, context: CheckContext | str | None,
+                  *, name: str = "out") -> str | None:
+    """``out.dtype=float32, but should be float64 [...]`` or None."""
+    if np.dtype(actual) == np.dtype(expected):
+        return None
+    return f"{name}.dtype={np.dtype(actual)}, but should be {np.dtype(expected)}{_tag(context)}"
+
+
+def shape_problem(actual: tuple[int, ...], expected: tuple[int, ...],
+                  context: CheckContext | str | None, *, name: str = "out") -> str | None:
+    """``out.shape=(7,), but should be (1,) [...]`` or None."""
+    if tuple(actual) == tuple(expected):
+        return None
+    return f"{name}.shape={tuple(actual)}, but should be {tuple(expected)}{_tag(context)}"
+
+
+def values_problem(actual: np.ndarray, expected: np.ndarray, rule: Tolerance,
+                   context: CheckContext | str | None, *, name: str = "out",
+                   poison: np.ndarray | None = None) -> str | None:
+    """Compare values under ``rule``; describe the mismatches or return None.
+
+    ``poison`` is the value the output started with: elements still holding
+    it are reported as never written.
+    """
+    got = np.asarray(actual)
+    want = np.asarray(expected)
+    if got.shape != want.shape:
+        return shape_problem(got.shape, want.shape, context, name=name)
+    bad = rule.mismatches(got, want)
+    count = int(np.count_nonzero(bad))
+    if count == 0:
+        return None
+    where = [tuple(i) for i in np.argwhere(bad)]
+    first = where[0]
+    head = (f"{name}[{_index(first)}]={_show(got[first])}, but should be "
+            f"{_show(want[first])}{_tag(context)}")
+    lines = [head]
+    error = abs_error(got, want)[bad]
+    stats = f"  {count} of {want.size} elements differ; max abs error {np.nanmax(error):.6g}" \
+        if not np.all(np.isnan(error)) else f"  {count} of {want.size} elements differ (NaN)"
+    if is_float(want.dtype):
+        ulps = ulp_error(got, want)[bad]
+        finite = ulps[np.isfinite(ulps)]
+        if finite.size:
+            stats += f", max ULP error {finite.max():.3g}"
+    lines.append(f"{stats}; rule: {rule}")
+    shown = ", ".join(
+        f"{name}[{_index(i)}]={_show(got[i])} (expected {_show(want[i])})" for i in where[:SHOWN]
+    )
+    more = f", ... ({count - SHOWN} more)" if count > SHOWN else ""
+    lines.append(f"  first mismatches: {shown}{more}")
+    if poison is not None and got.size:
+        unwritten = same_bits(got, np.broadcast_to(np.asarray(poison, dtype=got.dtype),
+                                                   got.shape).copy())
+        n_unwritten = int(np.count_nonzero(unwritten & bad))
+        if n_unwritten:
+            idx = [tuple(i) for i in np.argwhere(unwritten & bad)][:SHOWN]
+            lines.append(f"  {n_unwritten} of them were never written (still the poison value), "
+                         f"first at {', '.join(f'[{_index(i)}]' for i in idx)}")
+    return "\n".join(lines)
+
+
+def unchanged_problem(before: np.ndarray, after: np.ndarray,
+                      context: CheckContext | str | None, *, name: str) -> str | None:
+    """``input b was modified: ...`` when ``after`` differs bitwise from ``before``."""
+    if before.shape != after.shape:
+        return f"input {name} changed shape to {after.shape}, but should stay " \
+               f"{before.shape}{_tag(context)}"
+    changed = ~same_bits(np.ascontiguousarray(after), np.ascontiguousarray(before))
+    count = int(np.count_nonzero(changed))
+    if count == 0:
+        return None
+    where = [tuple(i) for i in np.argwhere(changed)][:SHOWN]
+    shown = ", ".join(f"[{_index(i)}] {_show(before[i])} -> {_show(after[i])}" for i in where)
+    return (f"input {name} was modified ({count} element(s) of its buffer changed), "
+            f"but inputs must not be touched{_tag(context)}\n  first changes: {shown}")
+
+
+def guard_problem(readback: GuardReadback, context: CheckContext | str | None) -> str | None:
+    """``wrote 1 element past the end of out: index 7 [...]`` or None."""
+    if readback.ok:
+        return None
+    return f"{readback.describe()}, but should write only inside {readback.name}{_tag(context)}"
+
+
+# -- assertions (raise AssertionError) ------------------------------------------------------
+
+
+def assert_dtype(actual: DTypeLike, expected: DTypeLike, context: CheckContext | str | None = None,
+                 *, name: str = "out") -> None:
+    """Assert a result's dtype."""
+    __tracebackhide__ = True
+    problem = dtype_problem(actual, expected, context, name=name)
+    if problem:
+        _fail(problem, context)
+
+
+def assert_shape(actual: tuple[int, ...], expected: tuple[int, ...],
+                 context: CheckContext | str | None = None, *, name: str = "out") -> None:
+    """Assert a result's shape."""
+    __tracebackhide__ = True
+    problem = shape_problem(actual, expected, context, name=name)
+    if problem:
+        _fail(problem, context)
+
+
+def assert_matches_reference(actual: Any, expected: Any, rule: Tolerance,
+                             context: CheckContext | str | None = None, *,
+                             name: str = "out") -> None:
+    """Assert ``actual`` has the dtype and shape of ``expected`` and matches it under ``rule``.
+
+    ``actual`` must already be on the host (``gpu_backend.to_host(result)``).
+    ``rule`` comes from :mod:`pytest_gpucheck.tolerance` (``exact``,
+    ``within_ulps``, ``sum_rule``, ...).
+    """
+    __tracebackhide__ = True
+    got = np.asarray(actual)
+    want = np.asarray(expected)
+    for problem in (
+        dtype_problem(got.dtype, want.dtype, context, name=name),
+        shape_problem(got.shape, want.shape, context, name=name),
+        values_problem(got, want, rule, context, name=name),
+    ):
+        if problem:
+            _fail(problem, context)
+
+
+def assert_unchanged(before: np.ndarray, after: np.ndarray,
+                     context: CheckContext | str | None = None, *, name: str = "input") -> None:
+    """Assert an input is bit-for-bit what it was before the call."""
+    __tracebackhide__ = True
+    problem = unchanged_problem(np.asarray(before), np.asarray(after), context, name=name)
+    if problem:
+        _fail(problem, context)
+
+
+def assert_guards_intact(readback: GuardReadback,
+                         context: CheckContext | str | None = None) -> None:
+    """Assert nothing was written outside a :class:`~pytest_gpucheck.guards.GuardedBuffer`."""
+    __tracebackhide__ = True
+    problem = guard_problem(readback, context)
+    if problem:
+        _fail(problem, context)
+
+
+__all__ = [
+    "CheckContext",
+    "assert_dtype",
+    "assert_guards_intact",
+    "assert_matches_reference",
+    "assert_shape",
+    "assert_unchanged",
+    "dtype_problem",
+    "guard_problem",
+    "shape_problem",
+    "unchanged_problem",
+    "values_problem",
+]

@@ -1,0 +1,59 @@
+"""Hypothesis profiles of the conformance suites, and the ``gpu_kernel`` marker.
+
+A feature plugin (listed in ``FEATURE_PLUGINS``).  Profiles:
+
+``dev``
+    The default for local runs: a handful of random examples per test.
+``ci``
+    ``derandomize=True``: the same examples on every run, so a CI gate is
+    stable and a failure reproduces from the node id alone.  The suites use
+    it automatically when the ``CI`` environment variable is set, unless
+    ``--hypothesis-profile`` names another.
+``thorough``
+    Many random examples, for nightly runs and before a release.
+
+Without ``--hypothesis-profile`` the suites run under ``dev`` (or ``ci``);
+this choice applies to the conformance suites only, so the user's own
+hypothesis tests keep their settings.  All three set ``deadline=None``: the
+first example of each new shape or dtype includes JIT compilation (Numba,
+JAX, NVRTC), which says nothing about the kernel.  The numbers are the
+examples of CPU and GPU backends; the CUDA simulator gets a quarter (see
+:mod:`pytest_gpucheck.strategies`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+PROFILES: dict[str, dict[str, object]] = {
+    "dev": {"max_examples": 10},
+    "ci": {"max_examples": 12, "derandomize": True, "database": None, "print_blob": True},
+    "thorough": {"max_examples": 200},
+}
+
+MARKER = ("gpu_kernel(name): a conformance test of the bundled kernel `name`; its `impl` "
+          "fixture is parametrized over the selected backends x registered implementations.")
+
+
+def register_profiles() -> None:
+    """Register ``dev``, ``ci`` and ``thorough`` with hypothesis (idempotent)."""
+    from hypothesis import HealthCheck, settings
+
+    for name, values in PROFILES.items():
+        settings.register_profile(
+            name,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+            **values,  # type: ignore[arg-type]
+        )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # tryfirst: hypothesis' own pytest_configure loads --hypothesis-profile, which
+    # must already be registered by then.
+    config.addinivalue_line("markers", MARKER)
+    register_profiles()
+
+
+__all__ = ["MARKER", "PROFILES", "register_profiles"]

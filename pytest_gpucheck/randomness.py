@@ -1,0 +1,123 @@
+"""Statistical checks of random samples with stated false-alarm rates.
+
+``monte_carlo_pi`` has no exact expected output: its samples are random.  A
+correct kernel is accepted, and a broken one rejected, by tests whose
+probability of failing a *correct* kernel is stated and small:
+
+* **pi**: the number of points inside the quarter disc is
+  Binomial(n, pi/4); the estimate must lie within ``z`` standard errors of
+  pi, with ``z`` the two-sided normal quantile of the false-alarm rate.
+* **uniformity**: per coordinate, counts in 16 equal bins are each
+  Binomial(n, 1/16); each count must lie within the Bonferroni-corrected
+  ``z`` (so the whole coordinate test has the stated rate).
+* **independent streams**: with at least 24 random bits per coordinate, two
+  of ``n`` independent points coincide with probability at most
+  ``n^2 / 2 / 2^48`` (about 2e-7 for n = 10^4), so *any* repeated point is
+  reported.  Threads that share one seed repeat each other's points.
+
+Each test has false-alarm rate ``alpha`` (default 1e-6); the three together
+at most ``3 * alpha`` plus the collision probability per example.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+import numpy as np
+
+DEFAULT_ALPHA = 1e-6
+BINS = 16
+#: Random bits per coordinate assumed by the collision bound (float32 generators give 24).
+RESOLUTION_BITS = 24
+
+
+def two_sided_z(alpha: float) -> float:
+    """``z`` with ``P(|Z| > z) = alpha`` for a standard normal ``Z``."""
+    return NormalDist().inv_cdf(1.0 - alpha / 2.0)
+
+
+def collision_probability(n: int, bits: int = RESOLUTION_BITS) -> float:
+    """Upper bound on P(two of ``n`` independent uniform points coincide)."""
+    return min(1.0, n * (n - 1) / 2.0 / 2.0 ** (2 * bits))
+
+
+def pi_problem(samples: np.ndarray, alpha: float = DEFAULT_ALPHA) -> str | None:
+    """Binomial test of the quarter-disc count; None when consistent with pi."""
+    n = samples.shape[0]
+    u = samples[:, 0].astype(np.float64)
+    v = samples[:, 1].astype(np.float64)
+    inside = int(np.count_nonzero(u * u + v * v < 1.0))
+    p = math.pi / 4.0
+    z = (inside - n * p) / math.sqrt(n * p * (1.0 - p))
+    limit = two_sided_z(alpha)
+    if abs(z) <= limit:
+        return None
+    return (f"pi estimate {4.0 * inside / n:.5f} from {n} samples is {z:+.2f} standard errors "
+            f"from pi, but should be within {limit:.2f} (false-alarm rate {alpha:g})")
+
+
+def uniformity_problem(values: np.ndarray, name: str,
+                       alpha: float = DEFAULT_ALPHA) -> str | None:
+    """Per-bin binomial test of one coordinate over ``BINS`` equal bins of [0, 1)."""
+    n = values.size
+    counts = np.bincount(np.minimum((values.astype(np.float64) * BINS).astype(np.int64),
+                                    BINS - 1), minlength=BINS)
+    p = 1.0 / BINS
+    z = (counts - n * p) / math.sqrt(n * p * (1.0 - p))
+    limit = two_sided_z(alpha / BINS)
+    worst = int(np.argmax(np.abs(z)))
+    if abs(z[worst]) <= limit:
+        return None
+    return (f"{name} is not uniform: bin [{worst / BINS:g}, {(worst + 1) / BINS:g}) holds "
+            f"{counts[worst]} of {n} samples ({z[worst]:+.2f} standard errors), but should be "
+            f"within {limit:.2f} (false-alarm rate {alpha:g})")
+
+
+def repeated_points_problem(samples: np.ndarray) -> str | None:
+    """Report repeated points: threads sharing one random stream produce them."""
+    n = samples.shape[0]
+    rows = np.ascontiguousarray(samples.astype(np.float64))
+    unique, counts = np.unique(rows, axis=0, return_counts=True)
+    repeats = n - unique.shape[0]
+    if repeats == 0:
+        return None
+    value = unique[int(np.argmax(counts))]
+    where = np.flatnonzero(np.all(rows == value, axis=1))[:5]
+    return (f"{repeats} of {n} points repeat earlier ones (e.g. ({value[0]!r}, {value[1]!r}) "
+            f"at rows {', '.join(str(int(i)) for i in where)}): threads share a random stream; "
+            f"independent streams repeat a point with probability <= "
+            f"{collision_probability(n):.1e}")
+
+
+def uniform_samples_problems(samples: np.ndarray, alpha: float = DEFAULT_ALPHA) -> list[str]:
+    """Every statistical problem of ``(n, 2)`` samples meant to be i.i.d. uniform in [0, 1)^2."""
+    if samples.ndim != 2 or samples.shape[1] != 2:
+        return [f"samples.shape={samples.shape}, but should be (n, 2)"]
+    if samples.shape[0] == 0:
+        return []
+    finite = np.isfinite(samples)
+    inside = finite & (samples >= 0) & (samples < 1)
+    if not np.all(inside):
+        bad = np.argwhere(~inside)[:5]
+        shown = ", ".join(f"[{i}, {j}]={samples[i, j]!r}" for i, j in bad)
+        return [f"{int(np.count_nonzero(~inside))} sample coordinates are outside [0, 1) "
+                f"(first: {shown}), but every sample should lie in [0, 1)^2"]
+    problems = [
+        repeated_points_problem(samples),
+        pi_problem(samples, alpha),
+        uniformity_problem(samples[:, 0], "u = samples[:, 0]", alpha),
+        uniformity_problem(samples[:, 1], "v = samples[:, 1]", alpha),
+    ]
+    return [p for p in problems if p]
+
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "collision_probability",
+    "pi_problem",
+    "repeated_points_problem",
+    "two_sided_z",
+    "uniform_samples_problems",
+    "uniformity_problem",
+]

@@ -1,0 +1,283 @@
+"""Hypothesis strategies for kernel inputs, layouts and launch configurations.
+
+Sizes come from a fixed, bucketed set per backend, never from a free integer
+range: JAX compiles once per distinct shape and dtype, so a bounded set of
+shapes bounds the compilations of a test (at most ``len(sizes) * len(dtypes)``
+per kernel, whatever the number of examples).  The sets hold the sizes that
+break kernels: 0, 1, primes, block-size multiples and their neighbours.
+
+Everything is sized per backend: the CUDA simulator runs one Python thread per
+CUDA thread, so it gets tiny arrays, small blocks and fewer examples.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from numpy.typing import DTypeLike
+
+from .device_views import slice_view, transpose_view
+from .guards import guard_value
+from .launch import LaunchConfig
+
+#: Memory layouts an input can be handed to a kernel in.
+CONTIGUOUS = "contiguous"
+STRIDED = "strided"
+TRANSPOSED = "transposed"
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """How big the drawn problems are on one backend."""
+
+    #: 1-D lengths (0, 1, primes, multiples of 32 and their neighbours).
+    sizes: tuple[int, ...]
+    #: Extents of each axis of 2-D arrays (distinct values, so most shapes are non-square).
+    sides: tuple[int, ...]
+    #: Extents of each axis of 3-D arrays.
+    sides_3d: tuple[int, ...]
+    #: Threads per block along x for 1-D launches.
+    blocks: tuple[int, ...]
+    #: Candidate block extents per axis for 2-D and 3-D launches.
+    block_sides: tuple[int, ...]
+    #: Threads per block allowed (1024 on current GPUs).
+    max_threads: int
+    #: Hypothesis examples are divided by this (the simulator is slow).
+    example_divisor: int = 1
+    #: Number of Monte Carlo samples (large enough for a statistical test).
+    samples: tuple[int, ...] = (4096, 10007)
+
+
+#: CPU backends and real GPUs: the device limit is 1024 threads per block.
+FULL = Sizing(
+    sizes=(0, 1, 2, 3, 7, 31, 32, 33, 127, 256, 1000, 1031),
+    sides=(0, 1, 2, 3, 5, 7, 16, 17, 33),
+    sides_3d=(0, 1, 2, 3, 5, 9),
+    blocks=(1, 32, 33, 96, 128, 256, 1024),
+    block_sides=(1, 2, 3, 8, 16, 32),
+    max_threads=1024,
+)
+
+#: The CUDA simulator: one Python thread per CUDA thread, so tiny everything.
+SIMULATOR = Sizing(
+    sizes=(0, 1, 2, 3, 5, 7, 13, 31, 33),
+    sides=(0, 1, 2, 3, 5, 7),
+    sides_3d=(0, 1, 2, 3),
+    blocks=(1, 2, 3, 5, 8, 32),
+    block_sides=(1, 2, 3, 4),
+    max_threads=32,
+    example_divisor=4,
+    samples=(1031, 2048),
+)
+
+
+def sizing_for(backend_name: str) -> Sizing:
+    """The :class:`Sizing` of a backend (the simulator is the only small one)."""
+    return SIMULATOR if backend_name == "numba-cudasim" else FULL
+
+
+# -- sizes and shapes ---------------------------------------------------------------------
+
+
+def sizes(sizing: Sizing, *, min_size: int = 0) -> st.SearchStrategy[int]:
+    """A 1-D length from the backend's bucket, at least ``min_size``."""
+    return st.sampled_from([n for n in sizing.sizes if n >= min_size])
+
+
+def shapes_2d(sizing: Sizing, *, min_side: int = 0) -> st.SearchStrategy[tuple[int, int]]:
+    """``(rows, cols)`` from the bucket; rows and cols are drawn independently."""
+    side = st.sampled_from([n for n in sizing.sides if n >= min_side])
+    return st.tuples(side, side)
+
+
+def shapes_3d(sizing: Sizing) -> st.SearchStrategy[tuple[int, int, int]]:
+    """``(nz, ny, nx)`` from the backend's 3-D bucket."""
+    side = st.sampled_from(sizing.sides_3d)
+    return st.tuples(side, side, side)
+
+
+def dtypes(*names: str) -> st.SearchStrategy[np.dtype]:
+    """One of the named NumPy dtypes."""
+    return st.sampled_from([np.dtype(name) for name in names])
+
+
+# -- values -------------------------------------------------------------------------------
+
+
+def integer_valued(dtype: DTypeLike, low: int, high: int) -> st.SearchStrategy[Any]:
+    """Integers in ``[low, high]`` as elements of ``dtype`` (integer or float).
+
+    Integer-valued floats make reductions exact in any order (see
+    :mod:`pytest_gpucheck.tolerance`), so a dropped element cannot hide.
+    """
+    dtype = np.dtype(dtype)
+    return st.integers(low, high).map(dtype.type)
+
+
+def nonzero_integer_valued(dtype: DTypeLike, bound: int) -> st.SearchStrategy[Any]:
+    """Integers in ``[-bound, bound]`` except 0: every element changes a sum."""
+    return integer_valued(dtype, 1, bound).flatmap(
+        lambda v: st.sampled_from([v, -v]) if np.dtype(dtype).kind != "u" else st.just(v)
+    )
+
+
+def finite_floats(dtype: DTypeLike, bound: float) -> st.SearchStrategy[Any]:
+    """Finite floats of ``dtype`` in ``[-bound, bound]``, subnormals excluded.
+
+    Subnormals are excluded because GPUs may flush them to zero; the
+    elementwise rules would have to accept anything near zero otherwise.
+    """
+    dtype = np.dtype(dtype)
+    bound = float(dtype.type(bound))  # hypothesis wants bounds representable in the width
+    return st.floats(-bound, bound, width=dtype.itemsize * 8, allow_subnormal=False,
+                     allow_nan=False, allow_infinity=False).map(dtype.type)
+
+
+def arrays(dtype: DTypeLike, shape: int | tuple[int, ...],
+           elements: st.SearchStrategy[Any], *, unique: bool = False) -> st.SearchStrategy[Any]:
+    """Host arrays from :func:`hypothesis.extra.numpy.arrays` with the given elements."""
+    return hnp.arrays(np.dtype(dtype), shape, elements=elements, unique=unique)
+
+
+def distinct_values(dtype: DTypeLike, shape: tuple[int, ...]) -> st.SearchStrategy[np.ndarray]:
+    """A permutation of ``1..size`` in ``shape``: every element is distinguishable, so a
+    value read from the wrong place is always visible (transpose, halos)."""
+    size = int(np.prod(shape, dtype=np.int64))
+    return st.permutations(range(1, size + 1)).map(
+        lambda perm: np.asarray(perm, dtype=np.int64).astype(dtype).reshape(shape)
+    )
+
+
+# -- layouts ------------------------------------------------------------------------------
+
+
+def layouts(ndim: int) -> st.SearchStrategy[str]:
+    """Contiguous, strided, or (2-D) transposed."""
+    options = [CONTIGUOUS, STRIDED] + ([TRANSPOSED] if ndim == 2 else [])
+    return st.sampled_from(options)
+
+
+@dataclass
+class DeviceInput:
+    """An input on the device in a given layout, and what to compare it with afterwards."""
+
+    view: Any
+    #: The whole device buffer the view lives in (a kernel may not write any of it).
+    parent: Any
+    #: The host copy of ``parent`` taken before the launch.
+    parent_before: np.ndarray
+    layout: str
+
+
+def to_device_with_layout(backend: Any, host: np.ndarray, layout: str) -> DeviceInput:
+    """Put ``host`` on ``backend``'s device as a view of the requested layout.
+
+    ``strided``: every other element (every third column) of a bigger buffer
+    whose gaps hold the guard sentinel, so a kernel that ignores the strides
+    reads NaN payloads or 0x5A... and fails the value check.  ``transposed``:
+    the transpose of a C-contiguous array holding ``host.T`` (an F-order view).
+    """
+    if layout == CONTIGUOUS:
+        parent_host = np.ascontiguousarray(host)
+        parent = backend.to_device(parent_host)
+        return DeviceInput(parent, parent, parent_host, layout)
+    if layout == STRIDED:
+        steps = (2,) if host.ndim == 1 else (2,) * (host.ndim - 1) + (3,)
+        padded = tuple(n * step + 1 for n, step in zip(host.shape, steps, strict=True))
+        parent_host = np.empty(padded, dtype=host.dtype)
+        parent_host[...] = guard_value(host.dtype)
+        index = tuple(
+            slice(1, 1 + n * step, step) for n, step in zip(host.shape, steps, strict=True)
+        )
+        parent_host[index] = host
+        parent = backend.to_device(parent_host)
+        return DeviceInput(slice_view(parent, index), parent, parent_host, layout)
+    if layout == TRANSPOSED:
+        if host.ndim != 2:
+            raise ValueError("the transposed layout is for 2-D inputs")
+        parent_host = np.ascontiguousarray(host.T)
+        parent = backend.to_device(parent_host)
+        return DeviceInput(transpose_view(parent), parent, parent_host, layout)
+    raise ValueError(f"unknown layout {layout!r}")
+
+
+# -- launch configurations ----------------------------------------------------------------
+
+
+def launch_1d(sizing: Sizing, n: int, *, grid_stride: bool = False) -> st.SearchStrategy[
+        LaunchConfig]:
+    """A 1-D launch for ``n`` elements.
+
+    Normally the grid covers all ``n`` elements, sometimes with one extra
+    block, so threads past the end exist whenever ``n`` is not a multiple of
+    the block (a missing bounds check writes into the guard band).  With
+    ``grid_stride`` the grid has *fewer* threads than elements (whenever
+    ``n >= 2``), which only a grid-stride loop handles.
+    """
+    if grid_stride:
+        blocks = [b for b in sizing.blocks if b < n] or [1]
+
+        def stride_grid(block: int) -> st.SearchStrategy[LaunchConfig]:
+            most = max(1, math.ceil(n / block) - 1)
+            return st.integers(1, most).map(lambda g: LaunchConfig((g,), (block,)))
+
+        return st.sampled_from(blocks).flatmap(stride_grid)
+
+    def covering(block: int) -> st.SearchStrategy[LaunchConfig]:
+        needed = max(1, math.ceil(n / block))
+        return st.integers(needed, needed + 1).map(lambda g: LaunchConfig((g,), (block,)))
+
+    return st.sampled_from(sizing.blocks).flatmap(covering)
+
+
+def _block_shapes(sizing: Sizing, ndim: int) -> st.SearchStrategy[tuple[int, ...]]:
+    side = st.sampled_from(sizing.block_sides)
+    return st.tuples(*([side] * ndim)).filter(
+        lambda block: math.prod(block) <= sizing.max_threads
+    )
+
+
+def launch_nd(sizing: Sizing, shape: tuple[int, ...]) -> st.SearchStrategy[LaunchConfig]:
+    """A 2-D or 3-D launch covering ``shape`` (C order), in CUDA order (x = last axis).
+
+    Blocks are often non-square and grids sometimes carry an extra block per
+    axis, so threads outside the array exist and x/y mix-ups show.
+    """
+    extents = tuple(reversed(shape))  # x first
+
+    def covering(block: tuple[int, ...]) -> st.SearchStrategy[LaunchConfig]:
+        needed = [max(1, math.ceil(e / b)) for e, b in zip(extents, block, strict=True)]
+        grids = st.tuples(*[st.integers(g, g + 1) for g in needed])
+        return grids.map(lambda grid: LaunchConfig(tuple(grid), block))
+
+    return _block_shapes(sizing, len(shape)).flatmap(covering)
+
+
+__all__ = [
+    "CONTIGUOUS",
+    "FULL",
+    "SIMULATOR",
+    "STRIDED",
+    "TRANSPOSED",
+    "DeviceInput",
+    "Sizing",
+    "arrays",
+    "distinct_values",
+    "dtypes",
+    "finite_floats",
+    "integer_valued",
+    "launch_1d",
+    "launch_nd",
+    "layouts",
+    "nonzero_integer_valued",
+    "shapes_2d",
+    "shapes_3d",
+    "sizes",
+    "sizing_for",
+    "to_device_with_layout",
+]
