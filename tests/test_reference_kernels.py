@@ -241,6 +241,14 @@ def test_float32_reductions_accumulate_in_float64() -> None:
     assert reductions.sum(x)[0] == 1.0
     assert reductions.dot(x, ones)[0] == 1.0
     assert linalg.matmul(x.reshape(1, 3), ones.reshape(3, 1))[0, 0] == 1.0
+    # A long float32 inner product accumulated in float32 drifts several ULPs;
+    # accumulated in float64 it stays within one rounding of the exact value.
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 4096)).astype(np.float32)
+    b = rng.standard_normal((4096, 2)).astype(np.float32)
+    exact = np.array([[math.fsum(a[i].astype(float) * b[:, j].astype(float)) for j in range(2)]
+                      for i in range(2)])
+    assert_array_max_ulp(linalg.matmul(a, b), exact.astype(np.float32), maxulp=1)
 
 
 def test_float_sum_of_integer_values_is_exact() -> None:
