@@ -222,6 +222,9 @@ def _read_reports(config: pytest.Config, sink: str) -> dict[int, list[Any]]:
             )
             if report is None:
                 continue
+            if isinstance(report.longrepr, list):
+                # A skip's (path, lineno, reason) tuple comes back from JSON as a list.
+                report.longrepr = tuple(report.longrepr)
             cell = (entry.get("extra") or {}).get("gpucheck_cell")
             if cell:
                 report.gpucheck_cell = cell
