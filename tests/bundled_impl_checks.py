@@ -1,0 +1,264 @@
+"""Direct checks of bundled implementations against the NumPy references.
+
+Shared by ``test_bundled_jax_torch_impls.py`` (CPU tier) and
+``test_bundled_gpu_impls.py`` (GPU tier).  Independent of the hypothesis
+suites in ``conformance/``: each bundled implementation is called once per
+(dtype, size) on small deterministic inputs (sizes 0 and 1 included), with
+outputs and in-place arrays inside guard bands, optionally with strided or
+transposed inputs, and every input is compared with its original afterwards.
+
+Inputs are chosen so that the expected result is exact in any evaluation
+order (integer-valued floats, power-of-two scalars), except for ``sigmoid``
+(a ULP bound) and the heat and Laplacian stencils (a small relative bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pytest_gpucheck.device_views import slice_view, transpose_view
+from pytest_gpucheck.guards import GuardedBuffer, poison_value, same_bits
+from reference_kernels import KERNELS
+
+NUMERIC = ("float32", "float64", "int32", "int64")
+FLOATS = ("float32", "float64")
+INDEX = ("int32", "int64")
+SIZES = (0, 1, 7, 33)
+HISTOGRAM_BINS = 7
+SIGMOID_ULPS = 4
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One call: contract-order inputs, the expected result and how ``out`` starts."""
+
+    kernel: str
+    inputs: dict[str, Any]
+    expected: np.ndarray
+    out_init: str = "poison"  # "poison", "zero" or "lowest"
+    in_place: str | None = None
+    #: Arguments a return-style callable takes instead of ``out`` (histogram: nbins).
+    size_args: dict[str, Any] | None = None
+
+    def describe(self) -> str:
+        shapes = {k: (v.shape, str(v.dtype)) if isinstance(v, np.ndarray) else v
+                  for k, v in self.inputs.items()}
+        return f"{self.kernel}{shapes}"
+
+
+def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str, bound: int) -> np.ndarray:
+    """Integer-valued elements in ``[-bound, bound]``: sums and products of them are exact."""
+    return rng.integers(-bound, bound + 1, size=shape).astype(dtype)
+
+
+def _reference(kernel: str, *args: Any) -> np.ndarray:
+    return np.asarray(KERNELS[kernel](*args))
+
+
+def dtypes_of(kernel: str) -> tuple[str, ...]:
+    """The dtypes a kernel is checked with here (those of its contract)."""
+    if kernel in ("saxpy", "sigmoid", "heat_step_1d", "heat_steps_1d", "laplacian_2d",
+                  "monte_carlo_pi"):
+        return FLOATS
+    if kernel == "histogram" or kernel.startswith("index_map"):
+        return INDEX
+    return NUMERIC
+
+
+def make_problem(kernel: str, dtype: str, n: int, seed: int = 0) -> Problem | None:
+    """A problem of size ``n`` (None where the contract excludes it, e.g. max of nothing)."""
+    rng = np.random.default_rng(seed)
+    t = np.dtype(dtype).type
+    if kernel == "vector_add":
+        a, b = _values(rng, (n,), dtype, 1000), _values(rng, (n,), dtype, 1000)
+        return Problem(kernel, {"a": a, "b": b}, _reference(kernel, a, b))
+    if kernel == "saxpy":
+        alpha, x, y = t(0.25), _values(rng, (n,), dtype, 100), _values(rng, (n,), dtype, 100)
+        return Problem(kernel, {"alpha": alpha, "x": x, "y": y}, _reference(kernel, alpha, x, y))
+    if kernel == "sigmoid":
+        x = rng.uniform(-30, 30, size=n).astype(dtype)
+        return Problem(kernel, {"x": x}, _reference(kernel, x))
+    if kernel == "add_one_2d":
+        a = _values(rng, (n, 5), dtype, 1000)
+        return Problem(kernel, {"a": a}, _reference(kernel, a.copy()), in_place="a")
+    if kernel == "transpose":
+        a = _values(rng, (n, 5), dtype, 1000)
+        return Problem(kernel, {"a": a}, _reference(kernel, a))
+    if kernel in ("sum", "sum_of_squares"):
+        x = _values(rng, (n,), dtype, 8)
+        return Problem(kernel, {"x": x}, _reference(kernel, x), out_init="zero")
+    if kernel in ("dot", "weighted_sum"):
+        x, other = _values(rng, (n,), dtype, 8), _values(rng, (n,), dtype, 8)
+        name = "y" if kernel == "dot" else "w"
+        return Problem(kernel, {"x": x, name: other}, _reference(kernel, x, other),
+                       out_init="zero")
+    if kernel == "max":
+        if n == 0:
+            return None
+        x = _values(rng, (n,), dtype, 10**6)
+        return Problem(kernel, {"x": x}, _reference(kernel, x), out_init="lowest")
+    if kernel == "histogram":
+        x = rng.integers(0, HISTOGRAM_BINS, size=n).astype(dtype)
+        return Problem(kernel, {"x": x}, _reference(kernel, x, HISTOGRAM_BINS), out_init="zero",
+                       size_args={"nbins": HISTOGRAM_BINS})
+    if kernel == "heat_step_1d":
+        u, alpha = rng.standard_normal(n).astype(dtype), t(0.25)
+        return Problem(kernel, {"u": u, "alpha": alpha}, _reference(kernel, u, alpha))
+    if kernel == "heat_steps_1d":
+        u, alpha, steps = rng.standard_normal(n).astype(dtype), t(0.25), n % 4
+        return Problem(kernel, {"u": u, "alpha": alpha, "steps": steps},
+                       _reference(kernel, u, alpha, steps))
+    if kernel == "laplacian_2d":
+        u = rng.standard_normal((n, 6)).astype(dtype)
+        return Problem(kernel, {"u": u}, _reference(kernel, u))
+    if kernel in ("halo_exchange_1d", "halo_exchange_2d"):
+        width = n % 3
+        shape = (3 * width + n,) if kernel.endswith("1d") else (3 * width + n, 3 * width + n + 1)
+        a = rng.permutation(int(np.prod(shape))).reshape(shape).astype(dtype)
+        return Problem(kernel, {"a": a, "width": width}, _reference(kernel, a, width),
+                       in_place="a")
+    if kernel in ("matmul", "matmul_tiled"):
+        a, b = _values(rng, (n, 17), dtype, 8), _values(rng, (17, 3), dtype, 8)
+        return Problem(kernel, {"a": a, "b": b}, _reference(kernel, a, b))
+    raise KeyError(f"no direct check for {kernel!r}")
+
+
+def assert_matches(problem: Problem, actual: np.ndarray, context: str) -> None:
+    """``actual`` equals the expected result: exactly, within ULPs, or within a small bound."""
+    expected = problem.expected
+    label = f"{context} {problem.describe()}"
+    assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype} [{label}]"
+    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape} [{label}]"
+    if problem.kernel == "sigmoid":
+        np.testing.assert_array_max_ulp(actual, expected, maxulp=SIGMOID_ULPS)
+        return
+    if problem.kernel in ("heat_step_1d", "heat_steps_1d", "laplacian_2d"):
+        eps = float(np.finfo(expected.dtype).eps)
+        scale = float(np.max(np.abs(problem.inputs["u"]), initial=0.0))
+        np.testing.assert_allclose(actual, expected, rtol=0, atol=32 * eps * scale, err_msg=label)
+        return
+    np.testing.assert_array_equal(actual, expected, err_msg=label)
+
+
+# -- running an implementation ----------------------------------------------------------------
+def _initial_out(problem: Problem) -> np.ndarray:
+    dtype = problem.expected.dtype
+    if problem.out_init == "zero":
+        return np.zeros((), dtype)
+    if problem.out_init == "lowest":
+        return np.array(-np.inf if dtype.kind == "f" else np.iinfo(dtype).min, dtype=dtype)
+    return poison_value(dtype)
+
+
+class _Input:
+    """A device input, plain or as a strided/transposed view of a larger buffer."""
+
+    def __init__(self, backend: Any, host: np.ndarray, strided: bool) -> None:
+        self.backend, self.host = backend, host
+        if strided and host.ndim == 1:
+            parent = np.zeros(2 * host.shape[0] + 1, host.dtype)
+            parent[1::2] = host
+            self.parent_host = parent
+            self.parent = backend.to_device(parent)
+            self.view = slice_view(self.parent, (slice(1, None, 2),))
+        elif strided and host.ndim == 2:
+            self.parent_host = np.ascontiguousarray(host.T)
+            self.parent = backend.to_device(self.parent_host)
+            self.view = transpose_view(self.parent)
+        else:
+            self.parent_host = host.copy()
+            self.parent = backend.to_device(self.parent_host)
+            self.view = self.parent
+
+    def unchanged(self) -> bool:
+        after = np.asarray(self.backend.to_host(self.parent))
+        return bool(np.all(same_bits(after, self.parent_host)))
+
+
+def run_out_style(backend: Any, func: Callable[..., Any], problem: Problem, *,
+                  strided: bool = False) -> np.ndarray:
+    """Call ``func`` with device inputs and a guard-banded ``out``; check guards and inputs."""
+    inputs: dict[str, Any] = {}
+    arrays: dict[str, _Input] = {}
+    guarded: GuardedBuffer | None = None
+    for name, value in problem.inputs.items():
+        if name == problem.in_place:
+            guarded = GuardedBuffer(backend, name, value.shape, value.dtype, value)
+            inputs[name] = guarded.view
+        elif isinstance(value, np.ndarray):
+            arrays[name] = _Input(backend, value, strided)
+            inputs[name] = arrays[name].view
+        else:
+            inputs[name] = value
+    if guarded is None:
+        guarded = GuardedBuffer(backend, "out", problem.expected.shape, problem.expected.dtype,
+                                _initial_out(problem))
+        inputs["out"] = guarded.view
+    func(**inputs)
+    backend.synchronize()
+    readback = guarded.read()
+    assert readback.ok, f"{readback.describe()} [{problem.describe()}]"
+    for name, array in arrays.items():
+        assert array.unchanged(), f"the kernel wrote its input {name} [{problem.describe()}]"
+    return readback.region
+
+
+def run_return_style(backend: Any, func: Callable[..., Any], problem: Problem) -> np.ndarray:
+    """Call a returning (JAX) ``func``; in-place kernels return the updated array."""
+    inputs = {name: backend.to_device(value) if isinstance(value, np.ndarray) else value
+              for name, value in problem.inputs.items()}
+    result = func(**inputs, **(problem.size_args or {}))
+    for name, value in problem.inputs.items():
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(np.asarray(backend.to_host(inputs[name])), value,
+                                  equal_nan=value.dtype.kind == "f"), f"input {name} changed"
+    return np.asarray(backend.to_host(result))
+
+
+def check_implementation(backend: Any, func: Callable[..., Any], kernel: str, *,
+                         strided: bool = False, sizes: tuple[int, ...] = SIZES) -> int:
+    """Check ``func`` on every dtype and size of ``kernel``; return how many calls it took."""
+    import inspect
+
+    in_place = kernel in ("add_one_2d", "halo_exchange_1d", "halo_exchange_2d")
+    writes_out = "out" in inspect.signature(func).parameters or (in_place
+                                                                  and backend.mutable_arrays)
+    calls = 0
+    for dtype in dtypes_of(kernel):
+        for n in sizes:
+            problem = make_problem(kernel, dtype, n)
+            if problem is None:
+                continue
+            context = f"{backend.name} n={n} dtype={dtype} strided={strided}"
+            if writes_out:
+                actual = run_out_style(backend, func, problem, strided=strided)
+            else:
+                actual = run_return_style(backend, func, problem)
+            assert_matches(problem, actual, context)
+            calls += 1
+    return calls
+
+
+# -- monte_carlo_pi ---------------------------------------------------------------------------
+#: z-score accepted for the pi estimate: a correct generator fails about once in 1.7 million.
+PI_Z = 5.0
+
+
+def check_monte_carlo_samples(samples: np.ndarray, dtype: str) -> None:
+    """Samples are (n, 2) of ``dtype`` in ``[0, 1)``, pairwise distinct, and estimate pi."""
+    from reference_kernels.reductions import monte_carlo_pi, monte_carlo_pi_standard_error
+
+    n = samples.shape[0]
+    assert samples.shape == (n, 2), samples.shape
+    assert samples.dtype == np.dtype(dtype), samples.dtype
+    assert np.all((samples >= 0) & (samples < 1)), "samples outside [0, 1)"
+    # Threads sharing one stream would repeat rows; independent samples almost never do.
+    assert len(np.unique(samples, axis=0)) > 0.99 * n, "repeated samples: a shared stream?"
+    assert len(np.unique(samples[:, 0])) > 0.99 * n, "u repeats: a shared stream?"
+    estimate = monte_carlo_pi(samples)
+    error = abs(estimate - np.pi) / monte_carlo_pi_standard_error(n)
+    assert error < PI_Z, f"pi estimate {estimate} is {error:.1f} standard errors off"
