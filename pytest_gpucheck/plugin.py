@@ -20,7 +20,7 @@ from .report import cell_of, get_matrix, write_report
 from .selection import Selection, configure_selection, get_selection
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
-FEATURE_PLUGINS: tuple[str, ...] = ()
+FEATURE_PLUGINS: tuple[str, ...] = ("pytest_gpucheck.bench.plugin",)
 
 MARKERS = (
     "gpu_backends(*names): run this test only on these backends or groups "

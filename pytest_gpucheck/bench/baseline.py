@@ -1,0 +1,196 @@
+"""Baseline storage: one folder per (device model, backend), one file per saved run.
+
+Layout::
+
+    BASELINE_DIR/<device-model>/<backend>/<UTC time>-<run id>-<process>.json
+
+Every save writes a new file (temporary file in the same folder, then
+``os.replace``), so two pytest-xdist workers saving at once each add their own
+file and nothing is overwritten or lost; a reader never sees a half-written
+file.  The baseline of a benchmark is its record in the most recent run that
+contains it; older runs are its history.
+
+A file that cannot be read is an error naming the file and the fix, never a
+silently ignored baseline: a gate that quietly compares with nothing passes
+everything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .environment import slugify
+from .records import BenchmarkRecord
+
+SCHEMA = "pytest-gpucheck-benchmarks/1"
+RUN_SUFFIX = ".json"
+
+
+class BaselineError(Exception):
+    """A baseline store problem, with a one-line message that says how to fix it."""
+
+
+@dataclass
+class StoredRun:
+    """One saved run of one backend on one device model."""
+
+    path: Path
+    saved_at: str
+    run_id: str
+    records: dict[str, BenchmarkRecord]
+
+
+@dataclass
+class BaselineStore:
+    """The baselines under ``root`` (which may not exist yet when only saving)."""
+
+    root: Path
+    _runs: dict[tuple[str, str], list[StoredRun]] = field(default_factory=dict)
+
+    def folder(self, device_model: str, backend: str) -> Path:
+        return self.root / slugify(device_model) / slugify(backend)
+
+    # -- reading -----------------------------------------------------------------
+    def require_root(self, option: str) -> None:
+        """Raise unless the storage folder exists (comparing needs something to compare with)."""
+        if not self.root.is_dir():
+            raise BaselineError(
+                f"baseline folder {self.root} does not exist; record a baseline first with "
+                f"{option} --gpu-bench-save, or point --gpu-bench-baseline at the right folder"
+            )
+
+    def load_all(self) -> None:
+        """Read and validate every stored run (errors name the bad file)."""
+        self._runs.clear()
+        if not self.root.is_dir():
+            return
+        for path in sorted(self.root.glob(f"*/*/*{RUN_SUFFIX}")):
+            run = read_run(path)
+            key = (path.parent.parent.name, path.parent.name)
+            self._runs.setdefault(key, []).append(run)
+        for runs in self._runs.values():
+            runs.sort(key=lambda run: (run.saved_at, run.path.name))
+
+    def runs(self, device_model: str, backend: str) -> list[StoredRun]:
+        """Stored runs for this device model and backend, oldest first."""
+        return self._runs.get((slugify(device_model), slugify(backend)), [])
+
+    def baseline(self, name: str, device_model: str, backend: str) -> BenchmarkRecord | None:
+        """The most recently saved record of benchmark ``name`` here, or None."""
+        for run in reversed(self.runs(device_model, backend)):
+            if name in run.records:
+                return run.records[name]
+        return None
+
+    def history(self, name: str, device_model: str, backend: str) -> list[BenchmarkRecord]:
+        """Every saved record of benchmark ``name`` here, oldest first."""
+        return [
+            run.records[name] for run in self.runs(device_model, backend) if name in run.records
+        ]
+
+    def devices_with(self, name: str, backend: str) -> list[str]:
+        """Device folders that hold a baseline of ``name`` on ``backend`` (for messages)."""
+        return sorted(
+            device
+            for (device, stored_backend), runs in self._runs.items()
+            if stored_backend == slugify(backend) and any(name in run.records for run in runs)
+        )
+
+    # -- writing -----------------------------------------------------------------
+    def save(self, records: Iterable[BenchmarkRecord], run_id: str, process: str) -> list[Path]:
+        """Write ``records`` as new run files, one per (device model, backend); return them."""
+        groups: dict[tuple[str, str], list[BenchmarkRecord]] = {}
+        for record in records:
+            key = (record.environment.device_model, record.backend)
+            groups.setdefault(key, []).append(record)
+        saved_at = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        written = []
+        for (device_model, backend), group in groups.items():
+            folder = self.folder(device_model, backend)
+            folder.mkdir(parents=True, exist_ok=True)
+            # The random part keeps two savers in the same microsecond apart.
+            name = f"{saved_at}-{slugify(run_id)[:16]}-{slugify(process)}-{uuid.uuid4().hex[:8]}"
+            payload = {
+                "schema": SCHEMA,
+                "saved_at": saved_at,
+                "run_id": run_id,
+                "device_model": device_model,
+                "backend": backend,
+                "benchmarks": [dict(record.as_dict(), saved_at=saved_at) for record in group],
+            }
+            path = folder / f"{name}{RUN_SUFFIX}"
+            write_json_atomically(path, payload)
+            written.append(path)
+        return written
+
+
+def write_json_atomically(path: Path, payload: Any) -> None:
+    """Write JSON to ``path`` so that readers see the old state or the whole new file."""
+    write_text_atomically(path, json.dumps(payload, indent=1, sort_keys=True))
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        # mkstemp creates the file private (0600); give it the usual permissions.
+        os.chmod(temporary, 0o666 & ~_umask())
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def read_run(path: Path) -> StoredRun:
+    """Parse and validate one run file; raise :class:`BaselineError` naming it."""
+    fix = "delete it (or restore it from version control) and record again with --gpu-bench-save"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"baseline file {path} is corrupt or truncated ({exc.msg} at line {exc.lineno}); {fix}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"baseline file {path} cannot be read ({exc}); {fix}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise BaselineError(f"baseline file {path} is not a pytest-gpucheck benchmark run "
+                            f"(schema {SCHEMA!r} expected); {fix}")
+    device_folder, backend_folder = path.parent.parent.name, path.parent.name
+    if slugify(str(data.get("device_model"))) != device_folder or slugify(
+        str(data.get("backend"))
+    ) != backend_folder:
+        raise BaselineError(
+            f"baseline file {path} was recorded on {data.get('device_model')!r} with "
+            f"{data.get('backend')!r} but is stored under {device_folder}/{backend_folder}; "
+            "baselines only compare on the same device model and backend: move it back"
+        )
+    records = {}
+    try:
+        for item in data["benchmarks"]:
+            record = BenchmarkRecord.from_dict(item)
+            if (record.environment.device_model, record.backend) != (
+                data["device_model"], data["backend"]
+            ):
+                raise ValueError(f"record {record.name!r} is from another device or backend")
+            records[record.name] = record
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BaselineError(f"baseline file {path} has an invalid record ({exc}); {fix}") from None
+    return StoredRun(path, str(data["saved_at"]), str(data.get("run_id", "")), records)

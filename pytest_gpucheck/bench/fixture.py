@@ -1,0 +1,174 @@
+"""The ``gpu_benchmark`` fixture object: pytest-benchmark, timed on the device.
+
+It drives pytest-benchmark's own ``benchmark`` fixture in pedantic mode with a
+:class:`~pytest_gpucheck.bench.measure.DeviceClock` as its timer, so
+pytest-benchmark's table, ``--benchmark-*`` options, storage and JSON all
+hold the device times; the device facts and derived figures go to its
+``extra_info`` under ``"gpucheck"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .ceiling import copy_ceiling
+from .device_copy import L2Flusher, default_flush_bytes
+from .environment import describe
+from .measure import RoundRunner, calibrate_iterations, warm_up
+from .records import BenchmarkRecord
+from .timing import timer_for
+
+if TYPE_CHECKING:
+    from ..backends.base import Backend
+    from .baseline import BaselineStore
+
+MEASURE_KEYS = ("rounds", "warmup_rounds", "iterations", "l2_flush", "bytes", "flops")
+
+
+@dataclass
+class MeasureDefaults:
+    """Run-wide measurement settings (ini and command line)."""
+
+    rounds: int = 30
+    warmup_rounds: int = 2
+    l2_flush: bool = False
+    cpu_clock: str = "process"
+
+
+class GpuBenchmark:
+    """Benchmark a callable on a backend, timing the device's work.
+
+    Call it like pytest-benchmark's fixture, ``gpu_benchmark(fn, *args,
+    **kwargs)``, or use :meth:`pedantic` to declare bytes and flops and to set
+    rounds, iterations, warm-up and the L2 flush.  Attributes ``bytes``,
+    ``flops`` and ``l2_flush`` may also be set before the call.
+    """
+
+    def __init__(
+        self,
+        benchmark: Any,
+        backend: Backend,
+        name: str,
+        defaults: MeasureDefaults,
+        marker_kwargs: dict[str, Any],
+        store: BaselineStore | None,
+        on_record: Callable[[BenchmarkRecord], None],
+    ) -> None:
+        self.benchmark = benchmark
+        self.backend = backend
+        self.name = name
+        self.bytes: int | None = marker_kwargs.get("bytes")
+        self.flops: int | None = marker_kwargs.get("flops")
+        self.l2_flush: bool = bool(marker_kwargs.get("l2_flush", defaults.l2_flush))
+        self._defaults = defaults
+        self._marker = marker_kwargs
+        self._store = store
+        self._on_record = on_record
+        self.record: BenchmarkRecord | None = None
+
+    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Benchmark ``fn(*args, **kwargs)``; return its result."""
+        return self.pedantic(fn, args=args, kwargs=kwargs)
+
+    def pedantic(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        bytes: int | None = None,
+        flops: int | None = None,
+        l2_flush: bool | None = None,
+        rounds: int | None = None,
+        iterations: int | None = None,
+        warmup_rounds: int | None = None,
+    ) -> Any:
+        """Benchmark ``fn`` with explicit settings; return its result.
+
+        ``bytes``/``flops`` are per call and give GB/s, GFLOP/s and the fraction
+        of the measured copy ceiling.  ``iterations`` (calls per timed round) is
+        calibrated when not given, or reused from the baseline so the two are
+        measured alike.
+        """
+        kwargs = dict(kwargs or {})
+        self.bytes = bytes if bytes is not None else self.bytes
+        self.flops = flops if flops is not None else self.flops
+        flush = self.l2_flush if l2_flush is None else l2_flush
+        rounds = int(rounds or self._marker.get("rounds") or self._defaults.rounds)
+        rounds = max(rounds, int(getattr(self.benchmark, "_min_rounds", 1) or 1))
+        warmup = warmup_rounds if warmup_rounds is not None else self._marker.get(
+            "warmup_rounds", self._defaults.warmup_rounds)
+
+        def call() -> Any:
+            return fn(*args, **kwargs)
+
+        if self.benchmark.disabled:
+            # --benchmark-disable: run once, as pytest-benchmark does, but synchronized.
+            result = call()
+            self.backend.synchronize()
+            return result
+
+        timer = timer_for(self.backend, self._defaults.cpu_clock)
+        environment = describe(self.backend)
+        first_call = warm_up(timer, call, int(warmup))
+        iterations = iterations or self._marker.get("iterations") or self._baseline_iterations(
+            environment.device_model) or calibrate_iterations(timer, call)
+        flusher = (L2Flusher(self.backend, default_flush_bytes(self.backend)) if flush else None)
+        runner = RoundRunner(timer, call, int(iterations), flusher)
+        # pytest-benchmark reads this clock around each round: it sees device time.
+        self.benchmark._timer = runner.clock
+        result = self.benchmark.pedantic(runner, rounds=rounds, iterations=1, warmup_rounds=0)
+        ceiling = copy_ceiling(self.backend, self._defaults.cpu_clock).gbps if self.bytes else None
+        self.record = BenchmarkRecord(
+            name=self.name,
+            environment=environment,
+            method=timer.method,
+            samples=list(runner.samples),
+            iterations=int(iterations),
+            warmup_rounds=int(warmup),
+            first_call_seconds=first_call,
+            l2_flushed=flusher is not None,
+            bytes=self.bytes,
+            flops=self.flops,
+            ceiling_gbps=ceiling,
+        )
+        self.benchmark.extra_info["gpucheck"] = _extra_info(self.record)
+        self._on_record(self.record)
+        return result
+
+    def _baseline_iterations(self, device_model: str) -> int | None:
+        if self._store is None:
+            return None
+        baseline = self._store.baseline(self.name, device_model, self.backend.name)
+        return baseline.iterations if baseline is not None else None
+
+
+def _extra_info(record: BenchmarkRecord) -> dict[str, Any]:
+    """What pytest-benchmark's JSON gets: everything but the samples it already has."""
+    info = record.as_dict()
+    info.pop("samples")
+    info.pop("name")
+    return info
+
+
+def marker_settings(item: pytest.Item) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split the ``gpu_bench`` marker's keywords into (measurement, gate) settings."""
+    from .gate import SETTING_NAMES
+
+    marker = item.get_closest_marker("gpu_bench")
+    if marker is None:
+        return {}, {}
+    if marker.args:
+        pytest.fail(f"@pytest.mark.gpu_bench takes keywords only, got {marker.args!r}",
+                    pytrace=False)
+    unknown = set(marker.kwargs) - set(MEASURE_KEYS) - set(SETTING_NAMES)
+    if unknown:
+        pytest.fail(f"@pytest.mark.gpu_bench: unknown keyword(s) {', '.join(sorted(unknown))}; "
+                    f"valid: {', '.join(MEASURE_KEYS + SETTING_NAMES)}", pytrace=False)
+    measure = {k: v for k, v in marker.kwargs.items() if k in MEASURE_KEYS}
+    gate = {k: v for k, v in marker.kwargs.items() if k in SETTING_NAMES}
+    return measure, gate

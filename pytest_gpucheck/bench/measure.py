@@ -1,0 +1,96 @@
+"""Warm-up, calibration and timed rounds, independent of pytest.
+
+:class:`RoundRunner` runs one timed round per call and keeps the per-call
+sample of each; the ``gpu_benchmark`` fixture hands it to pytest-benchmark's
+pedantic mode together with its :class:`DeviceClock`, so pytest-benchmark's
+statistics, storage and JSON hold the device times.  ``scripts/measure_gate.py``
+drives the same runner directly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .device_copy import L2Flusher
+from .timing import RoundTimer
+
+MAX_ITERATIONS = 10_000
+CALIBRATION_PROBES = 5
+
+
+class DeviceClock:
+    """A clock that advances only by measured device time.
+
+    pytest-benchmark reads its timer before and after each round; giving it
+    this clock makes the duration it records the device time of the round
+    (per call), whatever host work (the L2 flush, event synchronization)
+    happened around it.
+    """
+
+    def __init__(self, method: str) -> None:
+        self.now = 0.0
+        # pytest-benchmark stores the timer's name in its JSON "options".
+        self.__name__ = f"gpucheck[{method}]"
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class RoundRunner:
+    """Runs timed rounds of ``call`` with ``timer`` and keeps per-call samples."""
+
+    timer: RoundTimer
+    call: Callable[[], Any]
+    iterations: int = 1
+    flusher: L2Flusher | None = None
+    samples: list[float] = field(default_factory=list)
+    clock: DeviceClock = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.clock = DeviceClock(self.timer.method)
+
+    def __call__(self) -> Any:
+        """One timed round; returns the callable's last result."""
+        if self.flusher is not None:
+            self.flusher.flush()
+        elapsed, result = self.timer.time_round(self.call, self.iterations)
+        per_call = elapsed / self.iterations
+        self.samples.append(per_call)
+        self.clock.advance(per_call)
+        return result
+
+
+def warm_up(timer: RoundTimer, call: Callable[[], Any], warmup_rounds: int) -> float:
+    """Run the first call (JIT compilation, first touch) and ``warmup_rounds`` more.
+
+    Returns the first call's time, which the record keeps as the compile cost so
+    that it never lands in a timed round.
+    """
+    first, _ = timer.time_round(call, 1)
+    for _ in range(warmup_rounds):
+        timer.time_round(call, 1)
+    return first
+
+
+def calibrate_iterations(timer: RoundTimer, call: Callable[[], Any]) -> int:
+    """Calls per round so that a round lasts at least the timer's useful minimum.
+
+    Calibration uses the fastest of a few probes: one probe hit by a neighbour's
+    burst would otherwise pick one call per round for a kernel that needs many.
+    """
+    minimum = timer.min_round_seconds
+    single = min(timer.time_round(call, 1)[0] for _ in range(CALIBRATION_PROBES))
+    if single >= minimum:
+        return 1
+    # Re-measure over several calls: one call of a tiny kernel is mostly overhead.
+    probe = min(max(int(minimum / max(single, 1e-7)) // 4, 2), MAX_ITERATIONS)
+    elapsed = min(timer.time_round(call, probe)[0] for _ in range(CALIBRATION_PROBES))
+    per_call = max(elapsed / probe, 1e-9)
+    return int(min(max(math.ceil(minimum / per_call), 1), MAX_ITERATIONS))

@@ -1,0 +1,124 @@
+"""One benchmark's measurement: samples, derived figures and where it ran."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .environment import Environment, environment_from_dict
+
+
+@dataclass
+class BenchmarkRecord:
+    """The per-round samples of one benchmark on one backend, with its context.
+
+    ``samples`` are seconds per call, one per timed round (a round runs the
+    callable ``iterations`` times).  ``bytes`` and ``flops`` are what the
+    benchmark declared per call; the derived rates use the median sample.
+    """
+
+    name: str
+    environment: Environment
+    method: str
+    samples: list[float]
+    iterations: int
+    warmup_rounds: int
+    first_call_seconds: float
+    l2_flushed: bool
+    bytes: int | None = None
+    flops: int | None = None
+    ceiling_gbps: float | None = None
+    saved_at: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def backend(self) -> str:
+        return self.environment.backend
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.samples))
+
+    @property
+    def compile_seconds(self) -> float:
+        """JIT and first-touch cost: the first call minus a steady-state call."""
+        return max(self.first_call_seconds - self.median, 0.0)
+
+    @property
+    def gbps(self) -> float | None:
+        """Declared bytes per second at the median, in GB/s (10^9)."""
+        return _rate(self.bytes, self.median)
+
+    @property
+    def gflops(self) -> float | None:
+        """Declared flops per second at the median, in GFLOP/s."""
+        return _rate(self.flops, self.median)
+
+    @property
+    def fraction_of_ceiling(self) -> float | None:
+        """GB/s as a fraction of the device's measured copy bandwidth."""
+        if self.gbps is None or not self.ceiling_gbps:
+            return None
+        return self.gbps / self.ceiling_gbps
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (derived figures included for people reading the file)."""
+        return {
+            "name": self.name,
+            "environment": self.environment.as_dict(),
+            "method": self.method,
+            "samples": list(self.samples),
+            "iterations": self.iterations,
+            "warmup_rounds": self.warmup_rounds,
+            "first_call_seconds": self.first_call_seconds,
+            "compile_seconds": self.compile_seconds,
+            "l2_flushed": self.l2_flushed,
+            "bytes": self.bytes,
+            "flops": self.flops,
+            "ceiling_gbps": self.ceiling_gbps,
+            "median": self.median,
+            "gbps": self.gbps,
+            "gflops": self.gflops,
+            "fraction_of_ceiling": self.fraction_of_ceiling,
+            "saved_at": self.saved_at,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BenchmarkRecord:
+        """Rebuild a record; raises ``ValueError``/``KeyError``/``TypeError`` on bad data."""
+        samples = [float(value) for value in data["samples"]]
+        if not samples or not all(math.isfinite(value) and value >= 0 for value in samples):
+            raise ValueError(f"benchmark {data.get('name')!r} has no valid samples")
+        return cls(
+            name=str(data["name"]),
+            environment=environment_from_dict(dict(data["environment"])),
+            method=str(data["method"]),
+            samples=samples,
+            iterations=int(data["iterations"]),
+            warmup_rounds=int(data.get("warmup_rounds", 0)),
+            first_call_seconds=float(data.get("first_call_seconds", 0.0)),
+            l2_flushed=bool(data["l2_flushed"]),
+            bytes=_optional_int(data.get("bytes")),
+            flops=_optional_int(data.get("flops")),
+            ceiling_gbps=_optional_float(data.get("ceiling_gbps")),
+            saved_at=str(data.get("saved_at", "")),
+            extra=dict(data.get("extra") or {}),
+        )
+
+
+def _rate(amount: int | None, seconds: float) -> float | None:
+    if amount is None or seconds <= 0:
+        return None
+    return amount / seconds / 1e9
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -1,0 +1,83 @@
+"""The gate's summary: terminal lines and Markdown for ``--gpu-report``."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .gate import Verdict, format_seconds, format_verdict
+from .records import BenchmarkRecord
+
+Result = tuple[BenchmarkRecord, "Verdict | None"]
+
+
+def derived_figures(record: BenchmarkRecord) -> str:
+    """``12.3 GB/s (45% of the 27.1 GB/s copy ceiling), 3.1 GFLOP/s, compile 0.35 s``."""
+    parts = [f"median {format_seconds(record.median)} ({record.method})"]
+    if record.gbps is not None:
+        text = f"{record.gbps:.3g} GB/s"
+        if record.fraction_of_ceiling is not None and record.ceiling_gbps:
+            text += f" ({record.fraction_of_ceiling:.0%} of the {record.ceiling_gbps:.3g} GB/s " \
+                    "copy ceiling)"
+        parts.append(text)
+    if record.gflops is not None:
+        parts.append(f"{record.gflops:.3g} GFLOP/s")
+    parts.append(f"first call {format_seconds(record.first_call_seconds)}")
+    if record.l2_flushed:
+        parts.append("L2 flushed")
+    return ", ".join(parts)
+
+
+def gate_terminal_lines(results: list[Result], *, compared: bool) -> list[str]:
+    """Lines for the terminal summary: figures per benchmark, then the gate's verdicts."""
+    if not results:
+        return []
+    lines = ["---------------------------- gpucheck benchmarks ----------------------------"]
+    for record, _ in results:
+        lines.append(f"  {record.name} [{record.backend} on "
+                     f"{record.environment.device_model}]: {derived_figures(record)}")
+    if not compared:
+        return lines
+    verdicts = [verdict for _, verdict in results if verdict is not None]
+    counts = Counter(verdict.status for verdict in verdicts)
+    # Regressions first: they are why the run failed.
+    for status in ("regression", "improvement", "no-baseline", "not-comparable"):
+        for verdict in verdicts:
+            if verdict.status == status:
+                lines.append(f"  {format_verdict(verdict)}")
+    lines.append("gpucheck benchmark gate: " + ", ".join(
+        f"{counts[status]} {status}" for status in
+        ("regression", "improvement", "unchanged", "no-baseline", "not-comparable")
+        if counts[status]) if verdicts else "gpucheck benchmark gate: nothing compared")
+    return lines
+
+
+def gate_markdown(results: list[Result], *, compared: bool) -> str:
+    """A Markdown table of every benchmark, its figures and its verdict."""
+    if not results:
+        return ""
+    lines = [
+        "## Benchmarks",
+        "",
+        "| benchmark | backend | device | median | GB/s | % of copy ceiling | GFLOP/s "
+        "| gate | change | confidence |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for record, verdict in results:
+        fraction = record.fraction_of_ceiling
+        change = verdict.change if verdict else None
+        confidence = verdict.confidence if verdict else None
+        lines.append(
+            "| " + " | ".join([
+                f"`{record.name}`",
+                record.backend,
+                record.environment.device_model,
+                format_seconds(record.median),
+                "" if record.gbps is None else f"{record.gbps:.3g}",
+                "" if fraction is None else f"{fraction:.0%}",
+                "" if record.gflops is None else f"{record.gflops:.3g}",
+                (verdict.status if verdict else ("not compared" if not compared else "")),
+                "" if change is None else f"{change:+.1%}",
+                "" if confidence is None else f"{confidence:.4f}",
+            ]) + " |"
+        )
+    return "\n".join(lines) + "\n"

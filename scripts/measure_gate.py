@@ -1,0 +1,143 @@
+"""Measure the regression gate's false-alarm rate and its power on this machine.
+
+Each comparison times a baseline window and then a current window of the same
+workload through the ``gpu_benchmark`` machinery (warm-up, calibrated rounds,
+the backend's timer) and asks the gate for a verdict:
+
+* null comparisons: the current window runs the identical workload; any
+  "regression" is a false alarm;
+* slowdown comparisons: the current window runs the workload plus a busy wait
+  of ``--slowdown`` (default 10%) of the workload's calibrated time per call
+  (median of the fastest half of 100 rounds: the uncontended time), an
+  injected regression the gate should catch.
+
+Null and slowdown comparisons are interleaved so slow drifts of a shared
+machine affect both alike.  Usage::
+
+    python scripts/measure_gate.py [--comparisons 100] [--rounds 30] [--backend numpy]
+
+Prints the false-alarm rate, the detection rate and the settings used; exits
+non-zero when false alarms exceed 1% or detection is below 90%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pytest_gpucheck.backends import get_backend
+from pytest_gpucheck.bench.environment import describe
+from pytest_gpucheck.bench.gate import GateSettings, compare
+from pytest_gpucheck.bench.measure import RoundRunner, calibrate_iterations, warm_up
+from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.bench.timing import RoundTimer, timer_for
+
+
+def spin(seconds: float) -> None:
+    """Busy-wait: a sleep this short would overshoot by the scheduler's granularity."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def window(timer: RoundTimer, call: Callable[[], Any], iterations: int, rounds: int,
+           name: str, backend: Any) -> BenchmarkRecord:
+    """Time ``rounds`` rounds of ``call`` into a record, as the fixture does."""
+    first = warm_up(timer, call, 1)
+    runner = RoundRunner(timer, call, iterations)
+    for _ in range(rounds):
+        runner()
+    return BenchmarkRecord(name=name, environment=describe(backend), method=timer.method,
+                           samples=runner.samples, iterations=iterations, warmup_rounds=1,
+                           first_call_seconds=first, l2_flushed=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--comparisons", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--size", type=int, default=1 << 19, help="saxpy elements")
+    parser.add_argument("--slowdown", type=float, default=0.10)
+    parser.add_argument("--backend", default="numpy")
+    parser.add_argument("--cpu-clock", default="process", choices=("process", "wall"))
+    parser.add_argument("--alpha", type=float, default=GateSettings().alpha)
+    parser.add_argument("--min-effect", type=float, default=GateSettings().min_effect)
+    parser.add_argument("--keep-fraction", type=float, default=GateSettings().keep_fraction)
+    args = parser.parse_args(argv)
+
+    backend = get_backend(args.backend)
+    backend.require()
+    timer = timer_for(backend, args.cpu_clock)
+    rng = np.random.default_rng(0)
+    x = backend.to_device(rng.random(args.size, dtype=np.float32))
+    y = backend.to_device(rng.random(args.size, dtype=np.float32))
+    out = backend.empty((args.size,), np.float32)
+    xp = backend.xp
+
+    def saxpy() -> Any:
+        if backend.mutable_arrays:
+            xp.multiply(x, np.float32(2.5), out=out)
+            xp.add(out, y, out=out)
+            return out
+        return np.float32(2.5) * x + y
+
+    warm_up(timer, saxpy, 3)
+    iterations = calibrate_iterations(timer, saxpy)
+    calibration = window(timer, saxpy, iterations, 100, "calibration", backend).samples
+    median = float(np.median(sorted(calibration)[:50]))
+    extra = args.slowdown * median
+
+    def slowed() -> Any:
+        result = saxpy()
+        spin(extra)
+        return result
+
+    settings = GateSettings(alpha=args.alpha, min_effect=args.min_effect,
+                            keep_fraction=args.keep_fraction)
+    settings.validate()
+    false_alarms = detections = 0
+    null_changes, slow_changes = [], []
+    started = time.perf_counter()
+    for _ in range(args.comparisons):
+        for slowdown in (False, True):
+            base = window(timer, saxpy, iterations, args.rounds, "saxpy", backend)
+            new = window(timer, slowed if slowdown else saxpy, iterations, args.rounds,
+                         "saxpy", backend)
+            verdict = compare(base, new, settings)
+            if slowdown:
+                slow_changes.append(verdict.change or 0.0)
+                detections += verdict.status == "regression"
+            else:
+                null_changes.append(verdict.change or 0.0)
+                false_alarms += verdict.status == "regression"
+    elapsed = time.perf_counter() - started
+
+    n = args.comparisons
+    false_rate, detect_rate = false_alarms / n, detections / n
+    print(f"backend {backend.name} on {describe(backend).device_model}; timer {timer.method}")
+    print(f"workload saxpy n={args.size} float32, {median * 1e6:.1f} us/call uncontended, "
+          f"{iterations} call(s)/round, {args.rounds} rounds per window")
+    print(f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} and median change > "
+          f"{settings.min_effect:.0%}, on the fastest {settings.keep_fraction:.0%} of rounds")
+    print(f"null comparisons:     {n}, false alarms {false_alarms} ({false_rate:.1%}); "
+          f"median change spread p1..p99 {np.percentile(null_changes, 1):+.1%} .. "
+          f"{np.percentile(null_changes, 99):+.1%}")
+    print(f"slowdown comparisons: {n} (+{args.slowdown:.0%} injected), caught {detections} "
+          f"({detect_rate:.1%}); measured change p1..p99 "
+          f"{np.percentile(slow_changes, 1):+.1%} .. {np.percentile(slow_changes, 99):+.1%}")
+    print(f"elapsed {elapsed:.1f} s")
+    ok = false_rate <= 0.01 and detect_rate >= 0.90
+    print("PASS" if ok else "FAIL: false alarms must be <= 1% and detection >= 90%")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
