@@ -20,7 +20,11 @@ from .report import cell_of, get_matrix, write_report
 from .selection import Selection, configure_selection, get_selection
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
-FEATURE_PLUGINS: tuple[str, ...] = ("pytest_gpucheck.bench.plugin",)
+FEATURE_PLUGINS: tuple[str, ...] = (
+    "pytest_gpucheck.bench.plugin",
+    "pytest_gpucheck.mpi.plugin",
+    "pytest_gpucheck.hypothesis_profiles",
+)
 
 MARKERS = (
     "gpu_backends(*names): run this test only on these backends or groups "

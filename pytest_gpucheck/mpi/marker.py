@@ -1,0 +1,72 @@
+"""The ``mpi`` marker: which rank counts a test runs with, and its timeout.
+
+``@pytest.mark.mpi(ranks=2)``, ``@pytest.mark.mpi(ranks=[2, 4], timeout=60)``
+or ``@pytest.mark.mpi(2)``.  Under a launcher the test runs when the job's
+size is one of ``ranks`` and is skipped otherwise; spawned, it runs once for
+every count the launcher can give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pytest
+
+MARKER = "mpi"
+MARKER_HELP = (
+    "mpi(ranks=N or [N, ...], timeout=SECONDS): run this test on N MPI ranks (spawned under "
+    "--gpu-mpi-launcher, or on every rank under mpiexec); a failure on any rank fails it on "
+    "every rank, and a rank still running at the timeout is stopped and reported."
+)
+
+
+@dataclass(frozen=True)
+class MpiSpec:
+    """What an ``mpi`` marker asks for."""
+
+    ranks: tuple[int, ...]
+    timeout: float | None  # None: the session default (--gpu-mpi-timeout)
+
+
+def _usage(nodeid: str, problem: str) -> pytest.UsageError:
+    return pytest.UsageError(
+        f"{nodeid}: @pytest.mark.mpi {problem}; use @pytest.mark.mpi(ranks=2) or "
+        f"@pytest.mark.mpi(ranks=[2, 4], timeout=60)"
+    )
+
+
+def parse_mpi_mark(mark: pytest.Mark, nodeid: str) -> MpiSpec:
+    """Validate one ``mpi`` marker; raise a one-line :class:`pytest.UsageError` if malformed."""
+    kwargs = dict(mark.kwargs)
+    unknown = set(kwargs) - {"ranks", "timeout"}
+    if unknown:
+        raise _usage(nodeid, f"got unknown argument(s) {', '.join(sorted(unknown))}")
+    if mark.args:
+        if len(mark.args) > 1 or "ranks" in kwargs:
+            raise _usage(nodeid, "takes the rank counts once")
+        kwargs["ranks"] = mark.args[0]
+    if "ranks" not in kwargs:
+        raise _usage(nodeid, "needs ranks")
+    raw = kwargs["ranks"]
+    counts: Iterable[object] = raw if isinstance(raw, (list, tuple)) else [raw]
+    ranks: list[int] = []
+    for count in counts:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise _usage(nodeid, f"got ranks={raw!r}: rank counts must be integers >= 1")
+        if count not in ranks:
+            ranks.append(count)
+    if not ranks:
+        raise _usage(nodeid, "got an empty list of rank counts")
+    timeout = kwargs.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+    ):
+        raise _usage(nodeid, f"got timeout={timeout!r}: it must be a number of seconds > 0")
+    return MpiSpec(tuple(sorted(ranks)), None if timeout is None else float(timeout))
+
+
+def mpi_spec(item: pytest.Item) -> MpiSpec | None:
+    """The item's ``mpi`` spec (the closest marker wins), or None if it is not marked."""
+    mark = item.get_closest_marker(MARKER)
+    return None if mark is None else parse_mpi_mark(mark, item.nodeid)

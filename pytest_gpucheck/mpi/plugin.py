@@ -1,0 +1,133 @@
+"""pytest hooks of the MPI feature: options, the ``mpi`` marker, rank fixtures, mode choice.
+
+Under a launcher this process is a rank and a :class:`~.rank_session.RankSession`
+runs the marked tests collectively; otherwise a :class:`~.spawn.SpawnRouter`
+runs them under the launcher.  Neither this module nor the router imports
+``mpi4py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from .environment import RANK_PID_VARIABLE, launched_rank
+from .launcher import DEFAULT_LAUNCHER, LauncherError, missing_launcher_reason, parse_launcher
+from .marker import MARKER_HELP, mpi_spec
+
+LAUNCHER_OPTION = "--gpu-mpi-launcher"
+TIMEOUT_OPTION = "--gpu-mpi-timeout"
+MAX_RANKS_OPTION = "--gpu-mpi-max-ranks"
+DEFAULT_TIMEOUT = 300.0
+
+RANK_SESSION_KEY = pytest.StashKey["Any"]()
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    group = parser.getgroup("gpucheck")
+    group.addoption(
+        LAUNCHER_OPTION, dest="gpu_mpi_launcher", default=DEFAULT_LAUNCHER, metavar="COMMAND",
+        help="command that starts MPI ranks for spawned mpi tests; {n} is the rank count, "
+        "else '-n N' is appended (e.g. 'srun --gpus-per-task=1'). Default: mpiexec",
+    )
+    group.addoption(
+        TIMEOUT_OPTION, dest="gpu_mpi_timeout", default=DEFAULT_TIMEOUT, type=float,
+        metavar="SECONDS",
+        help="default timeout of an mpi test (the marker's timeout= overrides it); at the "
+        f"timeout the hung ranks are reported and the job is aborted. Default: {DEFAULT_TIMEOUT:g}",
+    )
+    group.addoption(
+        MAX_RANKS_OPTION, dest="gpu_mpi_max_ranks", default=None, type=int, metavar="N",
+        help="most ranks a spawned job may start (default: SLURM_NTASKS or the CPU count); "
+        "mpi tests needing more are skipped",
+    )
+    pluginmanager.register(_LateConfigure(), "gpucheck-mpi-late-configure")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Choose the mode; in a rank, bind it to its node-local GPU before the core picks one."""
+    config.addinivalue_line("markers", MARKER_HELP)
+    timeout = config.getoption("gpu_mpi_timeout")
+    if timeout <= 0:
+        raise pytest.UsageError(f"{TIMEOUT_OPTION}={timeout:g}: use a number of seconds > 0")
+    max_ranks = config.getoption("gpu_mpi_max_ranks")
+    if max_ranks is not None and max_ranks < 1:
+        raise pytest.UsageError(f"{MAX_RANKS_OPTION}={max_ranks}: use a rank count >= 1")
+    try:
+        launcher = parse_launcher(config.getoption("gpu_mpi_launcher"), max_ranks)
+    except LauncherError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    launched = launched_rank()
+    if launched is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("mpi4py") is not None:
+            from .rank_session import RankSession
+
+            session = RankSession(config, launched, timeout)
+            config.stash[RANK_SESSION_KEY] = session
+            config.pluginmanager.register(session, "gpucheck-mpi-rank")
+            return
+    from .spawn import SpawnRouter
+
+    unusable = missing_launcher_reason(launcher)
+    if launched is not None:
+        unusable = "this rank cannot run mpi tests: mpi4py is not installed"
+    elif _inside_a_rank():
+        unusable = "this is a helper process of an MPI rank; mpi tests run in the rank itself"
+    config.pluginmanager.register(
+        SpawnRouter(config, launcher, timeout, unusable), "gpucheck-mpi-spawn")
+
+
+def _inside_a_rank() -> bool:
+    import os
+
+    return bool(os.environ.get(RANK_PID_VARIABLE))
+
+
+class _LateConfigure:
+    """Runs after every other ``pytest_configure`` (the terminal reporter exists by then)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        session = config.stash.get(RANK_SESSION_KEY, None)
+        if session is not None:
+            session.restore_stdout()
+
+
+def _rank_session(request: pytest.FixtureRequest) -> Any:
+    session = request.config.stash.get(RANK_SESSION_KEY, None)
+    if session is None:
+        if mpi_spec(request.node) is None:
+            pytest.fail(
+                f"{request.fixturename} needs MPI ranks: mark the test "
+                "@pytest.mark.mpi(ranks=N), or run pytest under mpiexec", pytrace=False)
+        pytest.fail(f"{request.fixturename}: this process is not an MPI rank", pytrace=False)
+    return session
+
+
+@pytest.fixture
+def mpi_comm(request: pytest.FixtureRequest) -> Generator[Any, None, None]:
+    """A private duplicate of ``MPI.COMM_WORLD`` for this test, freed after it.
+
+    A duplicate, so messages a failed test leaves unmatched cannot be received
+    by the next test.  Creating it is collective: every rank runs the test.
+    """
+    comm = _rank_session(request).world.Dup()
+    yield comm
+    comm.Free()
+
+
+@pytest.fixture
+def mpi_rank(request: pytest.FixtureRequest) -> int:
+    """This process's rank in ``COMM_WORLD``."""
+    return int(_rank_session(request).rank)
+
+
+@pytest.fixture
+def mpi_size(request: pytest.FixtureRequest) -> int:
+    """The number of ranks in ``COMM_WORLD``."""
+    return int(_rank_session(request).size)

@@ -1,0 +1,175 @@
+"""Spawned mode: run ``mpi`` tests under the launcher in child jobs and replay their outcome.
+
+All marked tests that run with the same rank count share one job (one
+``mpiexec -n N python -m pytest NODEID...``), so the frameworks are imported
+once per count, not once per test.  Inside the job the tests run with the
+collective outcome and the watchdog (see :mod:`.rank_session`), so rank 0's
+reports already speak for every rank.  When a test hangs, the job's watchdog
+prints its timeout report and aborts the job: that test gets the report as its
+failure and the tests after it run in a fresh job.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import pytest
+
+from ..isolation import (
+    SIMULATOR_CHILD_VARIABLE,
+    ChildRun,
+    missing_report,
+    needs_simulator,
+    replay,
+    run_child_pytest,
+)
+from .environment import RANK_PID_VARIABLE
+from .launcher import Launcher
+from .marker import MpiSpec, mpi_spec
+from .watchdog import extract_report, reported_test
+
+#: Seconds a job may take beyond its tests' timeouts (start-up, imports, JIT).
+STARTUP_ALLOWANCE = 120.0
+
+
+@dataclass
+class ItemRuns:
+    """What the jobs reported for one item, per rank count."""
+
+    counts: tuple[int, ...]
+    reports: dict[int, list[pytest.TestReport]] = field(default_factory=dict)
+
+
+class SpawnRouter:
+    """Parent-side plugin: run each ``mpi`` item under the launcher (registered when not a rank)."""
+
+    def __init__(self, config: pytest.Config, launcher: Launcher, default_timeout: float,
+                 unusable: str | None) -> None:
+        self.config = config
+        self.launcher = launcher
+        self.default_timeout = default_timeout
+        self.unusable = unusable  # why spawning cannot work here (no launcher, no mpi4py)
+        self.runs: dict[str, ItemRuns] = {}
+        self._done = False
+
+    def timeout_of(self, spec: MpiSpec) -> float:
+        return spec.timeout if spec.timeout is not None else self.default_timeout
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            spec = mpi_spec(item)
+            if spec is None:
+                continue
+            if self.unusable:
+                item.add_marker(pytest.mark.skip(reason=self.unusable))
+                continue
+            counts = tuple(n for n in spec.ranks if n <= self.launcher.max_ranks)
+            if not counts:
+                wanted = " or ".join(map(str, spec.ranks))
+                item.add_marker(pytest.mark.skip(reason=(
+                    f"needs {wanted} MPI ranks; the launcher can give {self.launcher.max_ranks} "
+                    f"here (raise --gpu-mpi-max-ranks to oversubscribe)")))
+                continue
+            self.runs[item.nodeid] = ItemRuns(counts)
+
+    def _mine(self, item: pytest.Item) -> bool:
+        if item.nodeid not in self.runs or item.get_closest_marker("skip") is not None:
+            return False
+        # The core's simulator router runs numba-cudasim items in a child of their own,
+        # where this router spawns them (with the simulator's environment inherited).
+        return not needs_simulator(item) or os.environ.get(SIMULATOR_CHILD_VARIABLE) == "1"
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None
+                                ) -> bool | None:
+        if not self._mine(item):
+            return None
+        if not self._done:
+            self._done = True
+            self._run_all([other for other in item.session.items if self._mine(other)])
+        replay(item, self._final_reports(item))
+        return True
+
+    # -- running jobs ---------------------------------------------------------------------
+    def _run_all(self, items: list[pytest.Item]) -> None:
+        counts = sorted({n for item in items for n in self.runs[item.nodeid].counts})
+        for count in counts:
+            pending = [item for item in items if count in self.runs[item.nodeid].counts]
+            while pending:
+                run = self._job(pending, count)
+                pending = self._collect(run, pending, count)
+
+    def _job(self, items: list[pytest.Item], count: int) -> ChildRun:
+        budget = sum(self.timeout_of(mpi_spec(item) or MpiSpec((count,), None))
+                     for item in items)
+        extra = [f"--gpu-mpi-timeout={self.default_timeout:g}"]
+        backends = self.config.getoption("gpu_backends", None)
+        if backends is not None:
+            extra.append(f"--gpu-backends={backends}")
+        return run_child_pytest(
+            self.config,
+            [item.nodeid for item in items],
+            extra_args=extra,
+            # A job started from inside a rank's helper must not inherit its rank claim.
+            env={RANK_PID_VARIABLE: ""},
+            launcher=self.launcher.command(count),
+            timeout=budget + STARTUP_ALLOWANCE,
+        )
+
+    def _collect(self, run: ChildRun, items: list[pytest.Item], count: int) -> list[pytest.Item]:
+        """Store each item's reports from ``run``; return the items still to run."""
+        hang = extract_report(run.output)
+        remaining: list[pytest.Item] = []
+        progressed = False
+        for item in items:
+            per_rank = run.for_nodeid(item.nodeid)
+            reports = per_rank.get(0) or next((r for r in per_rank.values() if r), [])
+            finished = any(r.when == "teardown" for r in reports)
+            if finished:
+                self.runs[item.nodeid].reports[count] = reports
+                progressed = True
+            elif hang is not None and reported_test(hang) == item.nodeid:
+                self.runs[item.nodeid].reports[count] = [*reports, self._failed(item, hang)]
+                progressed = True
+            else:
+                remaining.append(item)
+        if remaining and not progressed:
+            # The job ended without a word on any of them: report that, do not loop.
+            what = f"The MPI job ({self.launcher.describe(count)})"
+            for item in remaining:
+                self.runs[item.nodeid].reports[count] = [missing_report(item, run, what)]
+            return []
+        return remaining
+
+    def _failed(self, item: pytest.Item, text: str) -> pytest.TestReport:
+        return pytest.TestReport(
+            nodeid=item.nodeid, location=item.location,
+            keywords=dict.fromkeys(item.keywords, 1), outcome="failed", longrepr=text,
+            when="call", sections=[], duration=0.0, start=0.0, stop=0.0,
+        )
+
+    # -- replaying --------------------------------------------------------------------------
+    def _final_reports(self, item: pytest.Item) -> list[pytest.TestReport]:
+        runs = self.runs[item.nodeid]
+        spec = mpi_spec(item)
+        not_run = [n for n in (spec.ranks if spec else ()) if n not in runs.counts]
+        chosen = max(runs.reports)
+        for count, reports in runs.reports.items():
+            if any(r.failed for r in reports):
+                chosen = count
+                break
+        reports = runs.reports[chosen]
+        note = f"ran with {chosen} rank(s): {self.launcher.describe(chosen)}"
+        others = [n for n in runs.reports if n != chosen]
+        if others:
+            note += f"; also ran with {', '.join(map(str, others))} rank(s)"
+        if not_run:
+            note += (f"; not run with {', '.join(map(str, not_run))} rank(s): more than the "
+                     f"launcher can give here ({self.launcher.max_ranks})")
+        for report in reports:
+            if report.failed:
+                report.longrepr = f"[{note}]\n{report.longrepr}"
+        if reports:
+            reports[-1].sections.append(("gpucheck mpi", note))
+        return reports

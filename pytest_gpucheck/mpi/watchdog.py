@@ -1,0 +1,253 @@
+"""Stop an MPI test that cannot finish, say which ranks were stuck and where, leave nothing behind.
+
+A rank blocked in MPI (a ``Recv`` that never comes, a ``Barrier`` a failed
+peer never reaches) cannot be interrupted.  Each rank therefore runs a watchdog
+thread while an ``mpi`` test runs.  It stops the job when
+
+* the test's **timeout** passes, or
+* this rank **failed** and its peers have not reached the end of the test
+  ``failure_grace`` seconds later (they are most likely blocked waiting for it),
+  or
+* another rank's watchdog **alerts** it.
+
+Then every rank's watchdog snapshots its main thread's stack and what it was
+doing (running the test, or waiting for the others), sends that to rank 0 on a
+communicator of its own, and rank 0 prints one report and calls ``MPI_Abort``,
+which makes the launcher kill every rank.  mpi4py releases the GIL while it
+waits in MPI, so the thread can run; for a rank stuck in C code that holds the
+GIL, ``faulthandler`` is armed a little later as a last resort (it dumps the
+stack and exits the process, which ends the job too).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+BEGIN_MARK = "=" * 20 + " gpucheck mpi: job stopped " + "=" * 20
+END_MARK = "=" * 20 + " end of gpucheck mpi report " + "=" * 20
+TEST_LINE = "test: "
+_ALERT, _SNAPSHOT = 7301, 7302
+_POLL = 0.05
+
+#: States a rank reports; ranks RUNNING when the job is stopped are the stuck ones.
+RUNNING = "running the test"
+WAITING = "waiting for the other ranks"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One rank's answer when the job is stopped."""
+
+    rank: int
+    host: str
+    pid: int
+    state: str
+    stack: str
+    failure: str = ""  # this rank's failure text, if its test failed
+
+
+def other_threads_stacks() -> str:
+    """The Python stack of every thread but the calling one, the main thread first."""
+    frames = sys._current_frames()
+    me = threading.get_ident()
+    main = threading.main_thread().ident
+    names = {t.ident: t.name for t in threading.enumerate()}
+    order = sorted((ident for ident in frames if ident != me), key=lambda i: i != main)
+    return "".join(
+        f"Thread {names.get(i, i)} (most recent call last):\n"
+        + "".join(traceback.format_list(_user_frames(traceback.extract_stack(frames[i]))))
+        for i in order
+    )
+
+
+_HARNESS = ("_pytest", "pluggy", "<frozen runpy>", f"pytest{os.sep}__main__")
+
+
+def _user_frames(stack: traceback.StackSummary) -> list[traceback.FrameSummary]:
+    """Drop the pytest/pluggy frames above the test: they are the same on every rank."""
+    frames = list(stack)
+    last_harness = max(
+        (i for i, f in enumerate(frames) if any(h in f.filename for h in _HARNESS)), default=-1
+    )
+    return frames[last_harness + 1 :] or frames
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks)) or "none"
+
+
+def format_report(nodeid: str, timeout: float, grace: float, size: int,
+                  snapshots: list[Snapshot]) -> str:
+    """The report: why the job was stopped, which ranks were stuck, then each rank's stack."""
+    by_rank = {s.rank: s for s in snapshots}
+    failed = [s.rank for s in snapshots if s.failure]
+    stuck = [s.rank for s in snapshots if not s.failure and s.state.startswith(RUNNING)]
+    waiting = [s.rank for s in snapshots if not s.failure and not s.state.startswith(RUNNING)]
+    silent = [r for r in range(size) if r not in by_rank]
+    if failed:
+        why = (f"rank(s) {_ranks(failed)} failed and rank(s) {_ranks(stuck)} did not reach the "
+               f"end of the test within {grace:g} s (blocked waiting for the failed rank?)")
+    else:
+        why = (f"the test did not finish within its timeout of {timeout:g} s; "
+               f"hung (still running the test): rank(s) {_ranks(stuck)}")
+    lines = [BEGIN_MARK, f"{TEST_LINE}{nodeid}", why,
+             f"waiting for the other ranks: rank(s) {_ranks(waiting)}"]
+    if silent:
+        lines.append(f"no answer (blocked while holding the GIL; see the faulthandler dump): "
+                     f"rank(s) {_ranks(silent)}")
+    for snap in sorted(snapshots, key=lambda s: s.rank):
+        state = "FAILED" if snap.failure else snap.state
+        lines.append(f"{'-' * 16} rank {snap.rank} (host {snap.host}, pid {snap.pid}): {state} "
+                     f"{'-' * 16}")
+        if snap.failure:
+            lines.append(snap.failure.rstrip())
+        else:
+            lines.append(snap.stack.rstrip())
+    lines.append(f"Aborted the MPI job of {size} rank(s) (MPI_Abort) so that no rank is left "
+                 "behind.")
+    lines.append(END_MARK)
+    return "\n".join(lines)
+
+
+def extract_report(output: str) -> str | None:
+    """The report inside a job's output, or None (spawned mode reads it from there)."""
+    start = output.find(BEGIN_MARK)
+    if start < 0:
+        return None
+    end = output.find(END_MARK, start)
+    return output[start:] if end < 0 else output[start : end + len(END_MARK)]
+
+
+def reported_test(report: str) -> str:
+    """The node id a report is about."""
+    for line in report.splitlines():
+        if line.startswith(TEST_LINE):
+            return line[len(TEST_LINE):]
+    return ""
+
+
+class Watchdog:
+    """One per rank: a daemon thread that stops the job when a test cannot finish."""
+
+    def __init__(self, comm: Any, host: str, stream: TextIO, *, grace: float = 5.0,
+                 failure_grace: float = 2.0, faulthandler_backstop: bool = True) -> None:
+        self.comm = comm  # a Dup of COMM_WORLD used only by the watchdogs
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self.host = host
+        self.stream = stream  # the real stderr, not pytest's capture of it
+        self.grace = grace
+        self.failure_grace = failure_grace
+        self.faulthandler_backstop = faulthandler_backstop
+        self._lock = threading.Lock()
+        self._deadline: float | None = None
+        self._failure_deadline: float | None = None
+        self._failure = ""
+        self._nodeid = ""
+        self._timeout = 0.0
+        self._state = RUNNING
+        self._thread = threading.Thread(target=self._run, name="gpucheck-mpi-watchdog",
+                                        daemon=True)
+        self._thread.start()
+
+    def arm(self, nodeid: str, timeout: float) -> None:
+        """Start the clock for ``nodeid``."""
+        with self._lock:
+            self._nodeid, self._timeout, self._state = nodeid, timeout, RUNNING
+            self._deadline = time.monotonic() + timeout
+            self._failure_deadline, self._failure = None, ""
+        if self.faulthandler_backstop:
+            faulthandler.dump_traceback_later(timeout + 4 * self.grace, exit=True,
+                                              file=self.stream)
+
+    def state(self, state: str) -> None:
+        """Record what this rank is doing (RUNNING or WAITING)."""
+        with self._lock:
+            self._state = state
+
+    def failed(self, text: str) -> None:
+        """This rank failed: the others get ``failure_grace`` seconds to reach the exchange."""
+        with self._lock:
+            self._failure = text
+            self._failure_deadline = time.monotonic() + self.failure_grace
+
+    def exchanged(self) -> None:
+        """Every rank reached the outcome exchange: nobody is blocked on a failed rank."""
+        with self._lock:
+            self._failure_deadline = None
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._deadline = self._failure_deadline = None
+        if self.faulthandler_backstop:
+            faulthandler.cancel_dump_traceback_later()
+
+    def _run(self) -> None:
+        from mpi4py import MPI
+
+        while True:
+            time.sleep(_POLL)
+            now = time.monotonic()
+            with self._lock:
+                local = (self._deadline is not None and now >= self._deadline) or (
+                    self._failure_deadline is not None and now >= self._failure_deadline)
+            alerted = self.comm.iprobe(source=MPI.ANY_SOURCE, tag=_ALERT)
+            if local or alerted:
+                self._stop_job(alert_others=local)
+                return
+
+    def _stop_job(self, *, alert_others: bool) -> None:
+        try:
+            if alert_others:
+                for other in range(self.size):
+                    if other != self.rank:
+                        self.comm.isend(None, dest=other, tag=_ALERT)
+            with self._lock:
+                mine = Snapshot(self.rank, self.host, os.getpid(), self._state,
+                                other_threads_stacks(), self._failure)
+                nodeid, timeout = self._nodeid, self._timeout
+            if self.rank == 0:
+                snapshots = [mine, *self._collect()]
+                self._write(format_report(nodeid, timeout, self.failure_grace, self.size,
+                                          snapshots))
+            else:
+                request = self.comm.isend(mine, dest=0, tag=_SNAPSHOT)
+                if not _wait(request, self.grace * 2):
+                    # rank 0 does not answer: print this rank's own view before ending
+                    self._write(format_report(nodeid, timeout, self.failure_grace, self.size,
+                                              [mine]))
+                time.sleep(self.grace)  # leave rank 0 the time to print and abort the job
+        finally:
+            self.comm.Abort(1)
+
+    def _collect(self) -> list[Snapshot]:
+        pending = set(range(1, self.size))
+        found: list[Snapshot] = []
+        give_up = time.monotonic() + self.grace
+        while pending and time.monotonic() < give_up:
+            for source in sorted(pending):
+                if self.comm.iprobe(source=source, tag=_SNAPSHOT):
+                    found.append(self.comm.recv(source=source, tag=_SNAPSHOT))
+                    pending.discard(source)
+            time.sleep(0.01)
+        return found
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def _wait(request: Any, seconds: float) -> bool:
+    give_up = time.monotonic() + seconds
+    while time.monotonic() < give_up:
+        if request.Test():
+            return True
+        time.sleep(0.01)
+    return False
