@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1 << 19, help="saxpy elements")
     parser.add_argument("--slowdown", type=float, default=0.10)
     parser.add_argument("--backend", default="numpy")
-    parser.add_argument("--cpu-clock", default="process", choices=("process", "wall"))
+    parser.add_argument("--cpu-clock", default="auto", choices=("auto", "process", "wall"))
     parser.add_argument("--alpha", type=float, default=GateSettings().alpha)
     parser.add_argument("--min-effect", type=float, default=GateSettings().min_effect)
     parser.add_argument("--keep-fraction", type=float, default=GateSettings().keep_fraction)

@@ -35,7 +35,7 @@ class Ceiling:
 _ceilings: dict[tuple[str, int, str], Ceiling] = {}
 
 
-def copy_ceiling(backend: Backend, cpu_clock: str = "process",
+def copy_ceiling(backend: Backend, cpu_clock: str = "auto",
                  nbytes: int | None = None) -> Ceiling:
     """Measure (once per process) the copy bandwidth of ``backend``'s device.
 

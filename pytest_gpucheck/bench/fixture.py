@@ -36,7 +36,7 @@ class MeasureDefaults:
     rounds: int = 30
     warmup_rounds: int = 2
     l2_flush: bool = False
-    cpu_clock: str = "process"
+    cpu_clock: str = "auto"
 
 
 class GpuBenchmark:
@@ -68,6 +68,8 @@ class GpuBenchmark:
         self._marker = marker_kwargs
         self._store = store
         self._on_record = on_record
+        #: Free-form facts stored with the record (e.g. which implementation ran).
+        self.extra: dict[str, Any] = {}
         self.record: BenchmarkRecord | None = None
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -135,6 +137,7 @@ class GpuBenchmark:
             bytes=self.bytes,
             flops=self.flops,
             ceiling_gbps=ceiling,
+            extra=dict(self.extra),
         )
         self.benchmark.extra_info["gpucheck"] = _extra_info(self.record)
         self._on_record(self.record)

@@ -31,7 +31,7 @@ from .gate import (
 )
 from .records import BenchmarkRecord
 from .summary import gate_markdown, gate_terminal_lines
-from .timing import HOST_CLOCKS
+from .timing import CPU_CLOCK_CHOICES
 
 DEFAULT_BASELINE_DIR = ".gpucheck-baselines"
 MARKER = ("gpu_bench(**settings): settings of this benchmark: rounds, warmup_rounds, "
@@ -72,8 +72,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   default=str(DEFAULT_MIN_ROUNDS))
     parser.addini("gpu_bench_rounds", "timed rounds per gpu_benchmark", default="30")
     parser.addini("gpu_bench_warmup_rounds", "untimed rounds after the first call", default="2")
-    parser.addini("gpu_bench_cpu_clock", "clock of CPU-tier benchmarks: process (CPU time of "
-                  "the process, robust on shared machines) or wall", default="process")
+    parser.addini("gpu_bench_cpu_clock", "clock of CPU-tier benchmarks: auto (CPU time for "
+                  "single-threaded backends, wall time for thread pools), process or wall",
+                  default="auto")
     parser.addini("gpu_bench_overrides", "gate settings per benchmark: "
                   "'NODEID-GLOB key=value ...' per line", type="linelist", default=[])
 
@@ -172,9 +173,9 @@ def _session_from_config(config: pytest.Config) -> BenchSession:
         l2_flush=bool(config.getoption("gpu_bench_l2_flush")),
         cpu_clock=str(config.getini("gpu_bench_cpu_clock")).strip(),
     )
-    if measure.cpu_clock not in HOST_CLOCKS:
+    if measure.cpu_clock not in CPU_CLOCK_CHOICES:
         raise pytest.UsageError(f"ini gpu_bench_cpu_clock = {measure.cpu_clock!r}; "
-                                f"use {' or '.join(HOST_CLOCKS)}")
+                                f"use {', '.join(CPU_CLOCK_CHOICES)}")
     if measure.rounds < 1 or measure.warmup_rounds < 0:
         raise pytest.UsageError("ini gpu_bench_rounds must be >= 1 and gpu_bench_warmup_rounds "
                                 ">= 0")

@@ -14,15 +14,18 @@ work:
   CPU) times on the host and calls the backend's ``synchronize()`` before
   stopping the clock.
 
-On the CPU tier the host clock is, by default, the *CPU time of this process*
-(``time.process_time``: every thread of the process, so thread pools count)
-rather than wall time.  On a shared CI machine the wall time of a round is
-mostly the neighbours: with a load of 7 on 2 cores the median of identical
-windows moved by -60%..+60% in wall time and by +-7% in CPU time.  CPU time
-cannot see time spent waiting (sleeping, I/O) nor a lost speed-up from
-parallelism (4 threads doing the same work for 4x longer wall time cost the
-same CPU time); ``gpu_bench_cpu_clock = wall`` selects wall time for those
-cases.  GPU backends are never timed with CPU time.
+On the CPU tier the host clock is chosen per backend (``gpu_bench_cpu_clock =
+auto``, the default): NumPy and the CUDA simulator, whose work runs on the
+calling thread, are timed in *CPU time of the process* (``time.process_time``);
+backends with thread pools (``numba-cpu`` with ``prange``, ``jax-cpu``,
+``torch-cpu``) in wall time.  On a shared CI machine the wall time of a round
+is mostly the neighbours: with a load of 7 on 2 cores the median of identical
+windows moved by -60%..+60% in wall time and by +-7% in CPU time.  But idle
+pool threads spin-wait, and spinning is CPU time (a 0.5 ms ``torch.add``
+costs 5 ms of process CPU time on 2 threads), so CPU time is only honest for
+single-threaded work; and it cannot see time spent waiting (sleep, I/O).
+``process`` or ``wall`` force one clock for every CPU backend.  GPU backends
+are never timed in CPU time.
 
 A round runs the benchmarked callable ``iterations`` times and reports the
 total; callers divide.  Framework imports happen inside the methods, so this
@@ -226,15 +229,30 @@ _EVENT_TIMERS: dict[str, type[CudaEventTimer]] = {
 }
 
 
-def timer_for(backend: Backend, cpu_clock: str = "process") -> RoundTimer:
+#: CPU backends whose work runs on the calling thread: CPU time is honest for them.
+SINGLE_THREADED_BACKENDS = ("numpy", "numba-cudasim")
+CPU_CLOCK_CHOICES = ("auto", *HOST_CLOCKS)
+
+
+def host_clock_for(backend: Backend, cpu_clock: str = "auto") -> str:
+    """The host clock (``wall`` or ``process``) that times ``backend``."""
+    if cpu_clock not in CPU_CLOCK_CHOICES:
+        raise ValueError(f"unknown CPU clock {cpu_clock!r}; use {', '.join(CPU_CLOCK_CHOICES)}")
+    if backend.is_gpu:
+        return "wall"
+    if cpu_clock == "auto":
+        return "process" if backend.name in SINGLE_THREADED_BACKENDS else "wall"
+    return cpu_clock
+
+
+def timer_for(backend: Backend, cpu_clock: str = "auto") -> RoundTimer:
     """The round timer that measures ``backend``'s device work.
 
-    ``cpu_clock`` (``process`` or ``wall``) is the host clock of CPU-tier
-    backends; GPU backends use events, or wall time up to ``block_until_ready``.
+    ``cpu_clock`` (``auto``, ``process`` or ``wall``) picks the host clock of
+    CPU-tier backends; GPU backends use events, or wall time up to
+    ``block_until_ready``.
     """
-    if cpu_clock not in HOST_CLOCKS:
-        raise ValueError(f"unknown CPU clock {cpu_clock!r}; use {' or '.join(HOST_CLOCKS)}")
-    clock = cpu_clock if not backend.is_gpu else "wall"
+    clock = host_clock_for(backend, cpu_clock)
     if backend.name in _EVENT_TIMERS:
         return _EVENT_TIMERS[backend.name](backend)
     if backend.name in READY_TIMED_BACKENDS:

@@ -1,0 +1,133 @@
+"""The regression gate: regressions fail, improvements and noise do not."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from pytest_gpucheck.bench.environment import Environment
+from pytest_gpucheck.bench.gate import (
+    GateSettings,
+    compare,
+    format_verdict,
+    parse_override_line,
+    settings_for,
+)
+from pytest_gpucheck.bench.records import BenchmarkRecord
+
+ENV = Environment("NVIDIA H100 80GB HBM3", "9.0", "13.0", "13.0", "cupy", "13.6.0", "3.11.9")
+
+
+def record(samples: np.ndarray | list[float], **changes: object) -> BenchmarkRecord:
+    base = BenchmarkRecord(name="bench.py::test_k[cupy]", environment=ENV, method="cuda-events",
+                           samples=[float(s) for s in samples], iterations=4, warmup_rounds=2,
+                           first_call_seconds=0.5, l2_flushed=False)
+    return dataclasses.replace(base, **changes)
+
+
+def noisy(level: float, seed: int, rounds: int = 30, spread: float = 0.05) -> np.ndarray:
+    """Timing-like samples: a floor with a right tail of contention."""
+    rng = np.random.default_rng(seed)
+    return level * (1 + rng.exponential(spread, rounds))
+
+
+def test_injected_slowdown_is_a_regression_with_a_clear_summary() -> None:
+    verdict = compare(record(noisy(1e-3, 0)), record(noisy(1.2e-3, 1)), GateSettings())
+    assert verdict.status == "regression"
+    assert verdict.change == pytest.approx(0.2, abs=0.04)
+    assert verdict.confidence is not None
+    assert verdict.confidence > 0.999
+    line = format_verdict(verdict)
+    for part in ("REGRESSION", "bench.py::test_k[cupy]", "cupy on NVIDIA H100 80GB HBM3",
+                 "baseline median", "new median", "change +", "confidence"):
+        assert part in line
+
+
+def test_improvement_is_reported_not_failed() -> None:
+    verdict = compare(record(noisy(1.2e-3, 0)), record(noisy(1e-3, 1)), GateSettings())
+    assert verdict.status == "improvement"
+    assert verdict.change is not None
+    assert verdict.change < -0.1
+
+
+def test_identical_workload_is_unchanged() -> None:
+    verdict = compare(record(noisy(1e-3, 0)), record(noisy(1e-3, 1)), GateSettings())
+    assert verdict.status == "unchanged"
+
+
+def test_significant_but_small_change_is_below_the_minimum_effect() -> None:
+    # 3% slower with tiny noise: the U test is certain, the effect is too small to fail.
+    old, new = record(noisy(1e-3, 0, spread=0.002)), record(noisy(1.03e-3, 1, spread=0.002))
+    verdict = compare(old, new, GateSettings(min_effect=0.07))
+    assert verdict.pvalue is not None
+    assert verdict.pvalue < 1e-4
+    assert verdict.status == "unchanged"
+    assert compare(old, new, GateSettings(min_effect=0.01)).status == "regression"
+
+
+def test_a_slow_median_from_contention_alone_is_not_a_regression() -> None:
+    """Half the rounds hit by neighbours: the fastest half still matches the baseline."""
+    current = noisy(1e-3, 1, spread=0.01)
+    current[:15] *= 1.6
+    baseline = record(noisy(1e-3, 0, spread=0.01))
+    assert compare(baseline, record(current), GateSettings()).status == "unchanged"
+    # Comparing every round (keep_fraction=1) would have failed it.
+    whole = compare(baseline, record(current), GateSettings(keep_fraction=1.0, alpha=0.01))
+    assert whole.status == "regression"
+
+
+def test_large_effect_without_significance_is_not_a_regression() -> None:
+    verdict = compare(record([1e-3, 2e-3] * 5), record([1.5e-3, 2.5e-3] * 5),
+                      GateSettings(min_rounds=5))
+    assert verdict.change is not None
+    assert verdict.change > 0.07
+    assert verdict.status == "unchanged"
+
+
+def test_no_baseline_and_mismatches_are_reported_not_compared() -> None:
+    current = record(noisy(1e-3, 1))
+    assert compare(None, current, GateSettings()).status == "no-baseline"
+    other_device = dataclasses.replace(ENV, device_model="NVIDIA A100-SXM4-40GB")
+    for baseline, what in [
+        (record(noisy(1e-3, 0), environment=other_device), "device model"),
+        (record(noisy(1e-3, 0), method="wall+synchronize"), "timing method"),
+        (record(noisy(1e-3, 0), l2_flushed=True), "L2 flush"),
+    ]:
+        verdict = compare(baseline, current, GateSettings())
+        assert verdict.status == "not-comparable"
+        assert what in verdict.reason
+    few = compare(record(noisy(1e-3, 0, 5)), record(noisy(2e-3, 1, 5)), GateSettings())
+    assert few.status == "not-comparable"
+    assert "min_rounds" in few.reason
+
+
+def test_per_benchmark_overrides_from_ini_lines_and_marker() -> None:
+    default = GateSettings()
+    lines = ["*test_k* min_effect=0.5", "other* alpha=0.5"]
+    assert settings_for("bench.py::test_k[cupy]", default, lines, {}).min_effect == 0.5
+    assert settings_for("bench.py::test_j", default, lines, {}) == default
+    marked = settings_for("bench.py::test_k[cupy]", default, lines, {"min_effect": 0.2})
+    assert marked.min_effect == 0.2  # the marker wins over the ini
+    loose = settings_for("bench.py::test_k[cupy]", default, lines, {})
+    assert compare(record(noisy(1e-3, 0)), record(noisy(1.2e-3, 1)), loose).status == "unchanged"
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"alpha": 2}, "alpha"),
+    ({"min_effect": -1}, "min_effect"),
+    ({"keep_fraction": 0}, "keep_fraction"),
+    ({"min_rounds": 1}, "min_rounds"),
+    ({"speed": 1}, "unknown gate setting"),
+])
+def test_bad_settings_raise(overrides: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        GateSettings().with_overrides(overrides)
+
+
+def test_override_line_syntax() -> None:
+    assert parse_override_line("a* alpha=0.01 min_effect=0.2") == (
+        "a*", {"alpha": "0.01", "min_effect": "0.2"})
+    with pytest.raises(ValueError, match="key=value"):
+        parse_override_line("a* alpha")
