@@ -204,8 +204,11 @@ def histogram(x: Any, out: Any) -> None:
         cuda.atomic.add(out, x[i], 1)
 
 
-#: Samples each Monte Carlo thread draws (more threads would only add states).
-SAMPLES_PER_THREAD = 4
+#: Samples each Monte Carlo thread draws.  On a GPU a few per thread keeps
+#: thousands of threads busy.  The simulator initialises the random states on
+#: the host at about 10 ms each, so there each thread draws many samples
+#: (2048 samples: one block of 32 threads, 32 states).
+SAMPLES_PER_THREAD = 64 if numba.config.ENABLE_CUDASIM else 4
 
 
 @functools.cache
