@@ -131,3 +131,31 @@ def mpi_rank(request: pytest.FixtureRequest) -> int:
 def mpi_size(request: pytest.FixtureRequest) -> int:
     """The number of ranks in ``COMM_WORLD``."""
     return int(_rank_session(request).size)
+
+
+@pytest.fixture(params=["direct", "staged"])
+def mpi_transport(request: pytest.FixtureRequest, gpu_backend: Any, mpi_comm: Any) -> Any:
+    """How device arrays reach MPI in this test: ``direct`` or ``staged`` through the host.
+
+    ``direct`` is skipped, with the reason, where the backend's arrays cannot be
+    handed to MPI: immutable JAX arrays, or a GPU whose MPI failed the
+    device-buffer probe (run once, by rank 0, in a child process).
+    """
+    from .device_ops import ops_for
+    from .transport import DirectTransport, StagedTransport
+
+    if request.param == "staged":
+        return StagedTransport()
+    ops = ops_for(gpu_backend)
+    if not ops.receives_in_place:
+        pytest.skip(f"{gpu_backend.name} arrays are immutable: MPI cannot receive into them "
+                    "(the staged transport is tested instead)")
+    if gpu_backend.is_gpu:
+        from .gpu_aware import gpu_aware
+
+        verdict = (gpu_aware(gpu_backend.name, gpu_backend.device_index)
+                   if mpi_comm.Get_rank() == 0 else None)
+        verdict = mpi_comm.bcast(verdict, root=0)
+        if not verdict.supported:
+            pytest.skip(f"MPI is not GPU-aware for {gpu_backend.name} here: {verdict.detail}")
+    return DirectTransport()

@@ -27,13 +27,14 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 BEGIN_MARK = "=" * 20 + " gpucheck mpi: job stopped " + "=" * 20
 END_MARK = "=" * 20 + " end of gpucheck mpi report " + "=" * 20
 TEST_LINE = "test: "
-_ALERT, _SNAPSHOT = 7301, 7302
+_ALERT, _SNAPSHOT, _ACK = 7301, 7302, 7303
 _POLL = 0.05
 
 #: States a rank reports; ranks RUNNING when the job is stopped are the stuck ones.
@@ -117,12 +118,13 @@ def format_report(nodeid: str, timeout: float, grace: float, size: int,
 
 
 def extract_report(output: str) -> str | None:
-    """The report inside a job's output, or None (spawned mode reads it from there)."""
+    """The first report in a job's output and all that follows, or None (for spawned mode)."""
     start = output.find(BEGIN_MARK)
     if start < 0:
         return None
-    end = output.find(END_MARK, start)
-    return output[start:] if end < 0 else output[start : end + len(END_MARK)]
+    # Everything from there on: a rank whose watchdog could not run adds its
+    # faulthandler dump after the report.
+    return output[start:].rstrip()
 
 
 def reported_test(report: str) -> str:
@@ -164,7 +166,7 @@ class Watchdog:
             self._deadline = time.monotonic() + timeout
             self._failure_deadline, self._failure = None, ""
         if self.faulthandler_backstop:
-            faulthandler.dump_traceback_later(timeout + 4 * self.grace, exit=True,
+            faulthandler.dump_traceback_later(timeout + 2 * self.grace, exit=True,
                                               file=self.stream)
 
     def state(self, state: str) -> None:
@@ -204,6 +206,8 @@ class Watchdog:
                 return
 
     def _stop_job(self, *, alert_others: bool) -> None:
+        if self.faulthandler_backstop:
+            faulthandler.cancel_dump_traceback_later()  # this thread runs: no backstop needed
         try:
             if alert_others:
                 for other in range(self.size):
@@ -217,13 +221,15 @@ class Watchdog:
                 snapshots = [mine, *self._collect()]
                 self._write(format_report(nodeid, timeout, self.failure_grace, self.size,
                                           snapshots))
-            else:
-                request = self.comm.isend(mine, dest=0, tag=_SNAPSHOT)
-                if not _wait(request, self.grace * 2):
-                    # rank 0 does not answer: print this rank's own view before ending
-                    self._write(format_report(nodeid, timeout, self.failure_grace, self.size,
-                                              [mine]))
-                time.sleep(self.grace)  # leave rank 0 the time to print and abort the job
+                return
+            self.comm.isend(mine, dest=0, tag=_SNAPSHOT)
+            if _wait_for(lambda: self.comm.iprobe(source=0, tag=_ACK), self.grace):
+                time.sleep(self.grace)  # rank 0 printed the report and is aborting the job
+                return
+            # Rank 0's watchdog cannot run (blocked holding the GIL): print this rank's
+            # view, then leave rank 0's faulthandler backstop the time to dump its stack.
+            self._write(format_report(nodeid, timeout, self.failure_grace, self.size, [mine]))
+            time.sleep(2 * self.grace)
         finally:
             self.comm.Abort(1)
 
@@ -235,6 +241,7 @@ class Watchdog:
             for source in sorted(pending):
                 if self.comm.iprobe(source=source, tag=_SNAPSHOT):
                     found.append(self.comm.recv(source=source, tag=_SNAPSHOT))
+                    self.comm.isend(None, dest=source, tag=_ACK)
                     pending.discard(source)
             time.sleep(0.01)
         return found
@@ -244,10 +251,10 @@ class Watchdog:
         self.stream.flush()
 
 
-def _wait(request: Any, seconds: float) -> bool:
+def _wait_for(condition: Callable[[], bool], seconds: float) -> bool:
     give_up = time.monotonic() + seconds
     while time.monotonic() < give_up:
-        if request.Test():
+        if condition():
             return True
         time.sleep(0.01)
     return False
