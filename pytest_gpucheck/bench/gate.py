@@ -144,6 +144,11 @@ def compare(
         return replace(base, status="not-comparable",
                        reason=f"{rounds} rounds < min_rounds={settings.min_rounds}")
     old, new = settings.kept(baseline.samples), settings.kept(current.samples)
+    floor = smallest_pvalue(len(new), len(old))
+    if floor >= settings.alpha:
+        return replace(base, status="not-comparable", reason=(
+            f"{len(new)} vs {len(old)} kept rounds cannot reach alpha={settings.alpha:g} "
+            f"(smallest possible p {floor:.2g}); time more rounds (ini gpu_bench_rounds)"))
     test = mann_whitney_u(new, old)
     verdict = replace(base, status="unchanged", pvalue=test.pvalue,
                       baseline_median=float(np.median(old)), new_median=float(np.median(new)))
@@ -151,6 +156,11 @@ def compare(
     if test.pvalue < settings.alpha and abs(change) > settings.min_effect:
         return replace(verdict, status="regression" if change > 0 else "improvement")
     return verdict
+
+
+def smallest_pvalue(n1: int, n2: int) -> float:
+    """The two-sided p-value of complete separation: no sample of this size gets lower."""
+    return mann_whitney_u(np.arange(n1) + n2, np.arange(n2)).pvalue
 
 
 def _mismatch(baseline: BenchmarkRecord, current: BenchmarkRecord) -> str:
@@ -208,7 +218,7 @@ def format_verdict(verdict: Verdict) -> str:
     if verdict.change is not None:
         parts.append(f"change {verdict.change:+.1%}")
     if verdict.confidence is not None:
-        parts.append(f"confidence {verdict.confidence:.4f} (p={verdict.pvalue:.2g}, "
+        parts.append(f"confidence {verdict.confidence:.6f} (p={verdict.pvalue:.2g}, "
                      f"alpha={verdict.settings.alpha:g}, min effect "
                      f"{verdict.settings.min_effect:.0%})")
     if verdict.reason:

@@ -233,8 +233,11 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
         item.stash[RECORD_KEY] = record
         session.local_records.append(record)
 
+    config = request.config
+    disabled_by_user = bool(config.getoption("benchmark_disable", False)) and not bool(
+        config.getoption("benchmark_enable", False))
     return GpuBenchmark(benchmark, backend, item.nodeid, session.measure, measure,
-                        session.store if session.compare else None, keep)
+                        session.store if session.compare else None, keep, disabled_by_user)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,0 +1,261 @@
+"""End to end: record a baseline, compare, fail an injected slowdown, report, plot, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_gpucheck.bench.baseline import BaselineStore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Pure-Python CPU work: its CPU time does not depend on what the neighbours do,
+# so these runs are stable on a busy CI machine.  BENCH_SCALE injects a slowdown.
+BENCH_TEST = """
+import os
+import pytest
+
+def work():
+    n = int(20_000 * float(os.environ.get("BENCH_SCALE", "1")))
+    return sum(i * i for i in range(n))
+
+def test_kernel(gpu_benchmark):
+    assert gpu_benchmark(work) > 0
+
+@pytest.mark.gpu_bench(min_effect=5.0)
+def test_tolerant(gpu_benchmark):
+    gpu_benchmark(work)
+"""
+
+# The e2e runs check the mechanics; the gate's default thresholds are measured
+# by scripts/measure_gate.py.  A 2x slowdown against a 25% threshold never flakes.
+INI = """
+[pytest]
+gpu_bench_min_effect = 0.25
+gpu_bench_rounds = 24
+"""
+
+
+@pytest.fixture
+def bench_dir(pytester: pytest.Pytester) -> Path:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_bench=BENCH_TEST)
+    return pytester.path / "baselines"
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("-p", "no:cacheprovider", "--benchmark-disable-gc", *args)
+
+
+def test_record_compare_and_fail_an_injected_slowdown(
+    pytester: pytest.Pytester, bench_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-save")
+    first.assert_outcomes(passed=2)
+    first.stdout.fnmatch_lines(["*gpucheck: saved 2 benchmark result(s) to*"])
+    (saved,) = bench_dir.glob("*/numpy/*.json")
+
+    unchanged = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
+    unchanged.assert_outcomes(passed=2)
+    unchanged.stdout.fnmatch_lines(["gpucheck benchmark gate: 2 unchanged"])
+
+    monkeypatch.setenv("BENCH_SCALE", "2")
+    slower = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
+    slower.assert_outcomes(passed=1, failed=1)
+    slower.stdout.fnmatch_lines([
+        "*REGRESSION test_bench.py::test_kernel [[]numpy on *], baseline median (fastest 50% "
+        "of rounds) *, new median *, change +*%, confidence 0.99* (p=*, alpha=0.001, "
+        "min effect 25%)",
+        "gpucheck benchmark gate: 1 regression, 1 unchanged",
+        "*FAILED test_bench.py::test_kernel - gpucheck benchmark gate: REGRESSION*",
+    ])
+
+    monkeypatch.setenv("BENCH_SCALE", "0.5")
+    faster = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
+    faster.assert_outcomes(passed=2)
+    faster.stdout.fnmatch_lines(["*IMPROVEMENT test_bench.py::test_kernel*change -*",
+                                 "gpucheck benchmark gate: 1 improvement, 1 unchanged"])
+    assert list(bench_dir.glob("*/numpy/*.json")) == [saved]  # comparing never writes
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_corrupt_baseline_is_a_usage_error_and_stays_as_it_was(
+    pytester: pytest.Pytester, bench_dir: Path, damage: str
+) -> None:
+    run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-save").assert_outcomes(
+        passed=2)
+    (path,) = bench_dir.glob("*/numpy/*.json")
+    text = path.read_text()
+    path.write_text(text[:40] if damage == "truncate" else "not json at all")
+    damaged = path.read_text()
+    result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: baseline file {path} is corrupt or truncated (*); "
+                                 "delete it * and record again with --gpu-bench-save"])
+    assert path.read_text() == damaged
+
+
+def test_missing_folder_is_a_usage_error_when_comparing(pytester: pytest.Pytester,
+                                                        bench_dir: Path) -> None:
+    result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: baseline folder {bench_dir} does not exist; record a "
+                                 "baseline first with --gpu-bench-compare --gpu-bench-save*"])
+
+
+def test_baseline_of_another_device_is_not_compared(pytester: pytest.Pytester,
+                                                   bench_dir: Path) -> None:
+    run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-save").assert_outcomes(
+        passed=2)
+    store = BaselineStore(bench_dir)
+    store.load_all()
+    (run_,) = [r for device in bench_dir.iterdir() for r in store.runs(device.name, "numpy")]
+    moved = [
+        record.__class__(**{**record.__dict__, "environment": record.environment.__class__(
+            **{**record.environment.as_dict(), "device_model": "Other CPU 9000"})})
+        for record in run_.records.values()
+    ]
+    run_.path.unlink()
+    store.save(moved, run_id="elsewhere", process="main")
+    result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "*NO-BASELINE test_bench.py::test_kernel*no baseline on *; baselines of it exist only "
+        "for Other-CPU-9000 (never compared across device models)*",
+        "gpucheck benchmark gate: 2 no-baseline",
+    ])
+
+
+def test_two_xdist_workers_save_at_once_and_the_controller_reports(
+    pytester: pytest.Pytester, bench_dir: Path
+) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_more="""
+        import pytest
+        from test_bench import work
+
+        @pytest.mark.parametrize("i", range(4))
+        def test_many(gpu_benchmark, i):
+            gpu_benchmark(work)
+    """)
+    # pytest-benchmark switches itself off under xdist; gpu_benchmark still times every round.
+    xdist = ["-p", "no:cacheprovider", "-n", "2", f"--gpu-bench-baseline={bench_dir}"]
+    saved = pytester.runpytest_subprocess(*xdist, "--gpu-bench-save")
+    saved.assert_outcomes(passed=6)
+    saved.stdout.fnmatch_lines(["*benchmark results saved by the workers to*"])
+    files = list(bench_dir.glob("*/numpy/*.json"))
+    assert {path.name.split("-")[-2] for path in files} == {"gw0", "gw1"}
+    store = BaselineStore(bench_dir)
+    store.load_all()
+    device = files[0].parent.parent.name
+    names = [name for run_ in store.runs(device, "numpy") for name in run_.records]
+    assert sorted(names) == sorted({*names})
+    assert len(names) == 6
+    compared = pytester.runpytest_subprocess(*xdist, "--gpu-bench-compare")
+    compared.assert_outcomes(passed=6)
+    compared.stdout.fnmatch_lines(["gpucheck benchmark gate: 6 unchanged"])
+
+
+def test_report_plot_and_pytest_benchmark_json(pytester: pytest.Pytester,
+                                               bench_dir: Path) -> None:
+    run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-save").assert_outcomes(
+        passed=2)
+    result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare",
+                 "--gpu-report=report.json", "--gpu-bench-plot=plot/bench.html",
+                 "--benchmark-json=bench.json")
+    result.assert_outcomes(passed=2)
+    report = json.loads((pytester.path / "report.json").read_text())
+    section = json.dumps(report)
+    assert '"benchmarks"' in section
+    assert '"status": "unchanged"' in section
+    page = (pytester.path / "plot" / "bench.html").read_text()
+    assert page.count("<section>") == 2
+    assert "<svg" in page
+    assert "test_bench.py::test_kernel" in page
+    data = json.loads((pytester.path / "bench.json").read_text())
+    (kernel,) = [b for b in data["benchmarks"] if b["name"] == "test_kernel"]
+    extra = kernel["extra_info"]["gpucheck"]
+    # pytest-benchmark's statistics are the device-clock samples the gate uses.
+    assert kernel["stats"]["median"] == pytest.approx(extra["median"])
+    assert kernel["stats"]["rounds"] == 24
+    assert kernel["options"]["timer"] == "gpucheck[process+synchronize]"
+    assert extra["environment"]["backend"] == "numpy"
+    assert extra["method"] == "process+synchronize"
+    assert extra["compile_seconds"] >= 0
+
+
+def test_declared_bytes_and_flops_give_rates_and_the_copy_ceiling(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_rates="""
+        import numpy as np
+
+        def test_add(gpu_benchmark):
+            a = np.ones(1 << 20, dtype=np.float32)
+            b, out = a.copy(), np.empty_like(a)
+            gpu_benchmark.pedantic(np.add, args=(a, b), kwargs={"out": out},
+                                   bytes=3 * a.nbytes, flops=a.size, rounds=12)
+            record = gpu_benchmark.record
+            assert record.gbps == 3 * a.nbytes / record.median / 1e9
+            assert record.gflops == a.size / record.median / 1e9
+            assert record.ceiling_gbps > 0
+            assert record.fraction_of_ceiling == record.gbps / record.ceiling_gbps
+    """)
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_add [[]numpy on *]: median * GB/s (*% of the * GB/s copy "
+                                 "ceiling), * GFLOP/s, first call *"])
+
+
+@pytest.mark.parametrize(("args", "ini", "message"), [
+    (["--gpu-bench-plot=plot.png"], "", "*--gpu-bench-plot=plot.png: the plot is HTML*"),
+    ([], "gpu_bench_alpha = often", "*ini gpu_bench_alpha = 'often' is not a number*"),
+    ([], "gpu_bench_alpha = 1.5", "*gate settings: gate alpha must be in (0, 1)*"),
+    ([], "gpu_bench_cpu_clock = tsc", "*ini gpu_bench_cpu_clock = 'tsc'; use auto, wall, process*"),
+    ([], "gpu_bench_overrides = test_* speed=3", "*unknown gate setting(s) speed*"),
+])
+def test_bad_settings_are_usage_errors(pytester: pytest.Pytester, args: list[str], ini: str,
+                                       message: str) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile(test_bench=BENCH_TEST)
+    result = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_unknown_marker_keyword_fails_the_test_clearly(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_marker="""
+        import pytest
+
+        @pytest.mark.gpu_bench(speed=2)
+        def test_x(gpu_benchmark):
+            gpu_benchmark(lambda: None)
+    """)
+    result = run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*@pytest.mark.gpu_bench: unknown keyword(s) speed; valid:*"])
+
+
+def test_benchmark_disable_runs_once_without_records(pytester: pytest.Pytester,
+                                                     bench_dir: Path) -> None:
+    result = run(pytester, "--benchmark-disable", f"--gpu-bench-baseline={bench_dir}",
+                 "--gpu-bench-save")
+    result.assert_outcomes(passed=2)
+    assert not bench_dir.exists()
+
+
+def test_bundled_suite_records_and_compares_on_the_cpu_tier(pytester: pytest.Pytester) -> None:
+    """The acceptance flow on the bundled kernels (numpy here; --gpu-backends=all on a GPU)."""
+    pytester.makeini("[pytest]\ngpu_bench_rounds = 20\ngpu_bench_min_effect = 1.0\n")
+    suite = str(ROOT / "conformance" / "bench_kernels.py")
+    base = pytester.path / "b"
+    args = ["-p", "no:cacheprovider", "-c", str(pytester.path / "tox.ini"),
+            f"--rootdir={pytester.path}", suite, "--benchmark-only",
+            "--gpu-backends=numpy", f"--gpu-bench-baseline={base}"]
+    pytester.runpytest(*args, "--gpu-bench-save").assert_outcomes(passed=6)
+    compared = pytester.runpytest(*args, "--gpu-bench-compare")
+    compared.assert_outcomes(passed=6)
+    compared.stdout.fnmatch_lines(["*test_vector_add?numpy? [[]numpy on *]: median * GB/s*",
+                                   "gpucheck benchmark gate: 6 unchanged"])

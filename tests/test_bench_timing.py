@@ -1,0 +1,185 @@
+"""Round timers measure the device's work, not the launch; calibration and the clock."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import types
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_gpucheck.backends.numpy_backend import NumpyBackend
+from pytest_gpucheck.bench.measure import DeviceClock, RoundRunner, calibrate_iterations
+from pytest_gpucheck.bench.timing import (
+    CupyEventTimer,
+    ReadyTimer,
+    RoundTimer,
+    TorchEventTimer,
+    host_clock_for,
+    timer_for,
+)
+
+WORK = 0.03  # seconds of "device" work per launch
+
+
+class AsyncBackend(NumpyBackend):
+    """A backend whose launches return at once and whose work finishes later, like a GPU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: list[threading.Thread] = []
+
+    def launch(self) -> None:
+        worker = threading.Thread(target=time.sleep, args=(WORK,))
+        worker.start()
+        self.pending.append(worker)
+
+    def synchronize(self) -> None:
+        while self.pending:
+            self.pending.pop().join()
+
+
+class UnsynchronizedTimer(RoundTimer):
+    """The classic benchmarking bug: time the launches, not the work."""
+
+    def time_round(self, run: Any, iterations: int) -> tuple[float, Any]:
+        start = time.perf_counter()
+        for _ in range(iterations):
+            run()
+        return time.perf_counter() - start, None
+
+
+def assert_measures_the_work(timer: RoundTimer, backend: AsyncBackend) -> None:
+    # Serialized launches: each waits for the previous one, as on one stream.
+    def launch_in_order() -> None:
+        backend.synchronize()
+        backend.launch()
+
+    elapsed, _ = timer.time_round(launch_in_order, 3)
+    assert elapsed >= 3 * WORK * 0.95, f"timed {elapsed:.4f} s for {3 * WORK} s of work"
+
+
+def test_host_timer_synchronizes_and_an_unsynchronized_one_is_caught() -> None:
+    backend = AsyncBackend()
+    assert_measures_the_work(RoundTimer(backend, "wall"), backend)
+    with pytest.raises(AssertionError, match="timed"):
+        assert_measures_the_work(UnsynchronizedTimer(backend, "wall"), backend)
+    backend.synchronize()
+
+
+class FakeReady:
+    """Stands in for a jax.Array: ready once its thread finishes."""
+
+    def __init__(self) -> None:
+        self.thread = threading.Thread(target=time.sleep, args=(WORK,))
+        self.thread.start()
+
+    def block_until_ready(self) -> FakeReady:
+        self.thread.join()
+        return self
+
+
+def test_jax_timer_waits_for_every_result_of_the_round() -> None:
+    pytest.importorskip("jax")
+    timer = ReadyTimer(NumpyBackend(), "wall")
+    elapsed, result = timer.time_round(FakeReady, 3)
+    # Three concurrent WORK-long results: at least one WORK, and the last result returned.
+    assert elapsed >= WORK * 0.95
+    assert isinstance(result, FakeReady)
+    assert not result.thread.is_alive()
+
+
+def _fake_event_module(monkeypatch: pytest.MonkeyPatch, name: str, log: list[str]) -> None:
+    """A stand-in for cupy or torch whose events log what is done to them."""
+
+    class Event:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.time = None
+            self.synchronized = False
+            log.append(f"new {kwargs}")
+
+        def record(self, stream: Any = None) -> None:
+            self.time = time.perf_counter()
+            log.append(f"record on {stream}")
+
+        def synchronize(self) -> None:
+            self.synchronized = True
+            log.append("synchronize")
+
+        def elapsed_time(self, end: Event) -> float:
+            assert end.synchronized, "read before the end event completed"
+            return (end.time - self.time) * 1e3  # milliseconds, as CUDA reports
+
+    cuda = types.SimpleNamespace(
+        Event=Event,
+        get_current_stream=lambda: "cupy-current-stream",
+        current_stream=lambda device: f"torch-stream-{device}",
+        get_elapsed_time=lambda start, end: start.elapsed_time(end),
+    )
+    monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(cuda=cuda))
+
+
+@pytest.mark.parametrize(("timer_class", "module", "stream"), [
+    (CupyEventTimer, "cupy", "cupy-current-stream"),
+    (TorchEventTimer, "torch", "torch-stream-0"),
+])
+def test_event_timers_record_on_the_stream_and_convert_milliseconds(
+    monkeypatch: pytest.MonkeyPatch, timer_class: type[RoundTimer], module: str, stream: str
+) -> None:
+    """Plumbing only: the real CUDA events need a GPU (never run here)."""
+    log: list[str] = []
+    _fake_event_module(monkeypatch, module, log)
+    timer = timer_class(NumpyBackend())
+    elapsed, result = timer.time_round(lambda: time.sleep(0.01) or "done", 2)
+    assert result == "done"
+    assert 0.02 * 0.9 <= elapsed < 1.0  # seconds, not milliseconds
+    assert log.count(f"record on {stream}") == 2
+    assert log[-1] == "synchronize"
+    if module == "torch":
+        assert "new {'enable_timing': True}" in log
+    assert timer.method == "cuda-events"
+
+
+def test_clock_choice_per_backend() -> None:
+    from pytest_gpucheck.backends import get_backend
+
+    assert host_clock_for(get_backend("numpy")) == "process"
+    assert host_clock_for(get_backend("numba-cudasim")) == "process"
+    for name in ("torch-cpu", "jax-cpu", "numba-cpu"):
+        assert host_clock_for(get_backend(name)) == "wall"
+        assert host_clock_for(get_backend(name), "process") == "process"
+    assert host_clock_for(get_backend("jax-gpu"), "process") == "wall"
+    assert timer_for(get_backend("cupy")).method == "cuda-events"
+    assert timer_for(get_backend("jax-gpu")).method == "wall+block_until_ready"
+    with pytest.raises(ValueError, match="unknown CPU clock"):
+        host_clock_for(get_backend("numpy"), "tsc")
+
+
+def test_process_clock_ignores_time_spent_waiting() -> None:
+    """Why CPU time is robust to neighbours, and what it cannot see (documented)."""
+    elapsed, _ = RoundTimer(NumpyBackend(), "process").time_round(lambda: time.sleep(0.05), 1)
+    assert elapsed < 0.025
+
+
+def test_calibration_makes_rounds_long_enough() -> None:
+    timer = RoundTimer(NumpyBackend(), "wall")
+    data = np.ones(1000)
+    iterations = calibrate_iterations(timer, lambda: data.sum())
+    elapsed, _ = timer.time_round(lambda: data.sum(), iterations)
+    assert iterations > 1
+    assert elapsed >= timer.min_round_seconds * 0.5
+
+
+def test_runner_feeds_per_call_device_time_to_the_clock() -> None:
+    backend = AsyncBackend()
+    runner = RoundRunner(RoundTimer(backend, "wall"), backend.launch, iterations=2)
+    clock = runner.clock
+    before = clock()
+    runner()
+    assert clock() - before == pytest.approx(runner.samples[0])
+    assert runner.samples[0] >= WORK * 0.95 / 2  # per call: both overlapped launches waited for
+    assert isinstance(clock, DeviceClock)
+    assert clock.__name__ == "gpucheck[wall+synchronize]"
