@@ -22,6 +22,7 @@ import numpy as np
 
 from pytest_gpucheck.device_views import slice_view, transpose_view
 from pytest_gpucheck.guards import GuardedBuffer, poison_value, same_bits
+from pytest_gpucheck.launch import LaunchConfig
 from reference_kernels import KERNELS
 
 NUMERIC = ("float32", "float64", "int32", "int64")
@@ -241,6 +242,36 @@ def check_implementation(backend: Any, func: Callable[..., Any], kernel: str, *,
             assert_matches(problem, actual, context)
             calls += 1
     return calls
+
+
+#: (shape, launch): blocks of 1, 32, odd sizes and 1024 threads; the grid-stride
+#: grid covers fewer threads than elements.
+INDEX_MAP_LAUNCHES: dict[str, list[tuple[tuple[int, ...], LaunchConfig]]] = {
+    "index_map_1d": [((37,), LaunchConfig((37,), (1,))), ((37,), LaunchConfig((2,), (32,))),
+                     ((1000,), LaunchConfig((1,), (1024,)))],
+    "index_map_2d": [((5, 9), LaunchConfig((3, 2), (3, 3))),
+                     ((33, 7), LaunchConfig((1, 2), (7, 32)))],
+    "index_map_3d": [((3, 4, 5), LaunchConfig((2, 2, 1), (3, 2, 3))),
+                     ((2, 3, 33), LaunchConfig((2, 1, 1), (32, 3, 2)))],
+    "index_map_grid_stride": [((1000,), LaunchConfig((3,), (7,))),
+                              ((37,), LaunchConfig((1,), (1,)))],
+}
+
+
+def check_index_map(backend: Any, func: Callable[..., Any], kernel: str) -> None:
+    """The thread with global index i writes element i, on each launch of ``kernel``."""
+    from reference_kernels import indexing
+
+    for dtype in INDEX:
+        for shape, launch in INDEX_MAP_LAUNCHES[kernel]:
+            out = GuardedBuffer(backend, "out", shape, dtype, poison_value(dtype))
+            func(out=out.view, launch=launch)
+            backend.synchronize()
+            readback = out.read()
+            assert readback.ok, f"{readback.describe()} [{kernel} {launch}]"
+            expected = getattr(indexing, kernel)(shape, dtype)
+            np.testing.assert_array_equal(readback.region, expected,
+                                          err_msg=f"{kernel} {shape} {dtype} {launch}")
 
 
 # -- monte_carlo_pi ---------------------------------------------------------------------------

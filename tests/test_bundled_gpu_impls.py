@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 import pytest
 from bundled_impl_checks import (
+    INDEX_MAP_LAUNCHES,
     check_implementation,
+    check_index_map,
     check_monte_carlo_samples,
     dtypes_of,
     make_problem,
@@ -37,9 +39,8 @@ import conformance.implementations.cuda_python_impls as cuda_python_impls
 import conformance.implementations.cupy_impls as cupy_impls
 from conformance.implementations.cuda_c import drivers, sources
 from pytest_gpucheck.backends import get_backend
-from pytest_gpucheck.launch import LaunchConfig
 from pytest_gpucheck.registry import implementations, not_applicable_reason
-from reference_kernels import KERNELS, indexing
+from reference_kernels import KERNELS
 
 OUR_MODULES = {cupy_impls.__name__: "cupy", cuda_python_impls.__name__: "cuda-python"}
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,34 +109,10 @@ def test_strided_and_transposed_inputs(impl: Any) -> None:
     assert check_implementation(backend, impl.func, impl.kernel, strided=True) > 0
 
 
-#: (shape, launch): blocks of 1, 32, odd sizes and 1024 threads; the grid-stride
-#: grid covers fewer threads than elements.
-INDEX_MAP_LAUNCHES: dict[str, list[tuple[tuple[int, ...], LaunchConfig]]] = {
-    "index_map_1d": [((37,), LaunchConfig((37,), (1,))), ((37,), LaunchConfig((2,), (32,))),
-                     ((1000,), LaunchConfig((1,), (1024,)))],
-    "index_map_2d": [((5, 9), LaunchConfig((3, 2), (3, 3))),
-                     ((33, 7), LaunchConfig((1, 2), (7, 32)))],
-    "index_map_3d": [((3, 4, 5), LaunchConfig((2, 2, 1), (3, 2, 3))),
-                     ((2, 3, 33), LaunchConfig((2, 1, 1), (32, 3, 2)))],
-    "index_map_grid_stride": [((1000,), LaunchConfig((3,), (7,))),
-                              ((37,), LaunchConfig((1,), (1,)))],
-}
-
-
 @pytest.mark.parametrize("impl", INDEX_MAP_IMPLS)
-@pytest.mark.parametrize("dtype", ["int32", "int64"])
-def test_index_maps(impl: Any, dtype: str) -> None:
+def test_index_maps(impl: Any) -> None:
     """The thread with global index i writes element i, on each drawn launch."""
-    backend = _available(impl.backend)
-    from pytest_gpucheck.guards import GuardedBuffer, poison_value
-
-    for shape, launch in INDEX_MAP_LAUNCHES[impl.kernel]:
-        out = GuardedBuffer(backend, "out", shape, dtype, poison_value(dtype))
-        impl.func(out.view, launch)
-        readback = out.read()
-        assert readback.ok, readback.describe()
-        expected = getattr(indexing, impl.kernel)(shape, dtype)
-        np.testing.assert_array_equal(readback.region, expected, err_msg=str(launch))
+    check_index_map(_available(impl.backend), impl.func, impl.kernel)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
