@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,30 @@ def test_bundled_suite_records_and_compares_on_the_cpu_tier(pytester: pytest.Pyt
     compared.assert_outcomes(passed=6)
     compared.stdout.fnmatch_lines(["*test_vector_add?numpy? [[]numpy on *]: median * GB/s*",
                                    "gpucheck benchmark gate: 6 unchanged"])
+
+
+DOC = ROOT / "docs" / "benchmarks.md"
+
+
+def doc_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
+
+
+def test_docs_benchmark_example_runs_on_cpu_backends(pytester: pytest.Pytester) -> None:
+    (example,) = [block for block in doc_blocks("python") if "test_saxpy_speed" in block]
+    pytester.makepyfile(test_example=example)
+    result = run(pytester, "--gpu-backends=numpy,jax-cpu,torch-cpu")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*test_saxpy_speed?torch-cpu? [[]torch-cpu on *]: median * "
+                                 "(wall+synchronize), * GB/s (*% of the * GB/s copy ceiling)*"])
+
+
+def test_docs_ini_and_marker_examples_take_effect(pytester: pytest.Pytester) -> None:
+    (ini,) = doc_blocks("ini")
+    pytester.makeini(ini)
+    (example,) = [block for block in doc_blocks("python") if "gpu_bench(" in block]
+    pytester.makepyfile(test_marker=example)
+    run(pytester, "--benchmark-json=out.json").assert_outcomes(passed=1)
+    (bench,) = json.loads((pytester.path / "out.json").read_text())["benchmarks"]
+    assert bench["stats"]["rounds"] == 40
+    assert bench["extra_info"]["gpucheck"]["l2_flushed"] is True
