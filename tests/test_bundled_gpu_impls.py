@@ -326,3 +326,22 @@ def test_element_strides() -> None:
         shape, dtype, strides = (2, 3), np.dtype(np.int32), None
 
     assert drivers.element_strides(Bare()) == (3, 1)
+
+
+# -- CuPy's array code, with NumPy standing in for CuPy's NumPy-compatible API -------------------
+ARRAY_IMPLS = [pytest.param(impl, id=impl.kernel) for impl in _ours("cupy")
+               if impl.name == "array" and impl.kernel != "monte_carlo_pi"]
+
+
+@pytest.mark.parametrize("impl", ARRAY_IMPLS)
+def test_cupy_array_code_logic_with_numpy(impl: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``array`` implementations' logic (slices, halos, steps, dtypes) on NumPy arrays.
+
+    CuPy mirrors NumPy's API for every call these functions make, so running
+    them with ``numpy`` as the array module checks everything but CuPy itself
+    (which only a GPU run checks), strided and transposed inputs included.
+    """
+    monkeypatch.setattr(cupy_impls, "_cupy", lambda: np)
+    host = get_backend("numpy")
+    assert check_implementation(host, impl.func, impl.kernel) > 0
+    assert check_implementation(host, impl.func, impl.kernel, strided=True) > 0

@@ -32,7 +32,7 @@ RAW_OPTIONS = ("--fmad=false",)
 
 
 def _cupy() -> Any:
-    import cupy
+    import cupy  # type: ignore[import-not-found, unused-ignore]
 
     return cupy
 
@@ -199,12 +199,12 @@ __device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(
 def _elementwise(kernel: str) -> Any:
     cp = _cupy()
     if kernel == "vector_add":
-        return cp.ElementwiseKernel("T a, T b", "T out", "out = a + b", "gpucheck_vector_add")
+        return cp.ElementwiseKernel("T a, T b", "T z", "z = a + b", "gpucheck_vector_add")
     if kernel == "saxpy":
-        return cp.ElementwiseKernel("T alpha, T x, T y", "T out", "out = mul_rn(alpha, x) + y",
+        return cp.ElementwiseKernel("T alpha, T x, T y", "T z", "z = mul_rn(alpha, x) + y",
                                     "gpucheck_saxpy", preamble=_MUL_RN)
     if kernel == "sigmoid":
-        return cp.ElementwiseKernel("T x", "T out", "out = (T)1 / ((T)1 + exp(-x))",
+        return cp.ElementwiseKernel("T x", "T z", "z = (T)1 / ((T)1 + exp(-x))",
                                     "gpucheck_sigmoid")
     raise KeyError(kernel)
 
@@ -248,11 +248,13 @@ def _reduction(kernel: str, dtype_name: str) -> Any:
     }
     if kernel in sums:
         params, mapped = sums[kernel]
-        return cp.ReductionKernel(params, "T out", mapped, "a + b", "out = a", "0",
+        # a and b are the reduction's own operands: no parameter may use those names.
+        return cp.ReductionKernel(params, "T result", mapped, "a + b", "result = a", "0",
                                   f"gpucheck_{kernel}")
     if kernel == "max":
         # NaN wins, as in NumPy: (a != a) keeps a NaN already reduced.
-        return cp.ReductionKernel("T x", "T out", "x", "(a != a || a > b) ? a : b", "out = a",
+        return cp.ReductionKernel("T x", "T result", "x", "(a != a || a > b) ? a : b",
+                                  "result = a",
                                   _LOWEST[dtype_name], "gpucheck_max")
     raise KeyError(kernel)
 
