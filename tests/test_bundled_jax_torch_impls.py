@@ -212,3 +212,21 @@ def test_in_place_kernel_checked_in_place_on_torch() -> None:
     region = run_out_style(backend, add_one_returns, problem)
     with pytest.raises(AssertionError, match="Arrays are not equal"):
         assert_matches(problem, region, "torch-cpu")
+
+
+def test_jax_impls_keep_float64_without_the_backend() -> None:
+    """Called directly (no backend probe enabled x64 first), float64 stays float64."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "import numpy as np\n"
+        "import conformance.implementations.jax_impls as J\n"
+        "print(J.sum_(np.ones(3)).dtype, J.monte_carlo_pi(1, 4, 'float64').dtype)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["float64", "float64"]

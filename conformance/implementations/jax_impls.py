@@ -147,6 +147,7 @@ def histogram(x: Any, nbins: int) -> Any:
 def _uniform_pairs_jit() -> Any:
     import jax
 
+    jax.config.update("jax_enable_x64", True)  # as in _jitted: float64 samples stay float64
     return jax.jit(_uniform_pairs, static_argnames=("n", "dtype"))
 
 
@@ -161,19 +162,31 @@ def _uniform_pairs(seed: Any, n: int, dtype: str) -> Any:
     return _jnp().stack([u, v], axis=1)
 
 
+def _monte_carlo_pi(seed: int, n: int, dtype: Any, platform: str | None) -> Any:
+    import jax
+    import numpy as np
+
+    # No array argument tells jit where to run: place the computation explicitly
+    # on the CPU for jax-cpu; jax-gpu uses JAX's default device (a GPU when present).
+    device = jax.devices(platform)[0] if platform else None
+    with jax.default_device(device):
+        # jax.random.key takes a 64-bit signed seed; fold larger ones into range.
+        return _uniform_pairs_jit()(int(seed) % 2**63, n=int(n), dtype=np.dtype(dtype).name)
+
+
+@implements("monte_carlo_pi", backend="jax-cpu", name=NAME, origin="bundled")
 def monte_carlo_pi(seed: int, n: int, dtype: Any = "float64") -> Any:
     """``(n, 2)`` samples uniform in ``[0, 1)^2`` from ``jax.random`` keys split from ``seed``.
 
     ``dtype`` (float32 or float64) selects the samples' precision.
     """
-    import numpy as np
-
-    # jax.random.key takes a 64-bit signed seed; fold larger ones into range.
-    return _uniform_pairs_jit()(int(seed) % 2**63, n=int(n), dtype=np.dtype(dtype).name)
+    return _monte_carlo_pi(seed, n, dtype, "cpu")
 
 
-for _backend in BACKENDS:
-    implements("monte_carlo_pi", backend=_backend, name=NAME, origin="bundled")(monte_carlo_pi)
+@implements("monte_carlo_pi", backend="jax-gpu", name=NAME, origin="bundled")
+def monte_carlo_pi_gpu(seed: int, n: int, dtype: Any = "float64") -> Any:
+    """:func:`monte_carlo_pi` on JAX's default device."""
+    return _monte_carlo_pi(seed, n, dtype, None)
 
 
 # -- stencils and halos -------------------------------------------------------------------------
