@@ -24,6 +24,7 @@ FEATURE_PLUGINS: tuple[str, ...] = (
     "pytest_gpucheck.bench.plugin",
     "pytest_gpucheck.mpi.plugin",
     "pytest_gpucheck.hypothesis_profiles",
+    "pytest_gpucheck.interop.plugin",
 )
 
 MARKERS = (

@@ -1,0 +1,190 @@
+"""The zero-copy interop suite: every converter between every pair of selected frameworks.
+
+For each ordered pair of selected, available frameworks on one device, and
+for each protocol (``dlpack`` with ``copy=None``, ``dlpack-nocopy``,
+``dlpack-copy``, ``cai``) plus every user converter, hypothesis draws cases
+(all dtypes, 0-d and empty shapes, C / Fortran / sliced / strided views,
+read-only producers) and each hand-over is measured and classified
+(``pytest_gpucheck.interop.classify``).  Zero-copy passes; a copy or a
+refusal passes only when the library documents it
+(``pytest_gpucheck.interop.documented``); anything wrong fails with the
+measured facts.  Known upstream defects make the item an expected failure.
+Run: ``pytest --pyargs conformance.test_interop --gpu-backends=cpu``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.harness import conformance_settings
+from pytest_gpucheck.interop.adapters import get_adapter
+from pytest_gpucheck.interop.adapters.base import NotAvailable
+from pytest_gpucheck.interop.cases import Case, cases
+from pytest_gpucheck.interop.classify import exchange
+from pytest_gpucheck.interop.documented import DOCUMENTED, Documented, Verdict, judge
+from pytest_gpucheck.interop.lifetime import check_lifetimes
+from pytest_gpucheck.interop.matrix import OUTCOMES_PROPERTY
+from pytest_gpucheck.interop.outcomes import InteropMismatch
+from pytest_gpucheck.interop.pairs import Pair, available_frameworks, pair_params
+from pytest_gpucheck.selection import get_selection
+
+#: Interop examples are cheap (no JIT): this many times the profile's example count.
+EXAMPLES_FACTOR = 3
+#: Cases per lifetime example (they share one garbage collection).
+LIFETIME_BATCH = 6
+#: Protocols whose result may share memory, so the lifetime check has work to do.
+LIFETIME_PROTOCOLS = ("dlpack", "dlpack-nocopy", "cai")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    config = metafunc.config
+    if "interop_pair" in metafunc.fixturenames:
+        lifetime = metafunc.function.__name__ == "test_lifetime"
+        protocols = LIFETIME_PROTOCOLS if lifetime else ("dlpack", "dlpack-nocopy",
+                                                         "dlpack-copy", "cai")
+        params = pair_params(config, protocols)
+        metafunc.parametrize("interop_pair", params or [_nothing_selected()])
+    if "documented" in metafunc.fixturenames:
+        metafunc.parametrize("documented", [e for e in DOCUMENTED if e.trigger],
+                             ids=lambda e: e.key)
+
+
+def _nothing_selected() -> Any:
+    return pytest.param(None, id="no-pair", marks=pytest.mark.skip(
+        reason="no framework with arrays is selected (try --gpu-backends=cpu)"))
+
+
+class Tally:
+    """What one item measured, for the pair matrix."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.documented: set[str] = set()
+        self.known: dict[str, str] = {}
+
+    def add(self, verdict: Verdict) -> None:
+        self.counts[verdict.outcome.value] = self.counts.get(verdict.outcome.value, 0) + 1
+        if verdict.documented is not None:
+            target = self.known if verdict.kind == "known" else None
+            if target is not None:
+                target[verdict.documented.key] = verdict.documented.summary
+            else:
+                self.documented.add(verdict.documented.key)
+
+    def record(self, item: pytest.Item) -> None:
+        item.user_properties.append((OUTCOMES_PROPERTY, {
+            "counts": self.counts, "documented": sorted(self.documented),
+            "known": sorted(self.known)}))
+
+
+def _prepare(pair: Pair, config: pytest.Config) -> tuple[Any, Any]:
+    producer, consumer = pair.adapters(config)
+    try:
+        pair.converter.build(consumer)
+    except NotAvailable as exc:
+        pytest.skip(f"not available: {exc}")
+    return producer, consumer
+
+
+def _strategy(producer: Any) -> st.SearchStrategy[Case]:
+    return cases(readonly=None if producer.readonly == "flag" else False).filter(
+        lambda case: producer.case_problem(case) is None)
+
+
+def _check(verdict: Verdict, tally: Tally) -> None:
+    if verdict.kind == "fail":
+        raise InteropMismatch(verdict.message)
+    tally.add(verdict)
+
+
+def _finish(tally: Tally, reasons: set[str]) -> None:
+    if not tally.counts and reasons:
+        pytest.skip("not available: " + "; ".join(sorted(reasons)))
+    if tally.known:
+        pytest.xfail("known defect: " + "; ".join(f"{k}: {s}" for k, s in tally.known.items()))
+
+
+@pytest.mark.interop
+def test_exchange(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
+    """Hand arrays over with this converter; accept only zero-copy or documented behaviour."""
+    producer, consumer = _prepare(interop_pair, request.config)
+    tally, reasons = Tally(), set()
+
+    _, profile = conformance_settings()
+
+    @settings(profile, max_examples=profile.max_examples * EXAMPLES_FACTOR, deadline=None)
+    @given(case=_strategy(producer))
+    def hand_over(case: Case) -> None:
+        result = exchange(case, producer, consumer, interop_pair.converter)
+        verdict = judge(case, result, interop_pair.converter)
+        if verdict.kind == "not available":
+            reasons.add(verdict.message)
+            return
+        _check(verdict, tally)
+
+    try:
+        hand_over()
+    finally:
+        tally.record(request.node)
+    _finish(tally, reasons)
+
+
+@pytest.mark.interop
+def test_lifetime(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
+    """The consumer's array stays valid after the producer is dropped and its memory reused."""
+    producer, consumer = _prepare(interop_pair, request.config)
+    tally, reasons = Tally(), set()
+
+    _, profile = conformance_settings()
+
+    @settings(profile, max_examples=max(2, profile.max_examples // 4), deadline=None)
+    @given(batch=st.lists(_strategy(producer), min_size=LIFETIME_BATCH,
+                          max_size=LIFETIME_BATCH))
+    def drop_producer(batch: list[Case]) -> None:
+        results = check_lifetimes(batch, producer, consumer, interop_pair.converter)
+        for case, result in zip(batch, results, strict=False):
+            verdict = judge(case, result, interop_pair.converter)
+            if verdict.kind == "not available":
+                reasons.add(verdict.message)
+                continue
+            _check(verdict, tally)
+
+    try:
+        drop_producer()
+    finally:
+        tally.record(request.node)
+    _finish(tally, reasons)
+
+
+def test_documented_behaviour_reproduces(documented: Documented,
+                                         request: pytest.FixtureRequest) -> None:
+    """Each documented copy, refusal or known defect still happens on these versions.
+
+    When a library changes (JAX starts copying with copy=True, PyTorch gains
+    read-only tensors), this fails and the table in ``documented.py`` is updated.
+    """
+    trigger = documented.trigger
+    assert trigger is not None
+    names = available_frameworks(request.config)
+    missing = [n for n in (trigger.producer, trigger.consumer) if n not in names]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (select with --gpu-backends)")
+    from pytest_gpucheck.interop.converters import library_converter
+
+    selection = get_selection(request.config)
+    producer = get_adapter(selection.backend(trigger.producer))
+    consumer = get_adapter(selection.backend(trigger.consumer))
+    converter = library_converter(trigger.protocol, trigger.producer, trigger.consumer)
+    result = exchange(trigger.case, producer, consumer, converter)
+    verdict = judge(trigger.case, result, converter)
+    seen = verdict.documented.key if verdict.documented else None
+    assert seen == documented.key, (
+        f"{documented.key} ({documented.summary}) no longer reproduces with "
+        f"{trigger.producer}->{trigger.consumer} via {trigger.protocol}: measured "
+        f"{verdict.kind}/{result.outcome.value}\n{result.describe()}\n"
+        "update pytest_gpucheck/interop/documented.py"
+    )

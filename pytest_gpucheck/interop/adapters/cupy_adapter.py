@@ -1,0 +1,94 @@
+"""CuPy arrays: DLPack both ways, CAI both ways (``cupy.asarray`` imports CAI without a copy).
+
+Written against CuPy's documented API; it has not run on a GPU in this
+project's CI (CuPy needs one).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..facts import ArrayFacts
+from .base import Adapter, NotAvailable
+
+
+def _cupy() -> Any:
+    import cupy
+
+    return cupy
+
+
+def accepts_keyword(func: Any, name: str) -> bool | None:
+    """True/False when ``func``'s signature can be read, None for opaque Cython callables."""
+    try:
+        return name in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return None
+
+
+class CupyAdapter(Adapter):
+    """``cupy.ndarray`` on the backend's device (CuPy has no read-only arrays)."""
+
+    name = "cupy"
+    readonly = "never"
+
+    @property
+    def device(self) -> str:
+        return f"cuda:{self.backend.device_index}"
+
+    def dtype_problem(self, dtype_name: str) -> str | None:
+        problem = super().dtype_problem(dtype_name)
+        if problem is None:
+            from ..dtypes import numpy_dtype
+
+            try:
+                _cupy().empty(1, dtype=numpy_dtype(dtype_name))
+            except Exception as exc:
+                problem = f"cupy has no {dtype_name} arrays ({type(exc).__name__})"
+        return problem
+
+    def upload(self, host: np.ndarray) -> Any:
+        cupy = _cupy()
+        with cupy.cuda.Device(self.backend.device_index):
+            array = cupy.empty(host.shape, dtype=host.dtype,
+                               order="F" if not host.flags.c_contiguous else "C")
+            array.set(host)
+        return array
+
+    def dlpack_importer(self, copy: bool | None) -> Callable[[Any], Any]:
+        cupy = _cupy()
+        if copy is not None and accepts_keyword(cupy.from_dlpack, "copy") is False:
+            raise NotAvailable(f"cupy {cupy.__version__}: from_dlpack takes no copy argument")
+
+        def import_dlpack(obj: Any) -> Any:
+            return cupy.from_dlpack(obj) if copy is None else cupy.from_dlpack(obj, copy=copy)
+
+        return import_dlpack
+
+    def cai_importer(self) -> Callable[[Any], Any]:
+        return _cupy().asarray  # type: ignore[no-any-return]
+
+    def owns(self, array: Any) -> bool:
+        return isinstance(array, _cupy().ndarray)
+
+    def facts(self, array: Any) -> ArrayFacts:
+        return ArrayFacts(
+            pointer=int(array.data.ptr),
+            shape=tuple(array.shape),
+            strides=tuple(int(s) for s in array.strides),
+            dtype=np.dtype(array.dtype),
+            device=f"cuda:{array.device.id}",
+            readonly=False,
+        )
+
+    def to_host(self, array: Any) -> np.ndarray:
+        self.synchronize()
+        return _cupy().asnumpy(array)  # type: ignore[no-any-return]
+
+    def write(self, array: Any, index: tuple[int, ...], value: np.ndarray) -> None:
+        array[index] = _cupy().asarray(np.asarray(value).reshape(()))
+        self.synchronize()

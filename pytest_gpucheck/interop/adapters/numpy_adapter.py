@@ -1,0 +1,53 @@
+"""NumPy arrays: DLPack on the CPU device, read-only flag supported."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..facts import ArrayFacts
+from .base import Adapter
+
+
+class NumpyAdapter(Adapter):
+    """NumPy host arrays."""
+
+    name = "numpy"
+    readonly = "flag"
+
+    def upload(self, host: np.ndarray) -> Any:
+        return host.copy(order="K")
+
+    def make_readonly(self, array: Any) -> Any:
+        array.flags.writeable = False
+        return array
+
+    def dlpack_importer(self, copy: bool | None) -> Callable[[Any], Any]:
+        def import_dlpack(obj: Any) -> Any:
+            return np.from_dlpack(obj, copy=copy)
+
+        return import_dlpack
+
+    def owns(self, array: Any) -> bool:
+        return isinstance(array, np.ndarray)
+
+    def facts(self, array: Any) -> ArrayFacts:
+        return ArrayFacts(
+            pointer=int(array.__array_interface__["data"][0]),
+            shape=tuple(array.shape),
+            strides=tuple(array.strides),
+            dtype=array.dtype,
+            device="cpu",
+            readonly=not array.flags.writeable,
+        )
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return np.array(array, copy=True)
+
+    def write(self, array: Any, index: tuple[int, ...], value: np.ndarray) -> None:
+        array[index] = value
+
+    def synchronize(self) -> None:
+        """NumPy works synchronously."""

@@ -1,0 +1,143 @@
+"""The per-protocol pair matrix: which hand-overs were zero-copy, copies, refused or wrong.
+
+Each suite item leaves its cell and the outcomes it measured in its
+``user_properties`` (serialized with the report, so cells measured in the
+simulator's child process or on xdist workers arrive here too).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from .outcomes import Outcome
+from .pairs import CELL_PROPERTY
+
+OUTCOMES_PROPERTY = "gpucheck_interop_outcomes"
+ORDER = [o.value for o in Outcome]
+
+
+@dataclass
+class Cell:
+    """What one (protocol, producer, consumer) cell saw over all its items."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    documented: set[str] = field(default_factory=set)
+    known: set[str] = field(default_factory=set)
+    failed: bool = False
+    reason: str = ""
+
+    @property
+    def text(self) -> str:
+        if self.failed:
+            return "WRONG"
+        if self.known:
+            return "wrong (known)"
+        seen = [o for o in ORDER if self.counts.get(o) and o != Outcome.EMPTY.value]
+        if not seen:
+            return "n/a" if self.reason else ("empty" if self.counts else "-")
+        return "/".join(seen)
+
+
+@dataclass
+class PairMatrix:
+    """All cells, keyed by (protocol, producer, consumer)."""
+
+    cells: dict[tuple[str, str, str], Cell] = field(default_factory=dict)
+
+    def record(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        where = props.get(CELL_PROPERTY)
+        if not where or not _final_phase(report):
+            return
+        key = (where["protocol"], where["producer"], where["consumer"])
+        cell = self.cells.setdefault(key, Cell())
+        measured = props.get(OUTCOMES_PROPERTY) or {}
+        cell.counts.update(measured.get("counts", {}))
+        cell.documented.update(measured.get("documented", []))
+        cell.known.update(measured.get("known", []))
+        if report.failed:
+            cell.failed = True
+        elif report.skipped and not hasattr(report, "wasxfail") and not cell.counts:
+            longrepr = report.longrepr
+            text = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+            cell.reason = text.removeprefix("Skipped: ")
+
+    def protocols(self) -> list[str]:
+        return sorted({p for p, _, _ in self.cells}, key=_protocol_order)
+
+    def frameworks(self, protocol: str) -> list[str]:
+        from .adapters import ADAPTERS
+
+        names = {n for p, a, b in self.cells if p == protocol for n in (a, b)}
+        return [n for n in ADAPTERS if n in names] + sorted(names - set(ADAPTERS))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": "pytest-gpucheck/interop/v1",
+            "cells": [
+                {"protocol": p, "producer": a, "consumer": b, "summary": cell.text,
+                 "counts": dict(cell.counts), "documented": sorted(cell.documented),
+                 "known_defects": sorted(cell.known), "failed": cell.failed,
+                 "reason": cell.reason}
+                for (p, a, b), cell in sorted(self.cells.items())
+            ],
+        }
+
+    def _table(self, protocol: str) -> tuple[list[str], list[list[str]]]:
+        names = self.frameworks(protocol)
+        rows = []
+        for producer in names:
+            row = [producer]
+            for consumer in names:
+                cell = self.cells.get((protocol, producer, consumer))
+                row.append(cell.text if cell else "-")
+            rows.append(row)
+        return ["producer \\ consumer", *names], rows
+
+    def terminal_lines(self) -> list[str]:
+        lines: list[str] = []
+        for protocol in self.protocols():
+            header, rows = self._table(protocol)
+            widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+            lines.append(f"interop {protocol}:")
+            for row in [header, *rows]:
+                cells = (value.ljust(width) for value, width in zip(row, widths, strict=True))
+                lines.append("  " + "  ".join(cells))
+        lines += self._notes()
+        return lines
+
+    def markdown(self) -> str:
+        out = ["## Interop pair matrix", ""]
+        for protocol in self.protocols():
+            header, rows = self._table(protocol)
+            out += [f"### {protocol}", "", "| " + " | ".join(header) + " |",
+                    "|" + " --- |" * len(header)]
+            out += ["| " + " | ".join(row) + " |" for row in rows]
+            out.append("")
+        out += self._notes()
+        return "\n".join(out) + "\n"
+
+    def _notes(self) -> list[str]:
+        from .documented import DOCUMENTED
+
+        used = set().union(*(c.documented | c.known for c in self.cells.values())) \
+            if self.cells else set()
+        notes = [f"  {e.key}: {e.summary} ({e.source})" for e in DOCUMENTED if e.key in used]
+        reasons = sorted({c.reason for c in self.cells.values() if c.reason})
+        return ((["interop documented behaviours seen:", *notes] if notes else [])
+                + (["interop not available:", *[f"  {r}" for r in reasons]] if reasons else []))
+
+
+def _final_phase(report: pytest.TestReport) -> bool:
+    return report.when == "call" or (report.when == "setup" and not report.passed)
+
+
+def _protocol_order(protocol: str) -> tuple[int, str]:
+    from .converters import PROTOCOLS
+
+    names = list(PROTOCOLS)
+    return (names.index(protocol) if protocol in names else len(names), protocol)

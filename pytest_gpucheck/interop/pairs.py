@@ -1,0 +1,72 @@
+"""Which exchanges a run checks: ordered pairs of selected, available frameworks per converter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .adapters import ADAPTERS, get_adapter
+from .converters import PROTOCOLS, Converter, library_converter, user_converters
+
+if TYPE_CHECKING:
+    from .adapters.base import Adapter
+
+#: user_properties key naming an item's matrix cell.
+CELL_PROPERTY = "gpucheck_interop_cell"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One cell of the matrix: a converter between two backends."""
+
+    converter: Converter
+
+    @property
+    def id(self) -> str:
+        """``dlpack-torch-cpu->numpy`` (the backend names keep simulator routing working)."""
+        return f"{self.converter.id}-{self.converter.producer}->{self.converter.consumer}"
+
+    def cell(self) -> dict[str, str]:
+        c = self.converter
+        return {"protocol": c.id, "producer": c.producer, "consumer": c.consumer}
+
+    def adapters(self, config: pytest.Config) -> tuple[Adapter, Adapter]:
+        from ..selection import get_selection
+
+        selection = get_selection(config)
+        return (get_adapter(selection.backend(self.converter.producer)),
+                get_adapter(selection.backend(self.converter.consumer)))
+
+
+def available_frameworks(config: pytest.Config) -> list[str]:
+    """Selected, available backends that have arrays of their own, in report order."""
+    from ..selection import get_selection
+
+    return [name for name in get_selection(config).available_names if name in ADAPTERS]
+
+
+def pair_params(
+    config: pytest.Config, protocols: tuple[str, ...] = tuple(PROTOCOLS)
+) -> list[Any]:
+    """``pytest.param`` per converter and ordered pair; pairs across devices are skipped."""
+    from ..selection import get_selection
+
+    selection = get_selection(config)
+    names = available_frameworks(config)
+    converters = [library_converter(protocol, p, c)
+                  for protocol in protocols for p in names for c in names]
+    converters += [c for c in user_converters() if c.producer in names and c.consumer in names]
+    params = []
+    for converter in converters:
+        pair = Pair(converter)
+        producer = get_adapter(selection.backend(converter.producer))
+        consumer = get_adapter(selection.backend(converter.consumer))
+        marks = []
+        if producer.device != consumer.device:
+            marks.append(pytest.mark.skip(
+                reason=f"not available: different devices ({converter.producer} on "
+                f"{producer.device}, {converter.consumer} on {consumer.device})"))
+        params.append(pytest.param(pair, id=pair.id, marks=marks))
+    return params

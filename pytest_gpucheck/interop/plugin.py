@@ -1,0 +1,67 @@
+"""pytest hooks of the interop suite: the pair matrix in the terminal and in ``--gpu-report``."""
+
+from __future__ import annotations
+
+import pytest
+
+from .converters import Converter, restore, snapshot
+from .matrix import PairMatrix
+
+MATRIX_KEY = pytest.StashKey[PairMatrix]()
+
+#: Registry content before each session's conftest files ran, by plugin manager.
+_registry_before: dict[int, dict[str, Converter]] = {}
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    # Runs before any conftest.py is imported: what users register from here on
+    # belongs to this session and is forgotten at its end, so sessions run one
+    # after another in one process (pytester) do not see each other's converters.
+    _registry_before[id(pluginmanager)] = snapshot()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "interop: a zero-copy interop check (DLPack / CUDA Array Interface)")
+    config.stash[MATRIX_KEY] = PairMatrix()
+    config.pluginmanager.register(InteropRecorder(config.stash[MATRIX_KEY]),
+                                  "gpucheck-interop-recorder")
+
+
+class InteropRecorder:
+    """Feeds every logged report (local, xdist, or replayed from a child) to the matrix."""
+
+    def __init__(self, matrix: PairMatrix) -> None:
+        self.matrix = matrix
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.matrix.record(report)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    from .pairs import CELL_PROPERTY, Pair
+
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        pair = params.get("interop_pair")
+        if isinstance(pair, Pair):
+            item.user_properties.append((CELL_PROPERTY, pair.cell()))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_terminal_summary(config: pytest.Config) -> None:
+    """Hand the matrix to the core report before it prints and writes it."""
+    from ..report import add_section
+    from ..selection import get_selection
+
+    matrix = config.stash.get(MATRIX_KEY, None)
+    if matrix is None or not matrix.cells or get_selection(config).in_simulator_child:
+        return
+    add_section(config, "interop", matrix.to_json(), matrix.markdown(),
+                ["", "gpucheck interop pair matrix", *matrix.terminal_lines()])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    saved = _registry_before.pop(id(config.pluginmanager), None)
+    if saved is not None:
+        restore(saved)
