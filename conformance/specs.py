@@ -79,7 +79,11 @@ class KernelSpec:
 
     def expected(self, case: Case) -> np.ndarray:
         """The reference's result for ``case`` (a new host array)."""
-        args = [case.inputs[name] for name in self.arguments] + list(case.reference_args)
+        # Copies: the inputs must reach the implementation exactly as drawn, even if
+        # a reference were to modify its arguments.
+        args = [np.copy(v) if isinstance(v, np.ndarray) else v
+                for v in (case.inputs[name] for name in self.arguments)]
+        args += list(case.reference_args)
         return np.asarray(self.reference(*args))
 
     def result_template(self, case: Case) -> np.ndarray:
@@ -111,15 +115,6 @@ def _elements(dtype: np.dtype, bound: float) -> st.SearchStrategy[Any]:
     if dtype.kind == "f":
         return gst.finite_floats(dtype, bound)
     return gst.integer_valued(dtype, -int(bound), int(bound))
-
-
-def _summands(dtype: np.dtype, exact_bound: int, float_bound: float) -> st.SearchStrategy[Any]:
-    """Reduction inputs: non-zero integers in ``[-exact_bound, exact_bound]`` (exact in
-    any order, and every element moves the result) or, for floats, general values."""
-    exact = gst.nonzero_integer_valued(dtype, exact_bound)
-    if dtype.kind != "f":
-        return exact
-    return st.one_of(exact, gst.finite_floats(dtype, float_bound))
 
 
 def _one_kind(dtype: np.dtype, exact_bound: int, float_bound: float) -> st.SearchStrategy[
@@ -171,7 +166,7 @@ def _saxpy_cases(sizing: Sizing) -> st.SearchStrategy[Case]:
     def draw(draw: Any) -> Case:
         dtype = draw(gst.dtypes(*FLOATS))
         n = draw(gst.sizes(sizing))
-        alpha = draw(gst.finite_floats(dtype, 100.0))
+        alpha = draw(gst.scalars(dtype, gst.finite_floats(dtype, 100.0)))
         x = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 1e3)))
         y = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 1e3)))
         return Case({"alpha": alpha, "x": x, "y": y},

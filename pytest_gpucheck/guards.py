@@ -157,7 +157,15 @@ class GuardedBuffer:
         host[self.interior] = np.asarray(init).astype(self.dtype, copy=False)
         self._initial = host
         self.parent = backend.to_device(host)
-        self.view = slice_view(self.parent, self.interior)
+        if isinstance(self.parent, np.ndarray) and 0 in self.shape:
+            # NumPy points an empty slice at the start of its base; start it at
+            # the interior instead, so an overrun of an empty output lands where
+            # it would on a device (just past the start of out).
+            start = self.parent[tuple(slice(width, None) for _ in self.shape)]
+            self.view = np.lib.stride_tricks.as_strided(start, shape=self.shape,
+                                                        strides=self.parent.strides)
+        else:
+            self.view = slice_view(self.parent, self.interior)
 
     def read(self) -> GuardReadback:
         """Copy the buffer back; report the region and every changed guard element."""

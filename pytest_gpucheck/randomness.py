@@ -84,7 +84,8 @@ def repeated_points_problem(samples: np.ndarray) -> str | None:
         return None
     value = unique[int(np.argmax(counts))]
     where = np.flatnonzero(np.all(rows == value, axis=1))[:5]
-    return (f"{repeats} of {n} points repeat earlier ones (e.g. ({value[0]!r}, {value[1]!r}) "
+    return (f"{repeats} of {n} points repeat earlier ones (e.g. ({float(value[0])!r}, "
+            f"{float(value[1])!r}) "
             f"at rows {', '.join(str(int(i)) for i in where)}): threads share a random stream; "
             f"independent streams repeat a point with probability <= "
             f"{collision_probability(n):.1e}")
@@ -100,7 +101,7 @@ def uniform_samples_problems(samples: np.ndarray, alpha: float = DEFAULT_ALPHA) 
     inside = finite & (samples >= 0) & (samples < 1)
     if not np.all(inside):
         bad = np.argwhere(~inside)[:5]
-        shown = ", ".join(f"[{i}, {j}]={samples[i, j]!r}" for i, j in bad)
+        shown = ", ".join(f"[{i}, {j}]={float(samples[i, j])!r}" for i, j in bad)
         return [f"{int(np.count_nonzero(~inside))} sample coordinates are outside [0, 1) "
                 f"(first: {shown}), but every sample should lie in [0, 1)^2"]
     problems = [

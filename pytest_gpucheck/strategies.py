@@ -107,23 +107,34 @@ def dtypes(*names: str) -> st.SearchStrategy[np.dtype]:
 
 
 # -- values -------------------------------------------------------------------------------
+#
+# Element strategies yield plain Python numbers (no ``.map``): hypothesis.extra.numpy
+# converts them to the array's dtype, checks the conversion is exact, and can then
+# fill most of a large array with one drawn value, which keeps generating and
+# shrinking 1000-element arrays fast.
 
 
-def integer_valued(dtype: DTypeLike, low: int, high: int) -> st.SearchStrategy[Any]:
-    """Integers in ``[low, high]`` as elements of ``dtype`` (integer or float).
+def integer_valued(dtype: DTypeLike, low: int, high: int) -> st.SearchStrategy[int]:
+    """Integers in ``[low, high]``, for arrays of ``dtype`` (integer or float).
 
     Integer-valued floats make reductions exact in any order (see
     :mod:`pytest_gpucheck.tolerance`), so a dropped element cannot hide.
     """
-    dtype = np.dtype(dtype)
-    return st.integers(low, high).map(dtype.type)
+    del dtype  # the array's dtype does the conversion
+    return st.integers(low, high)
 
 
-def nonzero_integer_valued(dtype: DTypeLike, bound: int) -> st.SearchStrategy[Any]:
+def nonzero_integer_valued(dtype: DTypeLike, bound: int) -> st.SearchStrategy[int]:
     """Integers in ``[-bound, bound]`` except 0: every element changes a sum."""
-    return integer_valued(dtype, 1, bound).flatmap(
-        lambda v: st.sampled_from([v, -v]) if np.dtype(dtype).kind != "u" else st.just(v)
-    )
+    positive = st.integers(1, bound)
+    if np.dtype(dtype).kind == "u":
+        return positive
+    return positive | st.integers(-bound, -1)
+
+
+def scalars(dtype: DTypeLike, elements: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """A NumPy scalar of ``dtype`` (what the contract passes for ``alpha``)."""
+    return elements.map(np.dtype(dtype).type)
 
 
 def finite_floats(dtype: DTypeLike, bound: float) -> st.SearchStrategy[Any]:
@@ -135,7 +146,7 @@ def finite_floats(dtype: DTypeLike, bound: float) -> st.SearchStrategy[Any]:
     dtype = np.dtype(dtype)
     bound = float(dtype.type(bound))  # hypothesis wants bounds representable in the width
     return st.floats(-bound, bound, width=dtype.itemsize * 8, allow_subnormal=False,
-                     allow_nan=False, allow_infinity=False).map(dtype.type)
+                     allow_nan=False, allow_infinity=False)
 
 
 def arrays(dtype: DTypeLike, shape: int | tuple[int, ...],
@@ -146,11 +157,18 @@ def arrays(dtype: DTypeLike, shape: int | tuple[int, ...],
 
 def distinct_values(dtype: DTypeLike, shape: tuple[int, ...]) -> st.SearchStrategy[np.ndarray]:
     """A permutation of ``1..size`` in ``shape``: every element is distinguishable, so a
-    value read from the wrong place is always visible (transpose, halos)."""
+    value read from the wrong place is always visible (transpose, halos).
+
+    The permutation comes from a drawn seed rather than from per-element draws:
+    the values themselves are not what a shrinker should minimise.
+    """
     size = int(np.prod(shape, dtype=np.int64))
-    return st.permutations(range(1, size + 1)).map(
-        lambda perm: np.asarray(perm, dtype=np.int64).astype(dtype).reshape(shape)
-    )
+
+    def build(seed: int) -> np.ndarray:
+        values = np.random.default_rng(seed).permutation(size) + 1
+        return values.astype(dtype).reshape(shape)
+
+    return st.integers(0, 2**32 - 1).map(build)
 
 
 # -- layouts ------------------------------------------------------------------------------

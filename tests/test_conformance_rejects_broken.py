@@ -1,0 +1,141 @@
+"""Proof that the conformance checks work: broken implementations are rejected.
+
+``tests/broken_implementations.py`` (loaded as a plugin, as a ``conftest.py``
+would be) registers, through the public
+``pytest_gpucheck.implements``, a broken implementation for every check
+family (and a correct twin where useful).  One pytest run of the bundled
+suites with ``--gpu-impls=user`` on numpy, numba-cpu and
+numba-cudasim checks them all; each test below then asserts that one
+implementation failed with the message of the check that exists to catch its
+bug, or that a correct one passed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import conformance
+
+TESTS = Path(__file__).parent
+REPO = TESTS.parent
+SUITES = Path(conformance.__file__).parent
+
+
+@dataclass(frozen=True)
+class Outcome:
+    outcome: str  # passed, failed, skipped
+    message: str
+
+
+@pytest.fixture(scope="module")
+def suite_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+    """Run the bundled suites once against the user implementations; outcomes by test id."""
+    pytest.importorskip("numba")
+    workdir = tmp_path_factory.mktemp("rejects-broken")
+    junit = workdir / "junit.xml"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(REPO)]),
+           # Loaded like a conftest.py, in this run and in the simulator child.
+           "PYTEST_PLUGINS": "broken_implementations"}
+    env.pop("CI", None)  # the proof profile is chosen explicitly
+    env.pop("PYTEST_ADDOPTS", None)
+    command = [
+        sys.executable, "-m", "pytest",
+        # The installed suites, named by path (what --gpu-conformance adds), with
+        # node ids relative to their parent so the simulator child finds them.
+        str(SUITES), "--rootdir", str(SUITES.parent),
+        "-p", "no:cacheprovider", "-q", "-n0",
+        "--gpu-backends=numpy,numba-cpu,numba-cudasim",
+        "--gpu-impls=user", "--hypothesis-profile=proof", "-m", "gpu_kernel",
+        f"--junitxml={junit}",
+    ]
+    process = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
+                             timeout=600, check=False)
+    assert junit.exists(), process.stdout[-3000:] + process.stderr[-3000:]
+    outcomes: dict[str, Outcome] = {}
+    for case in ET.parse(junit).iter("testcase"):
+        failure = case.find("failure")
+        if failure is None:
+            failure = case.find("error")
+        if failure is not None:
+            text = (failure.get("message") or "") + "\n" + (failure.text or "")
+            outcomes[case.get("name", "")] = Outcome("failed", text)
+        elif case.find("skipped") is not None:
+            outcomes[case.get("name", "")] = Outcome("skipped", "")
+        else:
+            outcomes[case.get("name", "")] = Outcome("passed", "")
+    return outcomes
+
+
+#: test id -> a fragment of the message the check that catches the bug prints.
+REJECTED = {
+    # Guard bands: only they can see a write through the buffer past ``out``.
+    "test_vector_add[numpy:broken_past_end]": "wrote 1 element past the end of out: index",
+    "test_index_map_1d[numba-cpu:broken_bounds_off_by_one]":
+        "wrote 1 element past the end of out: index",
+    # The simulator raises on the same bug; on a GPU the guard band catches it.
+    "test_index_map_1d[numba-cudasim:broken_no_bounds_check]": "raised IndexError",
+    "test_index_map_2d[numba-cudasim:broken_off_by_one]": "raised IndexError",
+    "test_index_map_2d[numba-cudasim:broken_xy_swapped]": "but should be",
+    "test_index_map_grid_stride[numba-cudasim:broken_skips_tail]":
+        "were never written (still the poison value)",
+    "test_sum[numba-cudasim:broken_drops_last_block]": "rule: exact",
+    "test_sum[numba-cpu:broken_counts_twice]": "rule: exact",
+    "test_vector_add[numpy:broken_writes_input]": "input a was modified",
+    "test_heat_step_1d[numpy:broken_in_place]": "input u was modified",
+    "test_halo_exchange_1d[numpy:broken_wrong_neighbour]": "a[0]=",
+    "test_halo_exchange_2d[numpy:broken_no_corners]": "a[0, 0]=0",
+    "test_vector_add[numpy:broken_dtype]": "out.dtype=float64, but should be float32",
+    "test_sum[numpy:broken_shape]": "out.shape=(), but should be (1,)",
+    "test_monte_carlo_pi[numba-cudasim:broken_shared_seed]":
+        "threads share a random stream",
+    # The tolerances are tight enough to matter.
+    "test_sigmoid[numpy:broken_half_precision]": "rule: within 4 ULP",
+    "test_sum[numpy:broken_float32_accumulator]": "Higham",
+}
+
+ACCEPTED = [
+    "test_vector_add[numpy:good]",
+    "test_sigmoid[numpy:good]",
+    "test_heat_step_1d[numpy:good]",
+    "test_halo_exchange_1d[numpy:good]",
+    "test_halo_exchange_2d[numpy:good]",
+    "test_index_map_1d[numba-cpu:good]",
+    "test_sum[numba-cpu:good]",
+    "test_index_map_1d[numba-cudasim:good]",
+    "test_index_map_2d[numba-cudasim:good]",
+    "test_index_map_grid_stride[numba-cudasim:good]",
+    "test_sum[numba-cudasim:good]",
+    "test_monte_carlo_pi[numba-cudasim:good]",
+]
+
+
+@pytest.mark.parametrize(("test_id", "fragment"), sorted(REJECTED.items()))
+def test_broken_implementation_is_rejected(suite_run: dict[str, Outcome], test_id: str,
+                                           fragment: str) -> None:
+    outcome = suite_run.get(test_id)
+    assert outcome is not None, f"{test_id} did not run; ran: {sorted(suite_run)}"
+    assert outcome.outcome == "failed", f"{test_id} was not rejected ({outcome.outcome})"
+    assert fragment in outcome.message, outcome.message[:3000]
+
+
+@pytest.mark.parametrize("test_id", ACCEPTED)
+def test_correct_implementation_passes(suite_run: dict[str, Outcome], test_id: str) -> None:
+    outcome = suite_run.get(test_id)
+    assert outcome is not None, f"{test_id} did not run; ran: {sorted(suite_run)}"
+    assert outcome.outcome == "passed", outcome.message[:3000]
+
+
+def test_failures_print_a_reproducer(suite_run: dict[str, Outcome]) -> None:
+    message = suite_run["test_index_map_1d[numba-cudasim:broken_no_bounds_check]"].message
+    assert "reproducer:" in message
+    assert "launch: grid=(" in message
+    assert "hypothesis seed:" in message
+    assert "--gpu-backends=numba-cudasim --hypothesis-seed=" in message
+    assert "--gpu-impls=user" in message

@@ -1,0 +1,116 @@
+"""The derived tolerances, at and just past each bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_gpucheck import tolerance as tol
+
+
+def test_gamma_matches_its_definition() -> None:
+    u = 2.0**-24
+    assert tol.unit_roundoff(np.float32) == u
+    assert tol.gamma(10, np.float32) == pytest.approx(10 * u / (1 - 10 * u), rel=1e-15)
+    assert tol.gamma(2**24, np.float32) == float("inf")  # n*u >= 1: no bound
+
+
+def test_significand_bits() -> None:
+    assert tol.significand_bits(np.float32) == 24
+    assert tol.significand_bits(np.float64) == 53
+
+
+def test_integer_valued_sum_below_two_to_the_24_is_exact() -> None:
+    x = np.full(16, 2.0**20, dtype=np.float32)  # sum |x| = 2**24 exactly: still exact
+    rule = tol.sum_rule(x, np.float32)
+    assert rule.kind == "exact"
+    expected = np.array([2.0**24], dtype=np.float32)
+    assert not rule.mismatches(expected, expected).any()
+    # A dropped element changes the result by 2**20: caught.
+    assert rule.mismatches(np.array([2.0**24 - 2.0**20], np.float32), expected).all()
+
+
+def test_integer_valued_sum_past_two_to_the_24_gets_a_bound() -> None:
+    x = np.full(16, 2.0**20, dtype=np.float32)
+    x[0] += 1.0  # sum |x| = 2**24 + 1: partial sums may round, so no exactness claim
+    rule = tol.sum_rule(x, np.float32)
+    assert rule.kind == "bound"
+    assert "Higham" in rule.reason
+
+
+def test_float64_uses_two_to_the_53() -> None:
+    assert tol.sum_rule(np.array([2.0**52, 2.0**52]), np.float64).kind == "exact"
+    assert tol.sum_rule(np.array([2.0**52, 2.0**52 + 2.0]), np.float64).kind == "bound"
+
+
+def test_higham_bound_at_and_just_past() -> None:
+    x = np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32)
+    rule = tol.sum_rule(x, np.float32)
+    bound = tol.gamma(x.size + 2, np.float32) * float(np.sum(np.abs(x.astype(np.float64))))
+    assert float(rule.bound) == pytest.approx(bound, rel=1e-12)
+    exact = np.array([np.sum(x.astype(np.float64))])
+    at = np.array([exact[0] + bound * (1 - 1e-9)])
+    past = np.array([exact[0] + bound * (1 + 1e-6)])
+    assert not rule.mismatches(at, exact).any()
+    assert rule.mismatches(past, exact).all()
+
+
+def test_integer_sums_are_exact() -> None:
+    rule = tol.sum_rule(np.array([1, 2, 3], np.int32), np.int32)
+    assert rule.kind == "exact"
+    assert rule.mismatches(np.array([7]), np.array([6])).all()
+
+
+def test_ulp_rule_at_and_just_past() -> None:
+    rule = tol.within_ulps(np.float32, 4, "test")
+    expected = np.array([1.5], dtype=np.float32)
+    four_up = np.array([expected[0]], dtype=np.float32)
+    for _ in range(4):
+        four_up = np.nextafter(four_up, np.float32(np.inf))
+    five_up = np.nextafter(four_up, np.float32(np.inf))
+    assert tol.ulp_error(four_up, expected)[0] == pytest.approx(4.0)
+    assert not rule.mismatches(four_up, expected).any()
+    assert rule.mismatches(five_up, expected).all()
+
+
+def test_ulp_rule_accepts_flush_to_zero_of_subnormal_results() -> None:
+    rule = tol.within_ulps(np.float32, 4, "test")
+    subnormal = np.array([1e-40], dtype=np.float32)
+    assert not rule.mismatches(np.zeros(1, np.float32), subnormal).any()
+    # ... but not an error of more than the smallest normal number.
+    assert rule.mismatches(np.array([3e-38], np.float32), subnormal).all()
+
+
+def test_ulp_rule_rejects_nan_and_accepts_matching_infinities() -> None:
+    rule = tol.within_ulps(np.float64, 4, "test")
+    expected = np.array([1.0, np.inf])
+    assert rule.mismatches(np.array([np.nan, np.inf]), expected).tolist() == [True, False]
+
+
+def test_ulp_rule_is_exact_for_integers() -> None:
+    assert tol.within_ulps(np.int64, 4, "test").kind == "exact"
+
+
+def test_terms_rule_at_and_just_past() -> None:
+    terms = np.array([1.0, 10.0])
+    rule = tol.terms_rule(terms, 2, np.float32, what="saxpy")
+    bound = tol.gamma(3, np.float32) * terms
+    expected = np.array([0.0, 0.0])
+    assert not rule.mismatches(bound * (1 - 1e-9), expected).any()
+    assert rule.mismatches(bound * (1 + 1e-6), expected).all()
+
+
+def test_matmul_rule_exact_for_small_integers_else_per_element_bound() -> None:
+    a = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+    assert tol.matmul_rule(a, a, np.float32).kind == "exact"
+    b = a / 3
+    rule = tol.matmul_rule(b, b, np.float32)
+    assert rule.kind == "bound"
+    expected = np.abs(b.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    np.testing.assert_allclose(rule.bound, tol.gamma(4, np.float32) * expected)
+
+
+def test_exact_rule_matches_nan_with_nan() -> None:
+    rule = tol.exact("copy")
+    assert not rule.mismatches(np.array([np.nan]), np.array([np.nan])).any()
+    assert rule.mismatches(np.array([np.nan]), np.array([1.0])).all()
