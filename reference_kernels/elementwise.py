@@ -52,7 +52,7 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     out_dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.float64)
     work_dtype = np.float64 if out_dtype.itemsize < 8 else np.longdouble
     with np.errstate(over="ignore"):
-        exact = 1.0 / (1.0 + np.exp(-x.astype(work_dtype)))
+        exact = 1.0 / (1.0 + np.exp(np.negative(x.astype(work_dtype))))
     return exact.astype(out_dtype)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import decimal
 import doctest
 import importlib
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -101,6 +102,7 @@ def test_vector_add(data: st.DataObject, dtype: Any, n: int) -> None:
     b = data.draw(arrays(dtype, n))
     result = call_unmodified(elementwise.vector_add, a, b)
     assert result.dtype == dtype
+    expected: list[Any]
     if np.issubdtype(dtype, np.integer):
         expected = [wrap(int(p) + int(q), dtype) for p, q in zip(a, b, strict=True)]
     else:
@@ -166,10 +168,14 @@ def test_add_one_2d(data: st.DataObject, dtype: Any, shape: tuple[int, int]) -> 
 @given(shape=st.lists(st.integers(0, 6), min_size=1, max_size=3),
        dtype=st.sampled_from(INTEGERS))
 def test_index_maps_record_the_row_major_flat_index(shape: list[int], dtype: Any) -> None:
-    by_rank = {1: [indexing.index_map_1d, indexing.index_map_grid_stride],
-               2: [indexing.index_map_2d], 3: [indexing.index_map_3d]}
+    by_rank: dict[int, list[Callable[..., np.ndarray]]] = {
+        1: [indexing.index_map_1d, indexing.index_map_grid_stride],
+        2: [indexing.index_map_2d],
+        3: [indexing.index_map_3d],
+    }
     expected = np.empty(shape, dtype=dtype)
-    for counter, index in enumerate(np.ndindex(*shape)):  # row-major order: x fastest
+    # itertools.product walks the indices in row-major order: the last axis (x) fastest.
+    for counter, index in enumerate(itertools.product(*(range(n) for n in shape))):
         expected[index] = counter
     for reference in by_rank[len(shape)]:
         result = reference(tuple(shape), dtype=dtype)
