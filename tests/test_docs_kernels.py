@@ -1,0 +1,59 @@
+"""The worked examples of ``docs/kernels.md`` pass the bundled suites.
+
+Each example is a ``conftest.py`` preceded by ``<!-- example: BACKEND KERNEL -->``.
+The test writes it to a fresh directory as a module, loads it as a plugin
+(``PYTEST_PLUGINS``, so the simulator child loads it too, exactly as pytest
+loads a ``conftest.py``) and runs the kernel's suite on that backend with
+``--gpu-impls=user``: the example's implementation must pass.  Examples whose
+backend is unavailable here (CuPy without a GPU) are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import conformance
+from pytest_gpucheck.backends import get_backend
+
+REPO = Path(__file__).parent.parent
+DOC = REPO / "docs" / "kernels.md"
+SUITES = Path(conformance.__file__).parent
+EXAMPLE = re.compile(r"<!-- example: (\S+) (\S+) -->\n```python\n(.*?)```", re.DOTALL)
+
+
+def examples() -> list[tuple[str, str, str]]:
+    """(backend, kernel, code) of every marked example in the document."""
+    return EXAMPLE.findall(DOC.read_text(encoding="utf-8"))
+
+
+def test_the_document_has_the_promised_examples() -> None:
+    backends = {backend for backend, _, _ in examples()}
+    assert {"numba-cudasim", "cupy", "jax-cpu"} <= backends
+
+
+@pytest.mark.parametrize(("backend", "kernel", "code"), examples(),
+                         ids=[f"{b}-{k}" for b, k, _ in examples()])
+def test_example_passes_the_suite(tmp_path: Path, backend: str, kernel: str,
+                                  code: str) -> None:
+    probe = get_backend(backend).probe()
+    if not probe.available:
+        pytest.skip(f"{backend}: {probe.reason}")
+    (tmp_path / "docs_example.py").write_text(code, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]),
+           "PYTEST_PLUGINS": "docs_example"}
+    env.pop("PYTEST_ADDOPTS", None)
+    command = [sys.executable, "-m", "pytest", str(SUITES), "--rootdir", str(SUITES.parent),
+               "-p", "no:cacheprovider", "-q", "-n0", f"--gpu-backends={backend}",
+               "--gpu-impls=user", "-m", "gpu_kernel", "-k", f"test_{kernel}[",
+               "--hypothesis-profile=ci"]
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=600, check=False)
+    tail = result.stdout[-4000:] + result.stderr[-2000:]
+    assert result.returncode == 0, tail
+    assert re.search(r"\b1 passed\b", result.stdout), tail
