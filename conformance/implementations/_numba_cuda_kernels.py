@@ -145,7 +145,8 @@ TERM_X, TERM_XY, TERM_XX = 0, 1, 2
 
 @functools.cache
 def block_reduction(term: int, is_max: bool, dtype_name: str, block: int) -> Any:
-    """A reduction kernel ``(x, y, out)``: each block reduces to one value, then one atomic.
+    """A reduction kernel ``(x, y, identity, out)``: each block reduces to one value, then
+    one atomic.
 
     Each thread first folds a grid-stride slice of the input into a private
     accumulator (so any input size works with a bounded grid), stores it in
@@ -155,18 +156,15 @@ def block_reduction(term: int, is_max: bool, dtype_name: str, block: int) -> Any
     ``block``.  Only thread 0 then touches global memory, with one atomic per
     block: the blocks finish in any order and none is lost, which a plain
     store of partial sums would not guarantee.  Threads whose slice is empty
-    contribute the identity (0, or the lowest value for max), so the last,
-    partial block is counted exactly once.
+    contribute ``identity`` (0, or the lowest value for max; a kernel argument
+    of the element dtype), so the last, partial block is counted exactly once.
     """
-    dtype = np.dtype(dtype_name)
-    element = numba.from_dtype(dtype)
-    lowest = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
-    identity = dtype.type(lowest if is_max else 0)
+    element = numba.from_dtype(np.dtype(dtype_name))
     if block & (block - 1):
         raise ValueError(f"the tree reduction needs a power-of-two block, got {block}")
 
     @cuda.jit
-    def kernel(x: Any, y: Any, out: Any) -> None:
+    def kernel(x: Any, y: Any, identity: Any, out: Any) -> None:
         partial = cuda.shared.array(block, element)
         tid = cuda.threadIdx.x
         acc = identity
@@ -327,7 +325,8 @@ def matmul(a: Any, b: Any, zero: Any, out: Any) -> None:
 
 @functools.cache
 def matmul_tiled(tile: int, dtype_name: str) -> Any:
-    """A ``(a, b, out)`` kernel for square ``tile x tile`` blocks, built per tile and dtype.
+    """A ``(a, b, zero, out)`` kernel for square ``tile x tile`` blocks, built per tile and
+    dtype (``zero`` is 0 in out's dtype).
 
     Each block computes ``tile x tile`` outputs.  It walks the inner dimension
     in steps of ``tile``: all threads of the block load one element each of a
@@ -339,12 +338,10 @@ def matmul_tiled(tile: int, dtype_name: str) -> Any:
     over the output tiles, so any grid is correct; the loop bounds depend on
     block indices only, so all threads of a block reach every barrier.
     """
-    dtype = np.dtype(dtype_name)
-    element = numba.from_dtype(dtype)
-    zero = dtype.type(0)
+    element = numba.from_dtype(np.dtype(dtype_name))
 
     @cuda.jit
-    def kernel(a: Any, b: Any, out: Any) -> None:
+    def kernel(a: Any, b: Any, zero: Any, out: Any) -> None:
         tile_a = cuda.shared.array((tile, tile), element)
         tile_b = cuda.shared.array((tile, tile), element)
         tx = cuda.threadIdx.x

@@ -128,8 +128,10 @@ def _reduce(x: Any, y: Any, out: Any, term: int, is_max: bool = False) -> None:
     n = x.shape[0]
     if n == 0:
         return  # out already holds the identity; a launch of zero blocks is an error
-    kernel = k.block_reduction(term, is_max, np.dtype(out.dtype).name, k.OWN_BLOCK)
-    kernel[k.own_grid(n), k.OWN_BLOCK](x, y, out)
+    dtype = np.dtype(out.dtype)
+    identity = (-np.inf if dtype.kind == "f" else np.iinfo(dtype).min) if is_max else 0
+    kernel = k.block_reduction(term, is_max, dtype.name, k.OWN_BLOCK)
+    kernel[k.own_grid(n), k.OWN_BLOCK](x, y, dtype.type(identity), out)
 
 
 @_register("sum")
@@ -247,4 +249,4 @@ def matmul_tiled(a: Any, b: Any, out: Any, launch: LaunchConfig) -> None:
     if len(block) != 2 or block[0] != block[1]:
         raise ValueError(f"matmul_tiled needs a square 2-D block, got {launch}")
     kernel = kernels().matmul_tiled(block[0], np.dtype(out.dtype).name)
-    _launch(kernel, launch, a, b, out)
+    _launch(kernel, launch, a, b, _scalar(0, out), out)
