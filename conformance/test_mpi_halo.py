@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from pytest_gpucheck.mpi.checks import check_halo_exchange_1d, check_halo_exchange_2d
 from pytest_gpucheck.mpi.examples import assert_same_example, mpi_settings
 
-pytestmark = [pytest.mark.mpi(ranks=[2, 3, 4], timeout=300), pytest.mark.gpu_family("mpi")]
+pytestmark = [pytest.mark.mpi(ranks=[2, 3, 4], timeout=120), pytest.mark.gpu_family("mpi")]
 
 
-@mpi_settings(max_examples=12)
+@mpi_settings(max_examples=8)
 @given(data=st.data())
 def test_halo_exchange_1d(data: st.DataObject, gpu_backend: Any, mpi_comm: Any,
                           mpi_transport: Any) -> None:
@@ -32,7 +32,7 @@ def test_halo_exchange_1d(data: st.DataObject, gpu_backend: Any, mpi_comm: Any,
     check_halo_exchange_1d(mpi_comm, gpu_backend, mpi_transport, n, width)
 
 
-@mpi_settings(max_examples=10)
+@mpi_settings(max_examples=6)
 @given(data=st.data())
 def test_halo_exchange_2d(data: st.DataObject, gpu_backend: Any, mpi_comm: Any,
                           mpi_transport: Any) -> None:

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from pytest_gpucheck.mpi.checks import check_heat_steps_1d
 from pytest_gpucheck.mpi.examples import assert_same_example, mpi_settings
 
-pytestmark = [pytest.mark.mpi(ranks=[2, 3, 4], timeout=300), pytest.mark.gpu_family("mpi")]
+pytestmark = [pytest.mark.mpi(ranks=[2, 3, 4], timeout=120), pytest.mark.gpu_family("mpi")]
 
 
-@mpi_settings(max_examples=10)
+@mpi_settings(max_examples=6)
 @given(data=st.data())
 def test_heat_steps_1d(data: st.DataObject, gpu_backend: Any, mpi_comm: Any,
                        mpi_transport: Any) -> None:

@@ -18,14 +18,14 @@ from hypothesis import strategies as st
 from pytest_gpucheck.mpi.checks import check_allreduce, check_scatter_compute_gather
 from pytest_gpucheck.mpi.examples import assert_same_example, mpi_settings
 
-pytestmark = [pytest.mark.mpi(ranks=[2, 3, 4], timeout=300), pytest.mark.gpu_family("mpi")]
+pytestmark = [pytest.mark.mpi(ranks=[2, 3, 4], timeout=120), pytest.mark.gpu_family("mpi")]
 
 
 def _values(seed: int, n: int, dtype: str) -> np.ndarray:
     return np.random.default_rng(seed).integers(-1000, 1000, n).astype(dtype)
 
 
-@mpi_settings(max_examples=10)
+@mpi_settings(max_examples=8)
 @given(n=st.integers(0, 40), seed=st.integers(0, 2**16),
        dtype=st.sampled_from(["float64", "int64"]), dot=st.booleans())
 def test_allreduce_sum_and_dot(n: int, seed: int, dtype: str, dot: bool, gpu_backend: Any,

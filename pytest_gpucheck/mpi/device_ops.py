@@ -12,7 +12,6 @@ Interface), whose kernels are compiled on first use.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -151,26 +150,28 @@ class NumbaOps(ArrayOps):
         out = self.empty(u.shape, u.dtype)
         out[...] = u
         if u.shape[0] > 2:
-            _numba_kernels().heat[_blocks(u.shape[0] - 2), 64](u, u.dtype.type(alpha), out)
+            _numba_kernels().heat[_launch(u.shape[0] - 2)](u, u.dtype.type(alpha), out)
         return out
 
     def partial_sum(self, x: Any) -> Any:
-        return self._reduce(self.wrap(x), self.wrap(x))
-
-    def partial_dot(self, x: Any, y: Any) -> Any:
-        return self._reduce(self.wrap(x), self.wrap(y))
-
-    def _reduce(self, x: Any, y: Any) -> Any:
+        x = self.wrap(x)
         out = self._cuda().to_device(np.zeros(1, dtype=x.dtype))
         if x.shape[0]:
-            _numba_kernels().dot[_blocks(x.shape[0]), 64](x, y, out)
+            _numba_kernels().total[_launch(x.shape[0])](x, out)
+        return out
+
+    def partial_dot(self, x: Any, y: Any) -> Any:
+        x, y = self.wrap(x), self.wrap(y)
+        out = self._cuda().to_device(np.zeros(1, dtype=x.dtype))
+        if x.shape[0]:
+            _numba_kernels().dot[_launch(x.shape[0])](x, y, out)
         return out
 
     def saxpy(self, alpha: float, x: Any, y: Any) -> Any:
         x, y = self.wrap(x), self.wrap(y)
         out = self.empty(x.shape, x.dtype)
         if x.shape[0]:
-            _numba_kernels().saxpy[_blocks(x.shape[0]), 64](x.dtype.type(alpha), x, y, out)
+            _numba_kernels().saxpy[_launch(x.shape[0])](x.dtype.type(alpha), x, y, out)
         return out
 
 
@@ -183,39 +184,18 @@ class CudaPythonOps(NumbaOps):
         return self._cuda().as_cuda_array(array)  # zero-copy; keeps ``array`` alive
 
 
-def _blocks(n: int) -> int:
-    return max(1, (n + 63) // 64)
+def _launch(n: int) -> tuple[int, int]:
+    """(blocks, threads) covering ``n`` elements; no idle threads for small ``n``, which
+    matters on the simulator (one Python thread per CUDA thread)."""
+    threads = max(1, min(n, 128))
+    return (n + threads - 1) // threads, threads
 
 
-class _NumbaKernels:
-    def __init__(self, heat: Any, dot: Any, saxpy: Any) -> None:
-        self.heat, self.dot, self.saxpy = heat, dot, saxpy
+def _numba_kernels() -> Any:
+    """The kernels module (importing it imports ``numba.cuda``; Numba compiles lazily)."""
+    from . import numba_kernels
 
-
-@lru_cache(maxsize=1)
-def _numba_kernels() -> _NumbaKernels:
-    """Compile (once, on first use) the ``@cuda.jit`` kernels of :class:`NumbaOps`."""
-    from numba import cuda
-
-    @cuda.jit
-    def heat(u: Any, alpha: Any, out: Any) -> None:
-        i = cuda.grid(1) + 1
-        if i < u.shape[0] - 1:
-            out[i] = u[i] + alpha * (u[i - 1] - 2 * u[i] + u[i + 1])
-
-    @cuda.jit
-    def dot(x: Any, y: Any, out: Any) -> None:
-        i = cuda.grid(1)
-        if i < x.shape[0]:
-            cuda.atomic.add(out, 0, x[i] * y[i])
-
-    @cuda.jit
-    def saxpy(alpha: Any, x: Any, y: Any, out: Any) -> None:
-        i = cuda.grid(1)
-        if i < x.shape[0]:
-            out[i] = alpha * x[i] + y[i]
-
-    return _NumbaKernels(heat, dot, saxpy)
+    return numba_kernels
 
 
 def ops_for(backend: Backend) -> ArrayOps:

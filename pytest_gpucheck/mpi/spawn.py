@@ -171,5 +171,6 @@ class SpawnRouter:
             if report.failed:
                 report.longrepr = f"[{note}]\n{report.longrepr}"
         if reports:
-            reports[-1].sections.append(("gpucheck mpi", note))
+            call = next((r for r in reports if r.when == "call"), reports[-1])
+            call.sections.append(("gpucheck mpi", note))
         return reports

@@ -1,0 +1,133 @@
+"""Spawned mode with a real launcher: plain ``pytest`` runs each mpi test under ``mpiexec -n N``.
+
+Every scenario runs in a pytester subprocess whose mpi tests are spawned
+under the ``mpiexec`` of the ``mpich`` wheel; each run is bounded in time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_gpucheck.mpi.launcher import find_executable
+
+pytestmark = pytest.mark.skipif(
+    find_executable("mpiexec") is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'"
+)
+
+RUN_LIMIT = 120  # seconds: a scenario that hangs fails here instead of stalling CI
+
+SCENARIOS = '''
+import os
+import sys
+
+import numpy as np
+import pytest
+
+
+@pytest.mark.mpi(ranks=2)
+def test_ranks_talk(mpi_comm, mpi_rank, mpi_size):
+    assert mpi_size == 2
+    assert mpi_comm.allreduce(mpi_rank + 1) == 3
+    # bound to its node-local rank before the core chose the device
+    assert os.environ["PYTEST_GPUCHECK_LOCAL_RANK"] == str(mpi_rank)
+
+
+@pytest.mark.mpi(ranks=2)
+def test_raise_on_rank_1(mpi_comm, mpi_rank):
+    if mpi_rank == 1:
+        raise ZeroDivisionError("only rank 1 divides by zero")
+    mpi_comm.Barrier()  # rank 0 waits here for a rank that will never come
+
+
+@pytest.mark.mpi(ranks=2, timeout=3)
+def test_rank_1_never_receives(mpi_comm, mpi_rank):
+    if mpi_rank == 1:
+        mpi_comm.Recv(np.empty(1), source=0, tag=99)
+
+
+@pytest.mark.mpi(ranks=[2, 64])
+def test_after_the_hang(mpi_comm):
+    mpi_comm.Barrier()
+
+
+@pytest.mark.mpi(ranks=64)
+def test_too_many_ranks(mpi_comm):
+    pass
+
+
+def test_mpi_fixture_without_marker(mpi_comm):
+    pass
+
+
+def test_parent_never_imports_mpi4py():
+    assert "mpi4py" not in sys.modules
+'''
+
+
+def _live_processes_mentioning(text: str) -> list[str]:
+    """Command lines of running processes that mention ``text`` (ranks left behind)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (proc / "stat").read_text().split()[2]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.append(cmdline)
+    return found
+
+
+def test_spawned_mode(pytester: pytest.Pytester) -> None:
+    """One spawned session (job starts cost seconds) and every claim about it."""
+    pytester.makepyfile(test_scenarios=SCENARIOS)
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v", "-rsP",
+                                           "--gpu-mpi-max-ranks=2", timeout=RUN_LIMIT)
+    seconds = time.monotonic() - started
+    out = result.stdout.str()
+
+    result.assert_outcomes(passed=3, failed=2, skipped=1, errors=1)
+    result.stdout.fnmatch_lines_random([
+        "*::test_ranks_talk PASSED*",
+        "*::test_after_the_hang PASSED*",  # the session went on after the hang, in a new job
+        "*::test_parent_never_imports_mpi4py PASSED*",
+        "*::test_mpi_fixture_without_marker ERROR*",
+        "*SKIPPED*needs 64 MPI ranks; the launcher can give 2 here*",
+    ])
+    assert "mpi_comm needs MPI ranks: mark the test @pytest.mark.mpi(ranks=N)" in out
+
+    # A raise on rank 1 only: a failed test that names the rank, not a hang.
+    raised = _section(out, "test_raise_on_rank_1")
+    assert "rank(s) 1 failed and rank(s) 0 did not reach the end of the test" in raised
+    assert "ZeroDivisionError: only rank 1 divides by zero" in raised
+    assert "mpi_comm.Barrier()" in raised  # where rank 0 was blocked
+
+    # A receive that never comes: stopped at the timeout, hung rank and stacks reported.
+    hung = _section(out, "test_rank_1_never_receives")
+    assert "did not finish within its timeout of 3 s" in hung
+    assert "hung (still running the test): rank(s) 1" in hung
+    assert "waiting for the other ranks: rank(s) 0" in hung
+    assert re.search(r"rank 1 \(host .*\): running the test", hung)
+    assert "mpi_comm.Recv(np.empty(1), source=0, tag=99)" in hung  # rank 1's stack
+    assert "outcome.py" in hung
+    assert "allgather" in hung
+
+    # The ranks list [2, 64] ran with 2 and says why not with 64 (-rP shows the section).
+    assert re.search(r"ran with 2 rank\(s\): \S*mpiexec -n 2; not run with 64 rank\(s\)", out)
+    assert _live_processes_mentioning(str(pytester.path)) == []  # nothing left behind
+    assert seconds < RUN_LIMIT
+
+
+def _section(out: str, test: str, end: str = "_ test_") -> str:
+    """The failure section of ``test`` in pytest's output."""
+    start = out.index(f"_ {test} _")
+    stop = out.find(end, start + len(test) + 4)
+    return out[start : stop if stop > 0 else None]
