@@ -118,18 +118,23 @@ INDEX_MAP_LAUNCHES: dict[str, list[tuple[tuple[int, ...], LaunchConfig]]] = {
 }
 
 
+def check_index_map(simulator: Any, func: Callable[..., Any], kernel: str, dtype: str) -> None:
+    """``func`` writes the reference index map on every launch of ``kernel``, inside ``out``."""
+    for shape, launch in INDEX_MAP_LAUNCHES[kernel]:
+        out = GuardedBuffer(simulator, "out", shape, dtype, poison_value(dtype))
+        func(out.view, launch)
+        readback = out.read()
+        assert readback.ok, readback.describe()
+        np.testing.assert_array_equal(readback.region, getattr(indexing, kernel)(shape, dtype),
+                                      err_msg=str(launch))
+
+
 @pytest.mark.parametrize("kernel", sorted(INDEX_MAP_LAUNCHES))
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 def test_index_map(simulator: Any, kernel: str, dtype: str) -> None:
     """The thread with global index i writes element i, on each launch."""
     (impl,) = implementations(kernel=kernel, backend=BACKEND, origin="bundled")
-    for shape, launch in INDEX_MAP_LAUNCHES[kernel]:
-        out = GuardedBuffer(simulator, "out", shape, dtype, poison_value(dtype))
-        impl.func(out.view, launch)
-        readback = out.read()
-        assert readback.ok, readback.describe()
-        np.testing.assert_array_equal(readback.region, getattr(indexing, kernel)(shape, dtype),
-                                      err_msg=str(launch))
+    check_index_map(simulator, impl.func, kernel, dtype)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -147,3 +152,41 @@ def test_monte_carlo_pi(simulator: Any, dtype: str) -> None:
     few = draw(11, 40)
     np.testing.assert_array_equal(draw(11, 40), few)
     assert not np.array_equal(draw(12, 40), few)
+
+
+# -- the same checks reject broken kernels ----------------------------------------------------
+
+
+@pytest.mark.parametrize("bug", ["missing bounds check", "x and y swapped",
+                                 "reduction drops the partial block"])
+def test_broken_kernel_is_rejected(simulator: Any, bug: str) -> None:
+    """A kernel with the bug fails the checks the bundled kernels pass (the simulator
+    raises IndexError for an access outside an array; the guards catch the rest)."""
+    from broken_numba_cuda_kernels import BROKEN
+
+    kernel, func = BROKEN[bug]
+
+    def check() -> None:
+        if kernel.startswith("index_map"):
+            check_index_map(simulator, func, kernel, "int32")
+        else:
+            check_implementation(simulator, func, kernel, sizes=(1, 7, 33))
+
+    with pytest.raises((AssertionError, IndexError)):
+        check()
+
+
+def test_threads_sharing_a_seed_are_rejected(simulator: Any) -> None:
+    """Every thread seeded alike replays one stream: repeated samples are caught."""
+    from numba import cuda
+    from numba.cuda.random import create_xoroshiro128p_states
+
+    from conformance.implementations.numba_cuda_impls import kernels
+
+    threads, n = 32, 512
+    one_state = create_xoroshiro128p_states(1, seed=7).copy_to_host()
+    states = cuda.to_device(np.repeat(one_state, threads))  # the bug: one seed for all
+    out = simulator.empty((n, 2), "float64")
+    kernels().monte_carlo_kernel("float64")[1, threads](states, out)
+    with pytest.raises(AssertionError, match="shared stream"):
+        check_monte_carlo_samples(np.asarray(simulator.to_host(out)), "float64")
