@@ -8,8 +8,8 @@ name (``histogram(x, nbins)``, ``monte_carlo_pi(seed, n)``).
 
 Every function runs under ``jax.jit``, built lazily on first call (importing
 this module imports no JAX).  Compilations are bounded: one per input shape
-and dtype, with the arguments that fix an output shape (``width``, ``nbins``,
-``n``) static; ``steps`` is a traced loop bound (``lax.fori_loop``), so the
+and dtype, with the arguments that fix a slice or output shape (``width``,
+``nbins``, ``n``) static; ``steps`` is a traced loop bound (``lax.fori_loop``), so the
 number of heat steps never triggers a recompilation.
 
 The thread-index kernels are not applicable: JAX exposes no thread index, and
