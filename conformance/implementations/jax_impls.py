@@ -4,13 +4,13 @@ JAX arrays are immutable, so every function *returns* its result instead of
 writing an ``out`` argument (``docs/kernels.md``, "Immutable arrays"): the
 in-place kernels return the updated array, reductions return a ``(1,)``
 array, and where ``out`` would have carried a size the function takes it by
-name (``histogram(x, nbins)``, ``monte_carlo_pi(seed, n)``).
+name (``histogram(x, nbins)``, ``monte_carlo_pi(seed, n, dtype)``).
 
 Every function runs under ``jax.jit``, built lazily on first call (importing
 this module imports no JAX).  Compilations are bounded: one per input shape
 and dtype, with the arguments that fix a slice or output shape (``width``,
-``nbins``, ``n``) static; ``steps`` is a traced loop bound (``lax.fori_loop``), so the
-number of heat steps never triggers a recompilation.
+``nbins``, ``n``) static; ``steps`` is a traced loop bound
+(``lax.fori_loop``), so the number of heat steps never recompiles.
 
 The thread-index kernels are not applicable: JAX exposes no thread index, and
 a ``jnp.arange`` would only restate the expected answer.
