@@ -17,7 +17,7 @@ from conformance.harness import Cell
 from conformance.specs import spec_for
 from pytest_gpucheck import hypothesis_profiles
 from pytest_gpucheck.registry import implementations, not_applicable_reason
-from pytest_gpucheck.report import set_cell
+from pytest_gpucheck.report import add_section, set_cell
 from pytest_gpucheck.selection import get_selection
 
 # Direct `pytest conformance/` without the feature plugin still needs the profiles.
@@ -86,3 +86,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # Skipped cells carry the backend name instead of a Cell.
         backend = value.backend if isinstance(value, Cell) else str(value)
         set_cell(item, backend=backend, family=spec_for(str(marker.args[0])).family)
+
+
+class JaxCompilations:
+    """Collects the XLA compilations each JAX conformance test made and reports them.
+
+    JAX compiles once per distinct input shape and dtype; the size buckets of
+    :mod:`pytest_gpucheck.strategies` bound that number per test.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.counts: dict[str, int] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for key, value in report.user_properties:
+            if key == "jax_compilations" and report.when == "call":
+                self.counts[report.nodeid] = int(value)
+
+    def pytest_sessionfinish(self) -> None:
+        if not self.counts:
+            return
+        worst = max(self.counts, key=lambda nodeid: self.counts[nodeid])
+        total = sum(self.counts.values())
+        line = (f"gpucheck: JAX compilations per conformance test: at most "
+                f"{self.counts[worst]} ({worst.rsplit('::', 1)[-1]}), {total} over "
+                f"{len(self.counts)} tests")
+        add_section(self.config, "jax_compilations", dict(sorted(self.counts.items())),
+                    f"{line.removeprefix('gpucheck: ')}\n", [line])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.has_plugin("gpucheck-jax-compilations"):
+        config.pluginmanager.register(JaxCompilations(config), "gpucheck-jax-compilations")
