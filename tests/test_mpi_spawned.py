@@ -19,6 +19,16 @@ pytestmark = pytest.mark.skipif(
     find_executable("mpiexec") is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'"
 )
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _use_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The jobs run in a temporary directory: make them import this checkout's
+    # packages (pytest_gpucheck, reference_kernels), installed or not.
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+
+
 RUN_LIMIT = 120  # seconds: a scenario that hangs fails here instead of stalling CI
 
 SCENARIOS = '''
