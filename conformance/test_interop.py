@@ -26,6 +26,7 @@ from pytest_gpucheck.interop.adapters.base import NotAvailable
 from pytest_gpucheck.interop.cases import Case, cases
 from pytest_gpucheck.interop.classify import exchange
 from pytest_gpucheck.interop.documented import DOCUMENTED, Documented, Verdict, judge
+from pytest_gpucheck.interop.dtypes import DTYPE_NAMES
 from pytest_gpucheck.interop.lifetime import check_lifetimes
 from pytest_gpucheck.interop.matrix import OUTCOMES_PROPERTY
 from pytest_gpucheck.interop.outcomes import InteropMismatch
@@ -90,9 +91,13 @@ def _prepare(pair: Pair, config: pytest.Config) -> tuple[Any, Any]:
     return producer, consumer
 
 
-def _strategy(producer: Any) -> st.SearchStrategy[Case]:
-    return cases(readonly=None if producer.readonly == "flag" else False).filter(
-        lambda case: producer.case_problem(case) is None)
+def _strategy(producer: Any, pair: Pair) -> st.SearchStrategy[Case]:
+    dtypes = pair.converter.dtypes or DTYPE_NAMES
+    usable = tuple(name for name in dtypes if producer.dtype_problem(name) is None)
+    if not usable:
+        pytest.skip(f"not available: {producer.name} holds none of {', '.join(dtypes)}")
+    readonly = None if producer.readonly == "flag" else False
+    return cases(usable, readonly=readonly)
 
 
 def _check(verdict: Verdict, tally: Tally) -> None:
@@ -117,7 +122,7 @@ def test_exchange(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
     _, profile = conformance_settings()
 
     @settings(profile, max_examples=profile.max_examples * EXAMPLES_FACTOR, deadline=None)
-    @given(case=_strategy(producer))
+    @given(case=_strategy(producer, interop_pair))
     def hand_over(case: Case) -> None:
         result = exchange(case, producer, consumer, interop_pair.converter)
         verdict = judge(case, result, interop_pair.converter)
@@ -142,7 +147,7 @@ def test_lifetime(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
     _, profile = conformance_settings()
 
     @settings(profile, max_examples=max(2, profile.max_examples // 4), deadline=None)
-    @given(batch=st.lists(_strategy(producer), min_size=LIFETIME_BATCH,
+    @given(batch=st.lists(_strategy(producer, interop_pair), min_size=LIFETIME_BATCH,
                           max_size=LIFETIME_BATCH))
     def drop_producer(batch: list[Case]) -> None:
         results = check_lifetimes(batch, producer, consumer, interop_pair.converter)

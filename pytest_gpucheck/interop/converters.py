@@ -52,6 +52,8 @@ class Converter:
     origin: Literal["library", "user"]
     expectation: Expectation
     func: Callable[[Any], Any] | None = None  # user converters; library ones are built
+    #: The dtypes the converter handles (None: every dtype of the suite).
+    dtypes: tuple[str, ...] | None = None
 
     @property
     def id(self) -> str:
@@ -104,13 +106,18 @@ def register_converter(
     consumer: str,
     protocol: str = "custom",
     name: str | None = None,
+    dtypes: tuple[str, ...] | None = None,
 ) -> Converter:
     """Register ``func(producer_array) -> consumer_array`` as a zero-copy converter.
 
     The interop suite then checks it like a library protocol, and requires
     zero-copy: a copy, lost strides, a changed dtype, a lost read-only flag
-    or a consumer that outlives the producer's memory all fail.
+    or a consumer that outlives the producer's memory all fail.  ``dtypes``
+    limits the cases to the dtype names the converter handles (see
+    ``pytest_gpucheck.interop.dtypes.DTYPE_NAMES``); by default it gets all.
     """
+    from .dtypes import DTYPE_NAMES
+
     _check_backend("producer", producer)
     _check_backend("consumer", consumer)
     if protocol in PROTOCOLS:
@@ -118,18 +125,28 @@ def register_converter(
             f"converter protocol={protocol!r} is a library protocol; name yours "
             "differently (e.g. protocol='custom')"
         )
+    unknown = sorted(set(dtypes or ()) - set(DTYPE_NAMES))
+    if unknown:
+        raise pytest.UsageError(f"converter dtypes={unknown} are not suite dtypes; use names "
+                                "from: " + ", ".join(DTYPE_NAMES))
     name = name or getattr(func, "__name__", "converter")
     if name in _user_converters and _user_converters[name].func is not func:
         raise pytest.UsageError(f"a converter named {name!r} is already registered; "
                                 "pass name= to tell them apart")
     registered = Converter(producer, consumer, protocol, name=name, origin="user",
-                           expectation="zero-copy", func=func)
+                           expectation="zero-copy", func=func,
+                           dtypes=tuple(dtypes) if dtypes else None)
     _user_converters[name] = registered
     return registered
 
 
 def converter(
-    *, producer: str, consumer: str, protocol: str = "custom", name: str | None = None
+    *,
+    producer: str,
+    consumer: str,
+    protocol: str = "custom",
+    name: str | None = None,
+    dtypes: tuple[str, ...] | None = None,
 ) -> Callable[[F], F]:
     """Decorator form of :func:`register_converter`.
 
@@ -144,7 +161,7 @@ def converter(
 
     def decorate(func: F) -> F:
         register_converter(func, producer=producer, consumer=consumer, protocol=protocol,
-                           name=name)
+                           name=name, dtypes=dtypes)
         return func
 
     return decorate

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from .outcomes import Outcome
-from .pairs import CELL_PROPERTY
 
+#: user_properties key naming an item's matrix cell.
+CELL_PROPERTY = "gpucheck_interop_cell"
+#: user_properties key of what an item measured.
 OUTCOMES_PROPERTY = "gpucheck_interop_outcomes"
 ORDER = [o.value for o in Outcome]
 

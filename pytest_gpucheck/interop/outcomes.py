@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .facts import ArrayFacts
+if TYPE_CHECKING:
+    from .facts import ArrayFacts
 
 
 class Outcome(str, enum.Enum):

@@ -13,8 +13,9 @@ from .converters import PROTOCOLS, Converter, library_converter, user_converters
 if TYPE_CHECKING:
     from .adapters.base import Adapter
 
-#: user_properties key naming an item's matrix cell.
-CELL_PROPERTY = "gpucheck_interop_cell"
+from .matrix import CELL_PROPERTY
+
+__all__ = ["CELL_PROPERTY", "Pair", "available_frameworks", "pair_params"]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,12 @@
-"""pytest hooks of the interop suite: the pair matrix in the terminal and in ``--gpu-report``."""
+"""pytest hooks of the interop suite: the pair matrix in the terminal and in ``--gpu-report``.
+
+Loading this module imports no array framework (not even NumPy): the suite's
+modules are imported by the suite itself.
+"""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -39,13 +45,15 @@ class InteropRecorder:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    from .pairs import CELL_PROPERTY, Pair
-
+    pairs = sys.modules.get(f"{__package__}.pairs")
+    if pairs is None:  # the suite was not collected, so no item is a pair
+        return
+    cell_property, pair_type = pairs.CELL_PROPERTY, pairs.Pair
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         pair = params.get("interop_pair")
-        if isinstance(pair, Pair):
-            item.user_properties.append((CELL_PROPERTY, pair.cell()))
+        if isinstance(pair, pair_type):
+            item.user_properties.append((cell_property, pair.cell()))
 
 
 @pytest.hookimpl(tryfirst=True)
