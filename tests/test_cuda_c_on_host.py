@@ -152,3 +152,35 @@ def test_rejects_tiled_matmul_without_partial_tiles(host: Any) -> None:
                                                "for (idx_t t = 0; t + TILE <= k; t += TILE)"))
     with pytest.raises(AssertionError, match="Arrays are not equal"):
         check_implementation(host, broken, "matmul_tiled", sizes=(7,))
+
+
+# -- the registered raw implementations, end to end ----------------------------------------------
+def _registered_raw() -> list[Any]:
+    import conformance.implementations.cuda_python_impls as cuda_python_impls
+    import conformance.implementations.cupy_impls as cupy_impls
+    from pytest_gpucheck.registry import implementations
+
+    modules = {cupy_impls.__name__: cupy_impls, cuda_python_impls.__name__: cuda_python_impls}
+    return [pytest.param(modules[impl.func.__module__], impl, id=f"{impl.id}:{impl.kernel}")
+            for backend in ("cupy", "cuda-python")
+            for impl in implementations(backend=backend, origin="bundled")
+            if impl.func.__module__ in modules and impl.name in ("raw", "nvrtc")]
+
+
+@pytest.mark.parametrize(("module", "impl"), _registered_raw())
+def test_registered_raw_implementation_on_host(host: Any, module: Any, impl: Any,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each registered ``raw``/``nvrtc`` function passes its arguments to the right driver.
+
+    Only the framework's launcher is swapped for the host one: registration,
+    argument order, driver and CUDA C all run as they would on a GPU.
+    """
+    monkeypatch.setattr(module, "_run", lambda _array: HostLauncher())
+    if impl.takes_launch:
+        check_index_map(host, impl.func, impl.kernel)
+    elif impl.kernel == "monte_carlo_pi":
+        out = np.empty((2000, 2), np.float64)
+        impl.func(99, out)
+        check_monte_carlo_samples(out, "float64")
+    else:
+        assert check_implementation(host, impl.func, impl.kernel, sizes=(0, 1, 33)) > 0
