@@ -34,9 +34,10 @@ def impl(request: pytest.FixtureRequest) -> Cell:
 def _kernel_of(metafunc: pytest.Metafunc) -> str:
     marker = metafunc.definition.get_closest_marker("gpu_kernel")
     if marker is None or not marker.args:
-        raise pytest.UsageError(
+        pytest.fail(
             f"{metafunc.definition.nodeid} requests `impl` but has no "
-            "@pytest.mark.gpu_kernel('<kernel>'); add the marker naming the kernel"
+            "@pytest.mark.gpu_kernel('<kernel>'); add the marker naming the kernel",
+            pytrace=False,
         )
     kernel = str(marker.args[0])
     spec_for(kernel)  # unknown kernels fail at collection, with the known names
