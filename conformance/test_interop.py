@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conformance.harness import conformance_settings
@@ -91,13 +91,33 @@ def _prepare(pair: Pair, config: pytest.Config) -> tuple[Any, Any]:
     return producer, consumer
 
 
-def _strategy(producer: Any, pair: Pair) -> st.SearchStrategy[Case]:
+def _usable_dtypes(producer: Any, pair: Pair) -> tuple[str, ...]:
     dtypes = pair.converter.dtypes or DTYPE_NAMES
     usable = tuple(name for name in dtypes if producer.dtype_problem(name) is None)
     if not usable:
         pytest.skip(f"not available: {producer.name} holds none of {', '.join(dtypes)}")
+    return usable
+
+
+def _strategy(producer: Any, pair: Pair) -> st.SearchStrategy[Case]:
     readonly = None if producer.readonly == "flag" else False
-    return cases(usable, readonly=readonly)
+    return cases(_usable_dtypes(producer, pair), readonly=readonly)
+
+
+def _anchors(producer: Any, pair: Pair) -> list[Case]:
+    """Cases every run checks first, whatever hypothesis draws: one per layout kind."""
+    usable = _usable_dtypes(producer, pair)
+    dtype = "float64" if "float64" in usable else usable[0]
+    anchors = [
+        Case(dtype, (3, 4)),
+        Case(dtype, (3, 4), order="F"),  # a transposed view
+        Case(dtype, (4, 6), view=((1, 4, 1), (0, 6, 2))),  # offset and gaps
+        Case(dtype, ()),
+        Case(dtype, (0, 3)),
+    ]
+    if producer.readonly == "flag":
+        anchors.append(Case(dtype, (5,), readonly=True))
+    return anchors
 
 
 def _check(verdict: Verdict, tally: Tally) -> None:
@@ -131,6 +151,8 @@ def test_exchange(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
             return
         _check(verdict, tally)
 
+    for anchor in _anchors(producer, interop_pair):
+        hand_over = example(case=anchor)(hand_over)
     try:
         hand_over()
     finally:
@@ -158,6 +180,7 @@ def test_lifetime(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
                 continue
             _check(verdict, tally)
 
+    drop_producer = example(batch=_anchors(producer, interop_pair))(drop_producer)
     try:
         drop_producer()
     finally:

@@ -81,9 +81,10 @@ from hypothesis import Phase, settings
 from pytest_gpucheck.interop import converter
 from interop_broken_converters import BROKEN, honest
 
-# Few examples and no shrinking: each broken converter fails on its first case.
-settings.register_profile("interop-proof", max_examples=6, deadline=None,
-                          phases=(Phase.explicit, Phase.generate))
+# The suite's anchor cases (one per layout, run first) and no shrinking: each
+# broken converter fails on the first case that exposes it, deterministically.
+settings.register_profile("interop-proof", max_examples=2, deadline=None,
+                          derandomize=True, phases=(Phase.explicit, Phase.generate))
 settings.load_profile("interop-proof")
 
 NUMPY_DTYPES = ("bool", "int8", "int64", "uint8", "float16", "float32", "float64",
