@@ -15,6 +15,7 @@ import importlib
 import itertools
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import hypothesis.extra.numpy as hnp
@@ -67,8 +68,8 @@ def assert_near_exact(result: np.ndarray, exact: float, abs_sum: float, terms: i
 # -- registry ------------------------------------------------------------------
 
 def test_every_contract_kernel_has_a_reference_and_a_family() -> None:
-    with open("docs/kernels.md", encoding="utf-8") as contract:
-        lines = contract.readlines()
+    contract = Path(__file__).resolve().parents[1] / "docs" / "kernels.md"
+    lines = contract.read_text(encoding="utf-8").splitlines()
     documented = {
         line.split("`")[1]
         for line in lines
