@@ -20,21 +20,21 @@ from .device_copy import L2Flusher, default_flush_bytes
 from .environment import describe
 from .measure import RoundRunner, calibrate_iterations, warm_up
 from .records import BenchmarkRecord
+from .settings import DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS, MEASURE_KEYS, SETTING_NAMES
 from .timing import timer_for
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
     from .baseline import BaselineStore
 
-MEASURE_KEYS = ("rounds", "warmup_rounds", "iterations", "l2_flush", "bytes", "flops")
 
 
 @dataclass
 class MeasureDefaults:
     """Run-wide measurement settings (ini and command line)."""
 
-    rounds: int = 30
-    warmup_rounds: int = 2
+    rounds: int = DEFAULT_ROUNDS
+    warmup_rounds: int = DEFAULT_WARMUP_ROUNDS
     l2_flush: bool = False
     cpu_clock: str = "auto"
 
@@ -167,8 +167,6 @@ def _extra_info(record: BenchmarkRecord) -> dict[str, Any]:
 
 def marker_settings(item: pytest.Item) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split the ``gpu_bench`` marker's keywords into (measurement, gate) settings."""
-    from .gate import SETTING_NAMES
-
     marker = item.get_closest_marker("gpu_bench")
     if marker is None:
         return {}, {}

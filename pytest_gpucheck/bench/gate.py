@@ -30,15 +30,17 @@ from typing import Any, Literal
 import numpy as np
 
 from .records import BenchmarkRecord
+from .settings import (
+    DEFAULT_ALPHA,
+    DEFAULT_KEEP_FRACTION,
+    DEFAULT_MIN_EFFECT,
+    DEFAULT_MIN_ROUNDS,
+    SETTING_NAMES,
+)
 from .stats import mann_whitney_u
 
 Status = Literal["regression", "improvement", "unchanged", "no-baseline", "not-comparable"]
 
-DEFAULT_ALPHA = 0.001
-DEFAULT_MIN_EFFECT = 0.07
-DEFAULT_KEEP_FRACTION = 0.5
-#: Below this many rounds on either side the U test cannot reach a strict level.
-DEFAULT_MIN_ROUNDS = 10
 
 
 @dataclass(frozen=True)
@@ -75,9 +77,6 @@ class GateSettings:
         """The fastest ``keep_fraction`` of ``samples`` (at least two)."""
         count = max(int(len(samples) * self.keep_fraction), min(2, len(samples)))
         return sorted(samples)[:count]
-
-
-SETTING_NAMES = ("alpha", "min_effect", "min_rounds", "keep_fraction")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,183 @@
+"""The benchmark feature's per-process state: settings, baselines, results.
+
+Imported when pytest configures, not when it loads the plugin, so a plain
+``pytest`` run without benchmarks never imports NumPy through this feature.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .baseline import BaselineError, BaselineStore
+from .fixture import MeasureDefaults, marker_settings
+from .gate import GateSettings, Verdict, compare, parse_override_line, settings_for
+from .records import BenchmarkRecord
+from .settings import DEFAULT_ALPHA, DEFAULT_BASELINE_DIR
+from .summary import gate_markdown, gate_terminal_lines
+from .timing import CPU_CLOCK_CHOICES
+
+
+@dataclass
+class BenchSession:
+    """The benchmark feature's state for one pytest process."""
+
+    store: BaselineStore
+    save: bool
+    compare: bool
+    plot: Path | None
+    gate: GateSettings
+    overrides: list[str]
+    measure: MeasureDefaults
+    run_id: str
+    process: str
+    is_worker: bool
+    local_records: list[BenchmarkRecord] = field(default_factory=list)
+    #: (record, verdict) from every report of the run, workers' included.
+    results: list[tuple[BenchmarkRecord, Verdict | None]] = field(default_factory=list)
+    saved: list[Path] = field(default_factory=list)
+    save_error: str = ""
+
+    def judge(self, item: pytest.Item, record: BenchmarkRecord) -> Verdict:
+        _, marker_gate = marker_settings(item)
+        try:
+            settings = settings_for(record.name, self.gate, self.overrides, marker_gate)
+        except ValueError as exc:
+            pytest.fail(f"gpu_bench gate settings of {record.name}: {exc}", pytrace=False)
+        env = record.environment
+        baseline = self.store.baseline(record.name, env.device_model, record.backend)
+        verdict = compare(baseline, record, settings)
+        if verdict.status == "no-baseline":
+            others = [d for d in self.store.devices_with(record.name, record.backend)
+                      if d != env.device_slug]
+            if others:
+                verdict = Verdict(**{**verdict.__dict__, "reason": (
+                    f"no baseline on {env.device_model}; baselines of it exist only for "
+                    f"{', '.join(others)} (never compared across device models)")})
+        return verdict
+
+    # -- called by the plugin's hooks -----------------------------------------------
+    def add_report(self, report: pytest.TestReport) -> None:
+        """Keep the record and verdict a call report carries (local or from a worker)."""
+        data = getattr(report, "gpucheck_bench", None)
+        if not data or report.when != "call":
+            return
+        record = BenchmarkRecord.from_dict(data["record"])
+        verdict = _verdict_from_dict(data["verdict"]) if data.get("verdict") else None
+        self.results.append((record, verdict))
+
+    def finish(self, session: pytest.Session) -> None:
+        """Save this process's records; in the main process, publish the summary."""
+        if self.save and self.local_records:
+            try:
+                self.saved = self.store.save(self.local_records, self.run_id, self.process)
+            except OSError as exc:
+                self.save_error = (f"gpucheck: could not save benchmark results to "
+                                   f"{self.store.root}: {exc}")
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if not self.is_worker and (self.results or self.save_error):
+            _publish(session.config, self)
+
+
+def _float_ini(config: pytest.Config, name: str) -> float:
+    value = config.getini(name)
+    try:
+        return float(value)
+    except ValueError:
+        raise pytest.UsageError(f"ini {name} = {value!r} is not a number; "
+                                f"set it to a number such as {DEFAULT_ALPHA}") from None
+
+
+def session_from_config(config: pytest.Config) -> BenchSession:
+    folder = (config.getoption("gpu_bench_baseline") or config.getini("gpu_bench_baseline")
+              or str(config.rootpath / DEFAULT_BASELINE_DIR))
+    plot = config.getoption("gpu_bench_plot")
+    if plot and not str(plot).endswith(".html"):
+        raise pytest.UsageError(f"--gpu-bench-plot={plot}: the plot is HTML; "
+                                "give a path ending in .html")
+    try:
+        gate = GateSettings(
+            alpha=_float_ini(config, "gpu_bench_alpha"),
+            min_effect=_float_ini(config, "gpu_bench_min_effect"),
+            min_rounds=int(_float_ini(config, "gpu_bench_min_rounds")),
+            keep_fraction=_float_ini(config, "gpu_bench_keep_fraction"),
+        )
+        gate.validate()
+        overrides = [line for line in config.getini("gpu_bench_overrides") if line.strip()]
+        for line in overrides:
+            gate.with_overrides(parse_override_line(line)[1])
+    except ValueError as exc:
+        raise pytest.UsageError(f"gpucheck benchmark gate settings: {exc}") from None
+    measure = MeasureDefaults(
+        rounds=int(_float_ini(config, "gpu_bench_rounds")),
+        warmup_rounds=int(_float_ini(config, "gpu_bench_warmup_rounds")),
+        l2_flush=bool(config.getoption("gpu_bench_l2_flush")),
+        cpu_clock=str(config.getini("gpu_bench_cpu_clock")).strip(),
+    )
+    if measure.cpu_clock not in CPU_CLOCK_CHOICES:
+        raise pytest.UsageError(f"ini gpu_bench_cpu_clock = {measure.cpu_clock!r}; "
+                                f"use {', '.join(CPU_CLOCK_CHOICES)}")
+    if measure.rounds < 1 or measure.warmup_rounds < 0:
+        raise pytest.UsageError("ini gpu_bench_rounds must be >= 1 and gpu_bench_warmup_rounds "
+                                ">= 0")
+    workerinput = getattr(config, "workerinput", None)
+    session = BenchSession(
+        store=BaselineStore(Path(folder)),
+        save=bool(config.getoption("gpu_bench_save")),
+        compare=bool(config.getoption("gpu_bench_compare")),
+        plot=Path(plot) if plot else None,
+        gate=gate,
+        overrides=overrides,
+        measure=measure,
+        run_id=str(workerinput["testrunuid"]) if workerinput else uuid.uuid4().hex,
+        process=str(workerinput["workerid"]) if workerinput else "main",
+        is_worker=workerinput is not None,
+    )
+    try:
+        if session.compare:
+            session.store.require_root("--gpu-bench-compare")
+        if session.compare or session.save or session.plot:
+            session.store.load_all()
+    except BaselineError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return session
+
+
+def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
+    settings = GateSettings(alpha=float(data["alpha"]), min_effect=float(data["min_effect"]),
+                            keep_fraction=float(data.get("keep_fraction", 1.0)))
+    return Verdict(name=data["name"], backend=data["backend"], device=data["device"],
+                   status=data["status"], baseline_median=data["baseline_median"],
+                   new_median=data["new_median"], pvalue=data["pvalue"], settings=settings,
+                   reason=data.get("reason", ""))
+
+
+def _publish(config: pytest.Config, state: BenchSession) -> None:
+    from ..report import add_section
+
+    lines = gate_terminal_lines(state.results, compared=state.compare)
+    if state.save_error:
+        lines.append(state.save_error)
+    if state.saved:
+        lines.append(f"gpucheck: saved {len(state.local_records)} benchmark result(s) to "
+                     f"{state.store.root}")
+    elif state.save and not state.is_worker:
+        lines.append(f"gpucheck: benchmark results saved by the workers to {state.store.root}")
+    if state.plot is not None:
+        from .plot import write_plot
+
+        write_plot(state.plot, state.results, state.store)
+        lines.append(f"gpucheck: benchmark plot written to {state.plot}")
+    data = {
+        "compared": state.compare,
+        "baseline_dir": str(state.store.root),
+        "results": [{"record": record.as_dict(),
+                     "verdict": verdict.as_dict() if verdict else None}
+                    for record, verdict in state.results],
+    }
+    add_section(config, "benchmarks", data, gate_markdown(state.results, compared=state.compare),
+                lines)
