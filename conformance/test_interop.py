@@ -28,7 +28,7 @@ from pytest_gpucheck.interop.classify import exchange
 from pytest_gpucheck.interop.documented import DOCUMENTED, Documented, Verdict, judge
 from pytest_gpucheck.interop.dtypes import DTYPE_NAMES
 from pytest_gpucheck.interop.lifetime import check_lifetimes
-from pytest_gpucheck.interop.matrix import OUTCOMES_PROPERTY
+from pytest_gpucheck.interop.matrix import EXPORT_PROPERTY, OUTCOMES_PROPERTY
 from pytest_gpucheck.interop.outcomes import InteropMismatch
 from pytest_gpucheck.interop.pairs import Pair, available_frameworks, pair_params
 from pytest_gpucheck.selection import get_selection
@@ -49,6 +49,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                                                          "dlpack-copy", "cai")
         params = pair_params(config, protocols)
         metafunc.parametrize("interop_pair", params or [_nothing_selected()])
+    if "interop_producer" in metafunc.fixturenames:
+        names = available_frameworks(config)
+        metafunc.parametrize("interop_producer", [pytest.param(n, id=n) for n in names]
+                             or [_nothing_selected()])
     if "documented" in metafunc.fixturenames:
         metafunc.parametrize("documented", [e for e in DOCUMENTED if e.trigger],
                              ids=lambda e: e.key)
@@ -186,6 +190,39 @@ def test_lifetime(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
     finally:
         tally.record(request.node)
     _finish(tally, reasons)
+
+
+@pytest.mark.interop
+def test_dlpack_export(interop_producer: str, request: pytest.FixtureRequest) -> None:
+    """``__dlpack_device__`` is truthful and ``__dlpack__`` honours every keyword it takes."""
+    from pytest_gpucheck.interop.export import check_dlpack_export
+
+    producer = get_adapter(get_selection(request.config).backend(interop_producer))
+    seen: dict[str, Any] = {"producer": interop_producer}
+
+    _, profile = conformance_settings()
+
+    @settings(profile, deadline=None)
+    @given(case=cases(_usable_dtypes(producer, _export_pair(interop_producer)),
+                      readonly=None if producer.readonly == "flag" else False)
+           .filter(lambda case: case.dtype != "bfloat16"))  # NumPy's export refuses it
+    def export(case: Case) -> None:
+        report = check_dlpack_export(producer, case)
+        seen.update(device=report.device, versioned=report.versioned,
+                    keywords=report.keywords)
+        if report.problems:
+            raise InteropMismatch(f"{interop_producer}: {case!r}\n" + "\n".join(report.problems))
+
+    try:
+        export()
+    finally:
+        request.node.user_properties.append((EXPORT_PROPERTY, seen))
+
+
+def _export_pair(producer: str) -> Pair:
+    from pytest_gpucheck.interop.converters import library_converter
+
+    return Pair(library_converter("dlpack", producer, producer))
 
 
 def test_documented_behaviour_reproduces(documented: Documented,

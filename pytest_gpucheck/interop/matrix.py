@@ -19,6 +19,8 @@ from .outcomes import Outcome
 CELL_PROPERTY = "gpucheck_interop_cell"
 #: user_properties key of what an item measured.
 OUTCOMES_PROPERTY = "gpucheck_interop_outcomes"
+#: user_properties key of a producer's DLPack export check.
+EXPORT_PROPERTY = "gpucheck_interop_export"
 ORDER = [o.value for o in Outcome]
 
 
@@ -49,9 +51,14 @@ class PairMatrix:
     """All cells, keyed by (protocol, producer, consumer)."""
 
     cells: dict[tuple[str, str, str], Cell] = field(default_factory=dict)
+    #: producer -> what its __dlpack__ did (device, versioned capsule, keywords, passed)
+    exports: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def record(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
+        export = props.get(EXPORT_PROPERTY)
+        if export and _final_phase(report):
+            self.exports[export["producer"]] = {**export, "passed": report.passed}
         where = props.get(CELL_PROPERTY)
         if not where or not _final_phase(report):
             return
@@ -87,6 +94,7 @@ class PairMatrix:
                  "reason": cell.reason}
                 for (p, a, b), cell in sorted(self.cells.items())
             ],
+            "dlpack_exports": [self.exports[name] for name in sorted(self.exports)],
         }
 
     def _table(self, protocol: str) -> tuple[list[str], list[list[str]]]:
@@ -109,6 +117,9 @@ class PairMatrix:
             for row in [header, *rows]:
                 cells = (value.ljust(width) for value, width in zip(row, widths, strict=True))
                 lines.append("  " + "  ".join(cells))
+        if self.exports:
+            lines.append("interop DLPack export (device; capsule for max_version=(1, 0)):")
+            lines += [f"  {line}" for line in self._export_lines()]
         lines += self._notes()
         return lines
 
@@ -120,8 +131,20 @@ class PairMatrix:
                     "|" + " --- |" * len(header)]
             out += ["| " + " | ".join(row) + " |" for row in rows]
             out.append("")
+        if self.exports:
+            out += ["### DLPack export", ""] + [f"- {line}" for line in self._export_lines()] + [""]
         out += self._notes()
         return "\n".join(out) + "\n"
+
+    def _export_lines(self) -> list[str]:
+        lines = []
+        for name, export in sorted(self.exports.items()):
+            versioned = {True: "versioned", False: "legacy (unversioned)", None: "?"}[
+                export.get("versioned")]
+            status = "ok" if export.get("passed") else "FAILED"
+            lines.append(f"{name}: {status}, device {tuple(export.get('device') or ())}, "
+                         f"{versioned}, keywords {', '.join(export.get('keywords') or [])}")
+        return lines
 
     def _notes(self) -> list[str]:
         from .documented import DOCUMENTED
