@@ -7,6 +7,7 @@ are listed by rank 0; the exit status says the run failed.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -68,7 +69,7 @@ def _run_launched(pytester: pytest.Pytester, *args: str) -> subprocess.Completed
 
 
 def test_launched_mode(pytester: pytest.Pytester) -> None:
-    done = _run_launched(pytester)
+    done = _run_launched(pytester, "--gpu-report=report.json")
     out = done.stdout
 
     assert out.count("test session starts") == 1  # rank 0 prints, rank 1 is silent
@@ -82,6 +83,10 @@ def test_launched_mode(pytester: pytest.Pytester) -> None:
     assert "rank 1: test_launched.py::test_unmarked_fails_on_rank_1_only (call)" in out
     assert "unmarked test broke on rank 1" in out
     assert done.returncode != 0
+    # rank 0 alone writes the report, with every rank's device binding
+    mpi = json.loads((pytester.path / "report.json").read_text())["sections"]["mpi"]
+    assert mpi["mode"] == "launched"
+    assert [b["local_rank"] for b in mpi["bindings"]] == [0, 1]
 
 
 def test_launched_mode_selects_with_the_marker(pytester: pytest.Pytester) -> None:

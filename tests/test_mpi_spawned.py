@@ -132,6 +132,10 @@ def test_spawned_mode(pytester: pytest.Pytester) -> None:
 
     # The ranks list [2, 64] ran with 2 and says why not with 64 (-rP shows the section).
     assert re.search(r"ran with 2 rank\(s\): \S*mpiexec -n 2; not run with 64 rank\(s\)", out)
+    # The first job (4 tests) ends at the raise, the second (the 2 left) at the hang, the
+    # third runs the last one: a stopped job costs only the tests after it a restart.
+    jobs = re.findall(r"gpucheck mpi: \S*mpiexec -n 2: (\d) test\(s\)", out)
+    assert jobs == ["4", "2", "1"]
     assert _live_processes_mentioning(str(pytester.path)) == []  # nothing left behind
     assert seconds < RUN_LIMIT
 

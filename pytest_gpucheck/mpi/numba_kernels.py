@@ -1,3 +1,5 @@
+# mypy: disable-error-code="call-arg,var-annotated"
+# (numba types cuda.grid as an intrinsic taking a typing context; in a kernel it takes ndim)
 """``@cuda.jit`` kernels of :class:`.device_ops.NumbaOps`, compiled on first launch.
 
 Imported only when a Numba device backend is used (``numba.cuda`` is imported

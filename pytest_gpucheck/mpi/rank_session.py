@@ -72,6 +72,8 @@ class RankSession:
         self._active: set[str] = set()
         self._saved_stdout: TextIO | None = None
         if self.rank != 0:
+            # Only rank 0 writes the --gpu-report file (every rank would race for it).
+            config.option.gpu_report = None
             # Only rank 0 prints: the terminal reporter, created right after this
             # hook, writes to whatever sys.stdout is then; restored in restore_stdout.
             self._saved_stdout = sys.stdout
@@ -95,6 +97,23 @@ class RankSession:
         mine = RankBinding(self.rank, self.host, self.local_rank, self.local_size, device.index,
                            len(cuda_driver().devices), device.how)
         self.bindings = self.world.allgather(mine)
+        if self.rank == 0:
+            from dataclasses import asdict
+
+            from ..report import add_section
+
+            rows = "\n".join(
+                f"| {b.rank} | {b.host} | {b.local_rank}/{b.local_size} | "
+                f"{b.device_index if b.device_count else 'no GPU'} | {b.how} |"
+                for b in self.bindings)
+            add_section(
+                self.config, "mpi",
+                {"mode": "launched", "launcher": self.launched.launcher, "ranks": self.size,
+                 "bindings": [asdict(b) for b in self.bindings]},
+                f"## MPI\n\n{self.size} rank(s) under a launcher ({self.launched.launcher}).\n\n"
+                "| rank | host | local rank | device | how |\n| --- | --- | --- | --- | --- |\n"
+                f"{rows}\n",
+            )
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = [f"gpucheck mpi: {self.size} rank(s) under a launcher ({self.launched.launcher}); "

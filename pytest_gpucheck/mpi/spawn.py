@@ -12,6 +12,7 @@ failure and the tests after it run in a fresh job.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -51,6 +52,7 @@ class SpawnRouter:
         self.default_timeout = default_timeout
         self.unusable = unusable  # why spawning cannot work here (no launcher, no mpi4py)
         self.runs: dict[str, ItemRuns] = {}
+        self.jobs: list[dict[str, object]] = []
         self._done = False
 
     def timeout_of(self, spec: MpiSpec) -> float:
@@ -101,6 +103,32 @@ class SpawnRouter:
                 pending = self._collect(run, pending, count)
 
     def _job(self, items: list[pytest.Item], count: int) -> ChildRun:
+        started = time.monotonic()
+        run = self._start_job(items, count)
+        self.jobs.append({
+            "ranks": count, "command": self.launcher.describe(count), "tests": len(items),
+            "returncode": run.returncode, "timed_out": run.timed_out,
+            "seconds": round(time.monotonic() - started, 2),
+        })
+        self._publish()
+        return run
+
+    def _publish(self) -> None:
+        from ..report import add_section
+
+        rows = "\n".join(f"| `{j['command']}` | {j['tests']} | {j['seconds']} | {j['returncode']} |"
+                         for j in self.jobs)
+        add_section(
+            self.config, "mpi",
+            {"mode": "spawned", "launcher": list(self.launcher.template),
+             "max_ranks": self.launcher.max_ranks, "jobs": self.jobs},
+            "## MPI jobs\n\n| command | tests | seconds | exit code |\n| --- | --- | --- | --- |\n"
+            f"{rows}\n",
+            [f"gpucheck mpi: {j['command']}: {j['tests']} test(s) in {j['seconds']} s, "
+             f"exit code {j['returncode']}" for j in self.jobs],
+        )
+
+    def _start_job(self, items: list[pytest.Item], count: int) -> ChildRun:
         budget = sum(self.timeout_of(mpi_spec(item) or MpiSpec((count,), None))
                      for item in items)
         extra = [f"--gpu-mpi-timeout={self.default_timeout:g}"]
