@@ -211,7 +211,11 @@ class CudaCoreEventTimer(CudaEventTimer):
     def _record(self, event: Any) -> Any:
         from ..backends.cuda_python_backend import _cuda_core
 
-        options = _cuda_core().EventOptions(timing_enabled=True)
+        core = _cuda_core()
+        try:
+            options = core.EventOptions(timing_enabled=True)
+        except TypeError:  # cuda.core before 0.5 named it enable_timing
+            options = core.EventOptions(enable_timing=True)
         return self.backend.stream.record(options=options)  # type: ignore[attr-defined]
 
     def _elapsed_seconds(self, start: Any, end: Any) -> float:
