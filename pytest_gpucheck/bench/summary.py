@@ -77,7 +77,7 @@ def gate_markdown(results: list[Result], *, compared: bool) -> str:
                 "" if record.gflops is None else f"{record.gflops:.3g}",
                 (verdict.status if verdict else ("not compared" if not compared else "")),
                 "" if change is None else f"{change:+.1%}",
-                "" if confidence is None else f"{confidence:.4f}",
+                "" if confidence is None else f"{confidence:.6f}",
             ]) + " |"
         )
     return "\n".join(lines) + "\n"
