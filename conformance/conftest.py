@@ -103,7 +103,7 @@ class JaxCompilations:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
             if key == "jax_compilations" and report.when == "call":
-                self.counts[report.nodeid] = int(value)
+                self.counts[report.nodeid] = int(str(value))
 
     def pytest_sessionfinish(self) -> None:
         if not self.counts:

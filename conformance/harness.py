@@ -89,7 +89,7 @@ def conformance_settings() -> tuple[str, settings]:
         # Hypothesis loads its own built-in "ci" when CI is set, before ours is
         # registered: take ours by name, not the loaded object.
         return current, settings.get_profile(current)
-    if current != "default":
+    if current != "default" and settings.default is not None:
         return current, settings.default
     name = "ci" if os.environ.get("CI") else "dev"
     return name, settings.get_profile(name)
@@ -211,7 +211,7 @@ class _JaxCompiles:
         if not cls.installed:
             import jax.monitoring
 
-            def listener(event: str, _duration: float, **_kwargs: Any) -> None:
+            def listener(event: str, duration_secs: float, **kwargs: str | int) -> None:
                 if event.endswith("backend_compile_duration"):
                     cls.count += 1
 

@@ -27,7 +27,7 @@ import pytest
 
 PROFILES: dict[str, dict[str, object]] = {
     "dev": {"max_examples": 10},
-    "ci": {"max_examples": 12, "derandomize": True, "database": None, "print_blob": True},
+    "ci": {"max_examples": 12, "derandomize": True, "database": None},
     "thorough": {"max_examples": 200},
 }
 

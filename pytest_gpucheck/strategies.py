@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from hypothesis import strategies as st
@@ -144,8 +144,10 @@ def finite_floats(dtype: DTypeLike, bound: float) -> st.SearchStrategy[Any]:
     elementwise rules would have to accept anything near zero otherwise.
     """
     dtype = np.dtype(dtype)
-    bound = float(dtype.type(bound))  # hypothesis wants bounds representable in the width
-    return st.floats(-bound, bound, width=dtype.itemsize * 8, allow_subnormal=False,
+    # hypothesis wants bounds representable in the width
+    bound = float(np.asarray(bound).astype(dtype))
+    width: Literal[16, 32, 64] = {2: 16, 4: 32}.get(dtype.itemsize, 64)  # type: ignore[assignment]
+    return st.floats(-bound, bound, width=width, allow_subnormal=False,
                      allow_nan=False, allow_infinity=False)
 
 
