@@ -40,7 +40,10 @@ def _kernel_of(metafunc: pytest.Metafunc) -> str:
             pytrace=False,
         )
     kernel = str(marker.args[0])
-    spec_for(kernel)  # unknown kernels fail at collection, with the known names
+    try:
+        spec_for(kernel)
+    except KeyError as exc:  # one line naming the known kernels
+        pytest.fail(f"{metafunc.definition.nodeid}: {exc.args[0]}", pytrace=False)
     return kernel
 
 

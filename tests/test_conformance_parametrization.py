@@ -75,3 +75,15 @@ def test_missing_kernel_marker_is_a_usage_error(pytester: pytest.Pytester) -> No
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*requests `impl` but has no @pytest.mark.gpu_kernel*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_unknown_kernel_names_the_known_ones(pytester: pytest.Pytester) -> None:
+    suite = pytester.mkpydir("suites")
+    (suite / "conftest.py").write_text(
+        (Path(SUITES) / "conftest.py").read_text(encoding="utf-8"), encoding="utf-8")
+    (suite / "test_mine.py").write_text(
+        "import pytest\n\n@pytest.mark.gpu_kernel('vector_ad')\n"
+        "def test_x(impl):\n    pass\n", encoding="utf-8")
+    result = pytester.runpytest_subprocess(str(suite), "-p", "no:cacheprovider", "-n0")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*no conformance spec for kernel 'vector_ad'; known: vector_add*"])
