@@ -138,7 +138,7 @@ class NumbaOps(ArrayOps):
     def take(self, a: Any, index: Index) -> Any:
         view = self.wrap(a)[index]
         out = self.empty(view.shape, view.dtype)
-        out[...] = view  # Numba's assignment kernel copies strided device views
+        out[_whole(out)] = view  # Numba's assignment kernel copies strided device views
         return out
 
     def put(self, a: Any, index: Index, values: Any) -> Any:
@@ -148,7 +148,7 @@ class NumbaOps(ArrayOps):
     def heat_interior(self, u: Any, alpha: float) -> Any:
         u = self.wrap(u)
         out = self.empty(u.shape, u.dtype)
-        out[...] = u
+        out[_whole(out)] = u
         if u.shape[0] > 2:
             _numba_kernels().heat[_launch(u.shape[0] - 2)](u, u.dtype.type(alpha), out)
         return out
@@ -182,6 +182,10 @@ class CudaPythonOps(NumbaOps):
         if hasattr(array, "copy_to_host"):
             return array
         return self._cuda().as_cuda_array(array)  # zero-copy; keeps ``array`` alive
+
+
+def _whole(array: Any) -> Index:
+    return tuple(slice(None) for _ in array.shape)
 
 
 def _launch(n: int) -> tuple[int, int]:

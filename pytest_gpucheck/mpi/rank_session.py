@@ -47,6 +47,10 @@ class RankSession:
 
     def __init__(self, config: pytest.Config, launched: LaunchedRank, default_timeout: float
                  ) -> None:
+        if config.getoption("numprocesses", None):
+            raise pytest.UsageError(
+                "pytest-xdist cannot distribute tests under an MPI launcher (every rank runs "
+                "the session); add -n0")
         from mpi4py import MPI
 
         claim_rank_environment()

@@ -53,7 +53,7 @@ class SpawnRouter:
         self.unusable = unusable  # why spawning cannot work here (no launcher, no mpi4py)
         self.runs: dict[str, ItemRuns] = {}
         self.jobs: list[dict[str, object]] = []
-        self._done = False
+        self._started: set[str] = set()
 
     def timeout_of(self, spec: MpiSpec) -> float:
         return spec.timeout if spec.timeout is not None else self.default_timeout
@@ -87,9 +87,14 @@ class SpawnRouter:
                                 ) -> bool | None:
         if not self._mine(item):
             return None
-        if not self._done:
-            self._done = True
-            self._run_all([other for other in item.session.items if self._mine(other)])
+        if item.nodeid not in self._started:
+            if os.environ.get("PYTEST_XDIST_WORKER"):
+                batch = [item]  # a worker runs only the items it is given
+            else:
+                batch = [other for other in item.session.items
+                         if self._mine(other) and other.nodeid not in self._started]
+            self._started.update(other.nodeid for other in batch)
+            self._run_all(batch)
         replay(item, self._final_reports(item))
         return True
 
