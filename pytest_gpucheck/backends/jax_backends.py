@@ -92,4 +92,7 @@ class JaxGpuBackend(_JaxBackend):
             return Probe.missing(
                 f"jax sees {len(devices)} GPU(s), device {self.device_index} is not among them"
             )
+        # Code that does not place arrays itself (jnp.zeros, jax.random) then
+        # follows --gpu-device too.
+        jax.config.update("jax_default_device", devices[self.device_index])
         return Probe(True, version=jax.__version__, device=device_line(self.device_index))
