@@ -145,3 +145,39 @@ def _section(out: str, test: str, end: str = "_ test_") -> str:
     start = out.index(f"_ {test} _")
     stop = out.find(end, start + len(test) + 4)
     return out[start : stop if stop > 0 else None]
+
+
+CRASH = '''
+import ctypes
+
+import pytest
+
+
+@pytest.mark.mpi(ranks=2)
+def test_before(mpi_comm):
+    mpi_comm.Barrier()
+
+
+@pytest.mark.mpi(ranks=2)
+def test_rank_1_segfaults(mpi_comm, mpi_rank):
+    if mpi_rank == 1:
+        ctypes.string_at(0)  # reads address 0: the rank dies with SIGSEGV
+    mpi_comm.Barrier()
+
+
+@pytest.mark.mpi(ranks=2)
+def test_after(mpi_comm):
+    mpi_comm.Barrier()
+'''
+
+
+def test_a_crashed_rank_fails_only_its_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_crash=CRASH)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v", timeout=RUN_LIMIT)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines_random([
+        "*::test_rank_1_segfaults FAILED*",
+        "*::test_after PASSED*",
+        "*exited with code * without reporting this test*",
+    ])
+    assert _live_processes_mentioning(str(pytester.path)) == []

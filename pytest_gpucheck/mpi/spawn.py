@@ -151,28 +151,40 @@ class SpawnRouter:
         )
 
     def _collect(self, run: ChildRun, items: list[pytest.Item], count: int) -> list[pytest.Item]:
-        """Store each item's reports from ``run``; return the items still to run."""
-        hang = extract_report(run.output)
+        """Store each item's reports from ``run``; return the items still to run.
+
+        An item the job started but did not finish is the one that stopped it:
+        it fails with the watchdog's report (or the job's output).  Items the
+        job never reached run again in a new job.
+        """
+        stopped = extract_report(run.output)
+        what = f"The MPI job ({self.launcher.describe(count)})"
         remaining: list[pytest.Item] = []
         progressed = False
         for item in items:
             per_rank = run.for_nodeid(item.nodeid)
             reports = per_rank.get(0) or next((r for r in per_rank.values() if r), [])
-            finished = any(r.when == "teardown" for r in reports)
-            if finished:
+            if any(r.when == "teardown" for r in reports):
                 self.runs[item.nodeid].reports[count] = reports
                 progressed = True
-            elif hang is not None and reported_test(hang) == item.nodeid:
-                self.runs[item.nodeid].reports[count] = [*reports, self._failed(item, hang)]
+            elif stopped is not None and reported_test(stopped) == item.nodeid:
+                self.runs[item.nodeid].reports[count] = [*reports, self._failed(item, stopped)]
+                progressed = True
+            elif reports:  # started, never finished, no report of why: it crashed the job
+                self.runs[item.nodeid].reports[count] = [
+                    *reports, missing_report(item, run, what)]
                 progressed = True
             else:
                 remaining.append(item)
         if remaining and not progressed:
-            # The job ended without a word on any of them: report that, do not loop.
-            what = f"The MPI job ({self.launcher.describe(count)})"
-            for item in remaining:
-                self.runs[item.nodeid].reports[count] = [missing_report(item, run, what)]
-            return []
+            if run.collect_errors or not run.reports:
+                # The job failed as a whole (collection, start-up): say so for every item.
+                for item in remaining:
+                    self.runs[item.nodeid].reports[count] = [missing_report(item, run, what)]
+                return []
+            # A rank died before any report of the first item: blame it, run the rest again.
+            first = remaining.pop(0)
+            self.runs[first.nodeid].reports[count] = [missing_report(first, run, what)]
         return remaining
 
     def _failed(self, item: pytest.Item, text: str) -> pytest.TestReport:
