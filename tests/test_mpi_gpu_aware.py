@@ -30,3 +30,23 @@ def test_an_unavailable_backend_is_not_gpu_aware_and_says_why() -> None:
     verdict = gpu_aware("cupy")
     assert not verdict.supported
     assert "cupy is not available" in verdict.detail
+
+
+def test_the_probe_runs_from_inside_a_rank() -> None:
+    # The child must start as an MPI process of its own, not try to join the rank's job.
+    import subprocess
+    import sys
+
+    from pytest_gpucheck.mpi.launcher import find_executable
+
+    mpiexec = find_executable("mpiexec")
+    if mpiexec is None:
+        pytest.skip("needs mpiexec")
+    code = (
+        "from mpi4py import MPI\n"
+        "from pytest_gpucheck.mpi.gpu_aware import gpu_aware\n"
+        "print(MPI.COMM_WORLD.Get_rank(), gpu_aware('numpy').supported, flush=True)\n"
+    )
+    done = subprocess.run([mpiexec, "-n", "2", sys.executable, "-c", code], capture_output=True,
+                          text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
+    assert sorted(done.stdout.split("\n")[:2]) == ["0 True", "1 True"], done.stdout + done.stderr

@@ -93,3 +93,28 @@ def test_launched_mode_selects_with_the_marker(pytester: pytest.Pytester) -> Non
     done = _run_launched(pytester, "-m", "mpi", "-k", "collective_sum")
     assert "1 passed" in done.stdout
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+HANG = '''
+import numpy as np
+import pytest
+
+
+@pytest.mark.mpi(ranks=2, timeout=3)
+def test_rank_1_never_receives(mpi_comm, mpi_rank):
+    if mpi_rank == 1:
+        mpi_comm.Recv(np.empty(1), source=0, tag=99)
+'''
+
+
+def test_a_hang_under_the_launcher_is_reported_and_the_job_ended(pytester: pytest.Pytester
+                                                                  ) -> None:
+    pytester.makepyfile(test_hang=HANG)
+    command = [str(MPIEXEC), "-n", "2", sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+    done = subprocess.run(command, cwd=pytester.path, capture_output=True, text=True,
+                          timeout=RUN_LIMIT, check=False, stdin=subprocess.DEVNULL)
+    output = done.stdout + done.stderr
+    assert "test: test_hang.py::test_rank_1_never_receives" in output
+    assert "hung (still running the test): rank(s) 1" in output
+    assert "mpi_comm.Recv(np.empty(1), source=0, tag=99)" in output
+    assert done.returncode != 0
