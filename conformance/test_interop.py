@@ -87,11 +87,19 @@ class Tally:
 
 
 def _prepare(pair: Pair, config: pytest.Config) -> tuple[Any, Any]:
+    """The two adapters, or a skip naming every side that lacks the protocol."""
     producer, consumer = pair.adapters(config)
+    reasons = []
     try:
         pair.converter.build(consumer)
     except NotAvailable as exc:
-        pytest.skip(f"not available: {exc}")
+        reasons.append(str(exc))
+    sample = producer.produce(_anchors(producer, pair)[0])
+    missing = pair.converter.missing_producer_attribute(sample)
+    if missing:
+        reasons.append(f"{producer.name} arrays have no {missing}")
+    if reasons:
+        pytest.skip("not available: " + "; ".join(reasons))
     return producer, consumer
 
 
