@@ -49,6 +49,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                                                          "dlpack-copy", "cai")
         params = pair_params(config, protocols)
         metafunc.parametrize("interop_pair", params or [_nothing_selected()])
+    if "gpu_pair" in metafunc.fixturenames:
+        params = [p for p in pair_params(config, ("dlpack",)) if _on_gpu(p.values[0], config)]
+        metafunc.parametrize("gpu_pair", params or [pytest.param(None, id="no-gpu-pair", marks=(
+            pytest.mark.skip(reason="stream ordering needs two GPU frameworks selected "
+                             "(e.g. --gpu-backends=gpu)"),))])
     if "interop_producer" in metafunc.fixturenames:
         names = available_frameworks(config)
         metafunc.parametrize("interop_producer", [pytest.param(n, id=n) for n in names]
@@ -56,6 +61,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "documented" in metafunc.fixturenames:
         metafunc.parametrize("documented", [e for e in DOCUMENTED if e.trigger],
                              ids=lambda e: e.key)
+
+
+def _on_gpu(pair: Pair, config: pytest.Config) -> bool:
+    producer, consumer = pair.adapters(config)
+    return producer.device.startswith("cuda:") and producer.device == consumer.device
 
 
 def _nothing_selected() -> Any:
@@ -198,6 +208,19 @@ def test_lifetime(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
     finally:
         tally.record(request.node)
     _finish(tally, reasons)
+
+
+@pytest.mark.interop
+def test_stream_order(gpu_pair: Pair, request: pytest.FixtureRequest) -> None:
+    """A write still queued on the producer's stream is seen after a DLPack import (GPU)."""
+    from pytest_gpucheck.interop.streams import check_stream_order
+
+    producer, consumer = _prepare(gpu_pair, request.config)
+    try:
+        problems = check_stream_order(producer, consumer, gpu_pair.converter.build(consumer))
+    except NotAvailable as exc:
+        pytest.skip(f"not available: {exc}")
+    assert not problems, f"{gpu_pair.id}: " + "; ".join(problems)
 
 
 @pytest.mark.interop
