@@ -139,7 +139,7 @@ def test_assert_shares_memory_catches_a_pointer_that_lies() -> None:
             return replace(facts, pointer=host.ctypes.data)
         return facts
 
-    fake.facts = lying_facts  # type: ignore[method-assign]
+    fake.facts = lying_facts  # type: ignore[method-assign, assignment]
     try:
         with pytest.raises(AssertionError, match=r"write to a .* is not seen"):
             assert_shares_memory(host, other)

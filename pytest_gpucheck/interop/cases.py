@@ -9,7 +9,7 @@ positive steps, which give offset (``sliced``) and gapped (``strided``) views.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -58,7 +58,8 @@ class Case:
         """The base array on the host, contiguous in ``order``, filled from ``seed``."""
         size = int(np.prod(self.base_shape, dtype=np.int64))
         flat = values(numpy_dtype(self.dtype), size, self.seed)
-        return np.reshape(flat, self.base_shape, order=self.order).copy(order=self.order)
+        order: Literal["C", "F"] = "F" if self.order == "F" else "C"
+        return np.reshape(flat, self.base_shape, order=order).copy(order=order)
 
     def host(self) -> np.ndarray:
         """The array the producer must hold: the view of the base (values and layout)."""

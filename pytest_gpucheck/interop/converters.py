@@ -129,7 +129,7 @@ def register_converter(
     if unknown:
         raise pytest.UsageError(f"converter dtypes={unknown} are not suite dtypes; use names "
                                 "from: " + ", ".join(DTYPE_NAMES))
-    name = name or getattr(func, "__name__", "converter")
+    name = name or str(getattr(func, "__name__", "converter"))
     if name in _user_converters and _user_converters[name].func is not func:
         raise pytest.UsageError(f"a converter named {name!r} is already registered; "
                                 "pass name= to tell them apart")

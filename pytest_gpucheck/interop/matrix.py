@@ -55,7 +55,7 @@ class PairMatrix:
     exports: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def record(self, report: pytest.TestReport) -> None:
-        props = dict(report.user_properties)
+        props: dict[str, Any] = dict(report.user_properties)
         export = props.get(EXPORT_PROPERTY)
         if export and _final_phase(report):
             self.exports[export["producer"]] = {**export, "passed": report.passed}

@@ -53,7 +53,7 @@ def _torch_pending_fill(adapter: Adapter, value: float) -> Iterator[Any]:
 
 @contextlib.contextmanager
 def _cupy_pending_fill(adapter: Adapter, value: float) -> Iterator[Any]:
-    import cupy
+    import cupy  # type: ignore[import-not-found, unused-ignore]
 
     with cupy.cuda.Device(adapter.backend.device_index):
         array = cupy.zeros(ELEMENTS, dtype=cupy.float32)

@@ -38,7 +38,9 @@ class Adapter:
     readonly: ClassVar[ReadOnly] = "flag"
 
     def __init__(self, backend: Backend) -> None:
-        self.backend = backend
+        # Typed loosely: each adapter uses its own backend class's extras
+        # (torch's device_string, cuda-python's stream, JAX's platform).
+        self.backend: Any = backend
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} on {self.device}>"

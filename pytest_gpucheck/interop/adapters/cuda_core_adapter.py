@@ -21,9 +21,11 @@ from .base import Adapter, NotAvailable
 def strided_memory_view_class() -> Any:
     """``StridedMemoryView`` from ``cuda.core.utils`` (``cuda.core.experimental.utils`` < 0.4)."""
     try:
-        from cuda.core.utils import StridedMemoryView
+        from cuda.core.utils import StridedMemoryView  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
-        from cuda.core.experimental.utils import StridedMemoryView
+        from cuda.core.experimental.utils import (  # type: ignore[import-untyped, unused-ignore]
+            StridedMemoryView,
+        )
     return StridedMemoryView
 
 
@@ -71,7 +73,7 @@ class CudaCoreAdapter(Adapter):
         return f"cuda:{self.backend.device_index}"
 
     def upload(self, host: np.ndarray) -> Any:
-        from cuda.bindings import driver
+        from cuda.bindings import driver  # type: ignore[import-untyped, unused-ignore]
 
         backend = self.backend
         buffer = backend.device.allocate(max(host.nbytes, 1), stream=backend.stream)
@@ -132,7 +134,7 @@ class CudaCoreAdapter(Adapter):
         )
 
     def to_host(self, array: Any) -> np.ndarray:
-        from cuda.bindings import driver
+        from cuda.bindings import driver  # type: ignore[import-untyped, unused-ignore]
 
         facts = self.facts(array)
         self.synchronize()
@@ -151,7 +153,7 @@ class CudaCoreAdapter(Adapter):
                           strides=facts.strides).copy()
 
     def write(self, array: Any, index: tuple[int, ...], value: np.ndarray) -> None:
-        from cuda.bindings import driver
+        from cuda.bindings import driver  # type: ignore[import-untyped, unused-ignore]
 
         facts = self.facts(array)
         if facts.readonly:

@@ -17,7 +17,7 @@ from .base import Adapter, NotAvailable
 
 
 def _cupy() -> Any:
-    import cupy
+    import cupy  # type: ignore[import-not-found, unused-ignore]
 
     return cupy
 
