@@ -39,6 +39,13 @@ gpu_bench_rounds = 24
 """
 
 
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When this suite itself runs under pytest-xdist, the in-process runs below must not
+    look like xdist workers: pytest-benchmark reads the variable and switches itself off."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
+
 @pytest.fixture
 def bench_dir(pytester: pytest.Pytester) -> Path:
     pytester.makeini(INI)
