@@ -177,7 +177,7 @@ def test_matrix_summarises_cells_per_protocol() -> None:
     matrix.record(_report({**cell, "protocol": "cai"}, "skipped", {}, "not available: no CAI"))
     lines = "\n".join(matrix.terminal_lines())
     for text in ("interop dlpack:", "interop cai:", "zero-copy/copies", "WRONG",
-                 "jax-copies-unaligned", "not available: no CAI"):
+                 "jax-copies-unaligned", "interop not available:", "  no CAI"):
         assert text in lines
     data = matrix.to_json()
     assert {c["summary"] for c in data["cells"]} == {"zero-copy/copies", "WRONG", "n/a"}

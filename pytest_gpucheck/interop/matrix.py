@@ -133,7 +133,7 @@ class PairMatrix:
             out.append("")
         if self.exports:
             out += ["### DLPack export", ""] + [f"- {line}" for line in self._export_lines()] + [""]
-        out += self._notes()
+        out += self._notes(markdown=True)
         return "\n".join(out) + "\n"
 
     def _export_lines(self) -> list[str]:
@@ -146,15 +146,24 @@ class PairMatrix:
                          f"{versioned}, keywords {', '.join(export.get('keywords') or [])}")
         return lines
 
-    def _notes(self) -> list[str]:
+    def _notes(self, markdown: bool = False) -> list[str]:
         from .documented import DOCUMENTED
 
         used = set().union(*(c.documented | c.known for c in self.cells.values())) \
             if self.cells else set()
-        notes = [f"  {e.key}: {e.summary} ({e.source})" for e in DOCUMENTED if e.key in used]
-        reasons = sorted({c.reason for c in self.cells.values() if c.reason})
-        return ((["interop documented behaviours seen:", *notes] if notes else [])
-                + (["interop not available:", *[f"  {r}" for r in reasons]] if reasons else []))
+        notes = [f"{e.key}: {e.summary} ({e.source})" for e in DOCUMENTED if e.key in used]
+        reasons = sorted({c.reason.removeprefix("not available: ")
+                          for c in self.cells.values() if c.reason})
+        lines: list[str] = []
+        for title, items in (("documented behaviours and known defects seen", notes),
+                             ("not available", reasons)):
+            if not items:
+                continue
+            if markdown:
+                lines += [f"### {title.capitalize()}", "", *[f"- {i}" for i in items], ""]
+            else:
+                lines += [f"interop {title}:", *[f"  {i}" for i in items]]
+        return lines
 
 
 def _final_phase(report: pytest.TestReport) -> bool:
