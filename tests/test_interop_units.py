@@ -182,3 +182,25 @@ def test_matrix_summarises_cells_per_protocol() -> None:
     data = matrix.to_json()
     assert {c["summary"] for c in data["cells"]} == {"zero-copy/copies", "WRONG", "n/a"}
     assert "| numpy |" in matrix.markdown()
+
+
+def test_strided_memory_view_facts_match_the_array() -> None:
+    """cuda.core's StridedMemoryView counts strides in elements; facts are in bytes.
+
+    cuda.core can view host memory without a driver, so this runs on the CPU tier.
+    """
+    core = pytest.importorskip("cuda.core")
+    del core
+    from pytest_gpucheck.interop.adapters.cuda_core_adapter import (
+        memory_view_facts,
+        strided_memory_view_class,
+    )
+
+    view_class = strided_memory_view_class()
+    numpy = get_adapter(get_backend("numpy"))
+    for case in (Case("float32", (4, 6), view=((1, 4, 1), (0, 6, 2))),
+                 Case("int16", (3, 5), order="F"), Case("float64", (5,), readonly=True)):
+        array = numpy.produce(case)
+        facts = memory_view_facts(view_class.from_dlpack(array, stream_ptr=-1))
+        expected = numpy.facts(array)
+        assert facts == expected, (case, facts, expected)
