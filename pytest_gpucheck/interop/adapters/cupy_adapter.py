@@ -65,7 +65,15 @@ class CupyAdapter(Adapter):
             raise NotAvailable(f"cupy {cupy.__version__}: from_dlpack takes no copy argument")
 
         def import_dlpack(obj: Any) -> Any:
-            return cupy.from_dlpack(obj) if copy is None else cupy.from_dlpack(obj, copy=copy)
+            if copy is None:
+                return cupy.from_dlpack(obj)
+            try:
+                return cupy.from_dlpack(obj, copy=copy)
+            except TypeError as exc:  # CuPy < 13 has no copy argument (opaque signature)
+                if "copy" in str(exc):
+                    raise NotAvailable(f"cupy {cupy.__version__}: from_dlpack takes no copy "
+                                       "argument") from exc
+                raise
 
         return import_dlpack
 
