@@ -57,3 +57,33 @@ def test_example_passes_the_suite(tmp_path: Path, backend: str, kernel: str,
     tail = result.stdout[-4000:] + result.stderr[-2000:]
     assert result.returncode == 0, tail
     assert re.search(r"\b1 passed\b", result.stdout), tail
+
+
+ASSERTIONS_DOC = REPO / "docs" / "assertions.md"
+TEST_EXAMPLE = re.compile(r"<!-- example: (test_\w+\.py) -->\n```python\n(.*?)```", re.DOTALL)
+
+
+def test_assertions_doc_example_passes_on_the_cpu_tier(pytester: pytest.Pytester,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    (name, code), = TEST_EXAMPLE.findall(ASSERTIONS_DOC.read_text(encoding="utf-8"))
+    pytester.path.joinpath(name).write_text(code, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    result = pytester.runpytest_subprocess(name, "--gpu-backends=numpy,jax-cpu,torch-cpu",
+                                           "-p", "no:cacheprovider", "-n0")
+    result.assert_outcomes(passed=3)
+
+
+def test_assertions_doc_failure_text_is_what_the_helper_prints() -> None:
+    import numpy as np
+
+    from pytest_gpucheck import tolerance
+    from pytest_gpucheck.assertions import assert_matches_reference
+
+    text = ASSERTIONS_DOC.read_text(encoding="utf-8")
+    documented = text.split("```text\n", 1)[1].split("```", 1)[0].strip()
+    x = np.arange(1, 1001, dtype=np.float32)
+    with pytest.raises(AssertionError) as info:
+        assert_matches_reference(np.array([x[:-1].sum()], np.float32),
+                                 np.array([x.sum(dtype=np.float64)], np.float32),
+                                 tolerance.sum_rule(x, np.float32), "my_sum(n=1000) on numpy")
+    assert str(info.value) == documented
