@@ -92,34 +92,47 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         set_cell(item, backend=backend, family=spec_for(str(marker.args[0])).family)
 
 
-class JaxCompilations:
-    """Collects the XLA compilations each JAX conformance test made and reports them.
+class ConformanceNotes:
+    """Reports what the suites record per test besides pass/fail.
 
-    JAX compiles once per distinct input shape and dtype; the size buckets of
-    :mod:`pytest_gpucheck.strategies` bound that number per test.
+    * the XLA compilations each JAX test made (JAX compiles once per distinct
+      input shape and dtype; the size buckets of :mod:`pytest_gpucheck.strategies`
+      bound that number per test);
+    * the backends on which guard bands could not apply (immutable arrays), so
+      that cell of the matrix is known to rest on the other checks only.
     """
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.counts: dict[str, int] = {}
+        self.compilations: dict[str, int] = {}
+        self.no_guards: dict[str, str] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
         for key, value in report.user_properties:
-            if key == "jax_compilations" and report.when == "call":
-                self.counts[report.nodeid] = int(str(value))
+            if key == "jax_compilations":
+                self.compilations[report.nodeid] = int(str(value))
+            elif key == "guard_bands":
+                backend = str(getattr(report, "gpucheck_cell", {}).get("backend", "?"))
+                self.no_guards[backend] = str(value)
 
     def pytest_sessionfinish(self) -> None:
-        if not self.counts:
+        for backend, note in sorted(self.no_guards.items()):
+            line = f"gpucheck: guard bands on {backend}: {note}"
+            add_section(self.config, f"guard_bands:{backend}", {"backend": backend, "note": note},
+                        f"Guard bands on {backend}: {note}\n", [line])
+        if not self.compilations:
             return
-        worst = max(self.counts, key=lambda nodeid: self.counts[nodeid])
-        total = sum(self.counts.values())
+        counts = self.compilations
+        worst = max(counts, key=lambda nodeid: counts[nodeid])
         line = (f"gpucheck: JAX compilations per conformance test: at most "
-                f"{self.counts[worst]} ({worst.rsplit('::', 1)[-1]}), {total} over "
-                f"{len(self.counts)} tests")
-        add_section(self.config, "jax_compilations", dict(sorted(self.counts.items())),
+                f"{counts[worst]} ({worst.rsplit('::', 1)[-1]}), {sum(counts.values())} over "
+                f"{len(counts)} tests")
+        add_section(self.config, "jax_compilations", dict(sorted(counts.items())),
                     f"{line.removeprefix('gpucheck: ')}\n", [line])
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not config.pluginmanager.has_plugin("gpucheck-jax-compilations"):
-        config.pluginmanager.register(JaxCompilations(config), "gpucheck-jax-compilations")
+    if not config.pluginmanager.has_plugin("gpucheck-conformance-notes"):
+        config.pluginmanager.register(ConformanceNotes(config), "gpucheck-conformance-notes")
