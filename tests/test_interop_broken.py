@@ -137,3 +137,21 @@ def test_documented_table_flags_a_library_that_changed() -> None:
     assert "undocumented refusal" in verdict.message
     copied = Exchange(Outcome.COPIES, NUMPY.facts(np.zeros(3)))
     assert "undocumented copy" in judge(case, copied, converter).message
+
+
+def test_freed_torch_producer_is_detected_too() -> None:
+    """The same flaw behind PyTorch's CPU allocator, which also hands freed blocks back."""
+    pytest.importorskip("torch")
+    import ctypes
+
+    def frees_tensor(tensor: object) -> np.ndarray:
+        nbytes = tensor.numel() * tensor.element_size()  # type: ignore[attr-defined]
+        raw = (ctypes.c_char * nbytes).from_address(tensor.data_ptr())  # type: ignore[attr-defined]
+        return np.frombuffer(raw, dtype=np.float64).reshape(tuple(tensor.shape))  # type: ignore[attr-defined]
+
+    torch_cpu = get_adapter(get_backend("torch-cpu"))
+    converter = Converter("torch-cpu", "numpy", "custom", name="frees_tensor", origin="user",
+                          expectation="zero-copy", func=frees_tensor)
+    result = check_lifetime(Case("float64", (8, 8)), torch_cpu, NUMPY, converter)
+    assert result.outcome is Outcome.WRONG
+    assert "does not keep the producer alive" in result.problems[-1]
