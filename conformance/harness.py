@@ -69,10 +69,7 @@ def launch_strategy(spec: KernelSpec, sizing: gst.Sizing,
         return gst.launch_1d(sizing, domain[0], grid_stride=True)
     if len(domain) == 1:
         return gst.launch_1d(sizing, domain[0])
-    launches = gst.launch_nd(sizing, domain)
-    if spec.square_blocks:
-        launches = launches.filter(lambda launch: len(set(launch.block)) == 1)
-    return launches
+    return gst.launch_nd(sizing, domain, square=spec.square_blocks)
 
 
 def conformance_settings() -> tuple[str, settings]:

@@ -255,18 +255,24 @@ def launch_1d(sizing: Sizing, n: int, *, grid_stride: bool = False) -> st.Search
     return st.sampled_from(sizing.blocks).flatmap(covering)
 
 
-def _block_shapes(sizing: Sizing, ndim: int) -> st.SearchStrategy[tuple[int, ...]]:
+def _block_shapes(sizing: Sizing, ndim: int, *, square: bool) -> st.SearchStrategy[
+        tuple[int, ...]]:
+    fits = [s for s in sizing.block_sides if s**ndim <= sizing.max_threads]
+    if square:
+        return st.sampled_from(fits).map(lambda s: (s,) * ndim)
     side = st.sampled_from(sizing.block_sides)
     return st.tuples(*([side] * ndim)).filter(
         lambda block: math.prod(block) <= sizing.max_threads
     )
 
 
-def launch_nd(sizing: Sizing, shape: tuple[int, ...]) -> st.SearchStrategy[LaunchConfig]:
+def launch_nd(sizing: Sizing, shape: tuple[int, ...], *,
+              square: bool = False) -> st.SearchStrategy[LaunchConfig]:
     """A 2-D or 3-D launch covering ``shape`` (C order), in CUDA order (x = last axis).
 
     Blocks are often non-square and grids sometimes carry an extra block per
-    axis, so threads outside the array exist and x/y mix-ups show.
+    axis, so threads outside the array exist and x/y mix-ups show.  ``square``
+    draws square blocks only (classic shared-memory tiles).
     """
     extents = tuple(reversed(shape))  # x first
 
@@ -275,7 +281,7 @@ def launch_nd(sizing: Sizing, shape: tuple[int, ...]) -> st.SearchStrategy[Launc
         grids = st.tuples(*[st.integers(g, g + 1) for g in needed])
         return grids.map(lambda grid: LaunchConfig(tuple(grid), block))
 
-    return _block_shapes(sizing, len(shape)).flatmap(covering)
+    return _block_shapes(sizing, len(shape), square=square).flatmap(covering)
 
 
 __all__ = [
