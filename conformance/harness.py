@@ -125,11 +125,12 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
         notes["guard_bands"] = IMMUTABLE_NOTE.format(backend=backend.name)
     compile_counter = _jax_compile_counter(backend.name)
     before = compile_counter()
+    cases = spec.cases(sizing)
 
     @given(data=st.data())
     def example(data: st.DataObject) -> None:
         __tracebackhide__ = True
-        case = data.draw(spec.cases(sizing), label="case")
+        case = data.draw(cases, label="case")
         layouts = {
             name: data.draw(gst.layouts(array.ndim), label=f"layout of {name}")
             if backend.mutable_arrays else gst.CONTIGUOUS  # JAX arrays have no strides
