@@ -80,6 +80,17 @@ def broken_sigmoid_half_precision(x: Any, out: Any) -> None:
         out[...] = 1 / (1 + np.exp(-x.astype(np.float16)).astype(x.dtype))
 
 
+@implements("monte_carlo_pi", backend="numpy", name="good")
+def good_monte_carlo_numpy(seed: int, out: Any) -> None:
+    out[...] = np.random.default_rng(seed).random(out.shape, dtype=np.float64)
+
+
+@implements("monte_carlo_pi", backend="numpy", name="broken_biased")
+def broken_monte_carlo_biased(seed: int, out: Any) -> None:
+    """Scales the samples into [0, 0.9)^2: never near the far corner."""
+    out[...] = np.random.default_rng(seed).random(out.shape, dtype=np.float64) * 0.9
+
+
 # -- numpy: heat steps and halos -----------------------------------------------------------------
 @implements("heat_step_1d", backend="numpy", name="good")
 def good_heat_step(u: Any, alpha: Any, out: Any) -> None:
