@@ -28,6 +28,11 @@ INTEGERS = ("int32", "int64")
 #: Compute capability compiled for: any CUDA 12/13 toolkit targets it.
 CC = (8, 0)
 
+# Imported while collecting, not first inside a test: pytester's in-process
+# runs elsewhere in this suite unload the modules first imported during a run,
+# and numba.cuda cannot register its CUDA target twice in one process.
+pytest.importorskip("numba.cuda")
+
 
 def _cuda_for_ptx() -> Any:
     """``numba.cuda`` for the real target, or skip (the simulator cannot compile PTX)."""
