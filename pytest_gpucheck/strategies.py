@@ -37,10 +37,14 @@ class Sizing:
 
     #: 1-D lengths (0, 1, primes, multiples of 32 and their neighbours).
     sizes: tuple[int, ...]
-    #: Extents of each axis of 2-D arrays (distinct values, so most shapes are non-square).
-    sides: tuple[int, ...]
-    #: Extents of each axis of 3-D arrays.
-    sides_3d: tuple[int, ...]
+    #: 2-D shapes ``(rows, cols)``: empty, single, mostly non-square both ways
+    #: round, block-size neighbours.  A fixed list, so JAX compiles at most
+    #: ``len(shapes_2d) * len(dtypes)`` times per test.
+    shapes_2d: tuple[tuple[int, int], ...]
+    #: 3-D shapes ``(nz, ny, nx)``.
+    shapes_3d: tuple[tuple[int, int, int], ...]
+    #: Matrix products ``(m, k, n)``, including empty inner and outer sizes.
+    matmul_shapes: tuple[tuple[int, int, int], ...]
     #: Threads per block along x for 1-D launches.
     blocks: tuple[int, ...]
     #: Candidate block extents per axis for 2-D and 3-D launches.
@@ -56,8 +60,12 @@ class Sizing:
 #: CPU backends and real GPUs: the device limit is 1024 threads per block.
 FULL = Sizing(
     sizes=(0, 1, 2, 3, 7, 31, 32, 33, 127, 256, 1000, 1031),
-    sides=(0, 1, 2, 3, 5, 7, 16, 17, 33),
-    sides_3d=(0, 1, 2, 3, 5, 9),
+    shapes_2d=((0, 0), (0, 5), (1, 1), (1, 33), (2, 3), (3, 2), (7, 16), (16, 7), (16, 16),
+               (17, 33), (33, 17), (33, 1)),
+    shapes_3d=((0, 1, 1), (1, 1, 1), (1, 2, 3), (3, 2, 1), (2, 5, 9), (9, 5, 2), (4, 4, 4),
+               (5, 9, 3)),
+    matmul_shapes=((0, 3, 2), (1, 1, 1), (2, 3, 4), (3, 2, 1), (5, 7, 3), (7, 16, 5),
+                   (16, 16, 16), (17, 33, 9), (33, 17, 2), (1, 33, 1), (33, 1, 33), (4, 0, 3)),
     blocks=(1, 32, 33, 96, 128, 256, 1024),
     block_sides=(1, 2, 3, 8, 16, 32),
     max_threads=1024,
@@ -66,8 +74,10 @@ FULL = Sizing(
 #: The CUDA simulator: one Python thread per CUDA thread, so tiny everything.
 SIMULATOR = Sizing(
     sizes=(0, 1, 2, 3, 5, 7, 13, 31, 33),
-    sides=(0, 1, 2, 3, 5, 7),
-    sides_3d=(0, 1, 2, 3),
+    shapes_2d=((0, 0), (0, 3), (1, 1), (1, 7), (2, 3), (3, 2), (5, 7), (7, 5), (4, 4)),
+    shapes_3d=((0, 1, 1), (1, 1, 1), (1, 2, 3), (3, 2, 1), (2, 3, 2)),
+    matmul_shapes=((0, 2, 1), (1, 1, 1), (2, 3, 4), (3, 2, 1), (5, 7, 3), (4, 4, 4),
+                   (7, 5, 2), (3, 0, 2)),
     blocks=(1, 2, 3, 5, 8, 32),
     block_sides=(1, 2, 3, 4),
     max_threads=32,
@@ -90,15 +100,18 @@ def sizes(sizing: Sizing, *, min_size: int = 0) -> st.SearchStrategy[int]:
 
 
 def shapes_2d(sizing: Sizing, *, min_side: int = 0) -> st.SearchStrategy[tuple[int, int]]:
-    """``(rows, cols)`` from the bucket; rows and cols are drawn independently."""
-    side = st.sampled_from([n for n in sizing.sides if n >= min_side])
-    return st.tuples(side, side)
+    """``(rows, cols)`` from the backend's 2-D bucket, both at least ``min_side``."""
+    return st.sampled_from([s for s in sizing.shapes_2d if min(s) >= min_side])
 
 
 def shapes_3d(sizing: Sizing) -> st.SearchStrategy[tuple[int, int, int]]:
     """``(nz, ny, nx)`` from the backend's 3-D bucket."""
-    side = st.sampled_from(sizing.sides_3d)
-    return st.tuples(side, side, side)
+    return st.sampled_from(sizing.shapes_3d)
+
+
+def matmul_shapes(sizing: Sizing) -> st.SearchStrategy[tuple[int, int, int]]:
+    """``(m, k, n)`` of ``(m, k) @ (k, n)`` from the backend's bucket."""
+    return st.sampled_from(sizing.matmul_shapes)
 
 
 def dtypes(*names: str) -> st.SearchStrategy[np.dtype]:
@@ -300,6 +313,7 @@ __all__ = [
     "launch_1d",
     "launch_nd",
     "layouts",
+    "matmul_shapes",
     "nonzero_integer_valued",
     "shapes_2d",
     "shapes_3d",

@@ -23,6 +23,10 @@ how the result is computed:
   and §3.1).  The suites add one more ``u`` for the rounding of the reference
   itself, so they use ``gamma_{n+1}``.  A matrix product is a dot product per
   element: ``|C_hat - C| <= gamma_k * (|A| |B|)`` with ``k`` the inner size.
+  The standard model assumes no underflow; each rounded operation may also
+  lose up to the smallest normal number when its result underflows and is
+  flushed to zero (XLA and GPU math do it), so every bound adds
+  ``operations * smallest_normal`` (negligible unless the data is tiny).
 
 Everything is plain NumPy and works on host arrays.
 """
@@ -52,6 +56,11 @@ def gamma(n: int, dtype: DTypeLike) -> float:
     """Higham's ``gamma_n = n*u / (1 - n*u)``; infinite once ``n*u >= 1`` (no bound)."""
     nu = max(n, 0) * unit_roundoff(dtype)
     return float("inf") if nu >= 1.0 else nu / (1.0 - nu)
+
+
+def underflow_allowance(operations: int, dtype: DTypeLike) -> float:
+    """``operations * smallest_normal``: what flushing underflowed results to zero may lose."""
+    return max(operations, 0) * float(np.finfo(dtype).smallest_normal)
 
 
 def is_float(dtype: DTypeLike) -> bool:
@@ -171,7 +180,7 @@ def sum_rule(terms: ArrayLike, dtype: DTypeLike, *, what: str = "sum") -> Tolera
             "every partial sum is exact in any order"
         )
     n = int(t.size)
-    bound = gamma(n + 2, dtype) * magnitude
+    bound = gamma(n + 2, dtype) * magnitude + underflow_allowance(2 * n, dtype)
     return Tolerance(
         "bound",
         f"Higham: gamma_{n + 2}({np.dtype(dtype).name}) * sum|t| = {bound:.3g} for n={n}",
@@ -191,7 +200,8 @@ def terms_rule(abs_terms: ArrayLike, count: int, dtype: DTypeLike, *, what: str)
     if not is_float(dtype):
         return exact(f"integer {what} is exact")
     k = count + 1
-    bound = gamma(k, dtype) * np.asarray(abs_terms, dtype=np.float64)
+    bound = gamma(k, dtype) * np.asarray(abs_terms, dtype=np.float64) + underflow_allowance(
+        k, dtype)
     return Tolerance(
         "bound", f"gamma_{k}({np.dtype(dtype).name}) * sum|terms| per element ({what})",
         bound=bound,
@@ -216,7 +226,7 @@ def matmul_rule(a: ArrayLike, b: ArrayLike, dtype: DTypeLike) -> Tolerance:
     k = int(a64.shape[-1]) if a64.ndim else 1
     return Tolerance(
         "bound", f"Higham: gamma_{k + 2}({np.dtype(dtype).name}) * (|A| @ |B|) per element",
-        bound=gamma(k + 2, dtype) * magnitude,
+        bound=gamma(k + 2, dtype) * magnitude + underflow_allowance(2 * k, dtype),
     )
 
 
@@ -231,6 +241,7 @@ __all__ = [
     "terms_rule",
     "ulp_error",
     "ulp_of",
+    "underflow_allowance",
     "unit_roundoff",
     "within_ulps",
 ]

@@ -114,3 +114,14 @@ def test_exact_rule_matches_nan_with_nan() -> None:
     rule = tol.exact("copy")
     assert not rule.mismatches(np.array([np.nan]), np.array([np.nan])).any()
     assert rule.mismatches(np.array([np.nan]), np.array([1.0])).all()
+
+
+def test_bounds_allow_flush_to_zero_of_underflowing_products() -> None:
+    # Products of 1e-200 and 1e-110 underflow; XLA and GPUs flush them to zero.
+    a = np.full((1, 4), 1e-200)
+    b = np.full((4, 1), -1e-110)
+    rule = tol.matmul_rule(a, b, np.float64)
+    expected = a @ b  # a subnormal result on the host
+    assert not rule.mismatches(np.zeros((1, 1)), expected).any()
+    # ... but a wrong result of normal size is still caught.
+    assert rule.mismatches(np.array([[1e-300]]), expected).all()
