@@ -136,8 +136,18 @@ def forwarded_options(config: pytest.Config) -> list[str]:
         value = config.getoption(dest, None)
         if value is not None:
             args.append(f"{flag}={value}")
-    if config.getoption("gpu_conformance", False):
-        args.append("--gpu-conformance")
+    for dest, flag in (
+        ("gpu_conformance", "--gpu-conformance"),
+        # Simulator benchmarks are recorded in the same baseline folder; the
+        # gate itself runs in the parent, on the parent's own results.
+        ("gpu_bench_save", "--gpu-bench-save"),
+        ("gpu_bench_l2_flush", "--gpu-bench-l2-flush"),
+    ):
+        if config.getoption(dest, False):
+            args.append(flag)
+    baseline = config.getoption("gpu_bench_baseline", None)
+    if baseline is not None:
+        args.append(f"--gpu-bench-baseline={Path(baseline).resolve()}")
     for plugin in _explicit_plugins(config.invocation_params.args):
         args += ["-p", plugin]
     return args

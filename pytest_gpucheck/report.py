@@ -126,7 +126,7 @@ class Matrix:
 
     def to_markdown(self, order: list[str]) -> str:
         backends = self.backends(order)
-        lines = ["## GPU conformance matrix", ""]
+        lines = ["## GPU conformance matrix", ""] if self.counts or self.backends_info else []
         if self.backends_info:
             lines += ["| backend | version | device / reason |", "| --- | --- | --- |"]
             for name, info in self.backends_info.items():
