@@ -250,6 +250,30 @@ def test_dlpack_export(interop_producer: str, request: pytest.FixtureRequest) ->
         request.node.user_properties.append((EXPORT_PROPERTY, seen))
 
 
+@pytest.mark.interop
+def test_cai_export(interop_producer: str, request: pytest.FixtureRequest) -> None:
+    """``__cuda_array_interface__`` describes its array truthfully (GPU producers)."""
+    from pytest_gpucheck.interop.cai_export import cai_problems
+
+    producer = get_adapter(get_selection(request.config).backend(interop_producer))
+    sample = producer.produce(_anchors(producer, _export_pair(interop_producer))[0])
+    if not hasattr(sample, "__cuda_array_interface__"):
+        pytest.skip(f"not available: {interop_producer} arrays have no __cuda_array_interface__")
+    _, profile = conformance_settings()
+
+    @settings(profile, deadline=None)
+    @given(case=_strategy(producer, _export_pair(interop_producer)))
+    def describe(case: Case) -> None:
+        array = producer.produce(case)
+        problems = cai_problems(array.__cuda_array_interface__, producer.facts(array))
+        if problems:
+            raise InteropMismatch(f"{interop_producer}: {case!r}\n" + "\n".join(problems))
+
+    for anchor in _anchors(producer, _export_pair(interop_producer)):
+        describe = example(case=anchor)(describe)
+    describe()
+
+
 def _export_pair(producer: str) -> Pair:
     from pytest_gpucheck.interop.converters import library_converter
 

@@ -204,3 +204,48 @@ def test_strided_memory_view_facts_match_the_array() -> None:
         facts = memory_view_facts(view_class.from_dlpack(array, stream_ptr=-1))
         expected = numpy.facts(array)
         assert facts == expected, (case, facts, expected)
+
+
+class _Described:
+    """A host array behind a hand-written CUDA Array Interface (the checker reads only it)."""
+
+    def __init__(self, array: np.ndarray, **changes: object) -> None:
+        strides = None if array.flags.c_contiguous else array.strides
+        self.interface = {"shape": array.shape, "typestr": array.dtype.str,
+                          "data": (array.ctypes.data, not array.flags.writeable),
+                          "strides": strides, "version": 3, "stream": None, **changes}
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({}, None),
+        ({"strides": None}, "strides None (C-contiguous)"),
+        ({"typestr": "<f4"}, "typestr '<f4'"),
+        ({"version": 2}, "version is 2"),
+        ({"stream": 0}, "stream is 0"),
+        ({"data": (0, False)}, "data pointer"),
+        ({"shape": (4, 3)}, "shape (4, 3)"),
+    ],
+)
+def test_cai_checker_catches_each_misdescription(changes: dict[str, object],
+                                                 problem: str | None) -> None:
+    from pytest_gpucheck.interop.cai_export import cai_problems
+
+    numpy = get_adapter(get_backend("numpy"))
+    array = numpy.produce(Case("float64", (3, 4), order="F"))  # strides must be given
+    problems = cai_problems(_Described(array, **changes).interface, numpy.facts(array))
+    if problem is None:
+        assert problems == []
+    else:
+        assert any(problem in p for p in problems), problems
+
+
+def test_cai_checker_catches_a_lost_read_only_flag() -> None:
+    from pytest_gpucheck.interop.cai_export import cai_problems
+
+    numpy = get_adapter(get_backend("numpy"))
+    array = numpy.produce(Case("int32", (5,), readonly=True))
+    interface = _Described(array, data=(array.ctypes.data, False)).interface
+    assert cai_problems(interface, numpy.facts(array)) == [
+        "read-only flag False != the array's True"]
