@@ -251,6 +251,20 @@ def replay(item: pytest.Item, reports: Sequence[pytest.TestReport]) -> None:
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
 
 
+def _tear_down_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Finish the in-process fixtures that ``nextitem`` no longer shares.
+
+    An item run elsewhere skips this process's setup and teardown, but the
+    item before it left its module and class fixtures up for it (it was the
+    ``nextitem`` then); pytest's runner would tear them down after this item.
+    """
+    setup_state = item.session._setupstate
+    call = pytest.CallInfo.from_call(lambda: setup_state.teardown_exact(nextitem), when="teardown")
+    if call.excinfo is not None:
+        report = item.ihook.pytest_runtest_makereport(item=item, call=call)
+        item.ihook.pytest_runtest_logreport(report=report)
+
+
 def missing_report(item: pytest.Item, run: ChildRun, what: str) -> pytest.TestReport:
     """A failed report for an item the child did not report on (crash, timeout)."""
     tail = "\n".join(run.output.splitlines()[-40:])
@@ -307,6 +321,7 @@ class SimulatorRouter:
             assert self.last_run is not None
             reports = [missing_report(item, self.last_run, "The numba-cudasim child process")]
         replay(item, reports)
+        _tear_down_towards(item, nextitem)
         return True
 
     def _run(self, batch: list[pytest.Item]) -> None:

@@ -202,3 +202,27 @@ def test_simulator_items_run_in_a_child_process_transparently(pytester: pytest.P
     import numba
 
     assert not numba.config.ENABLE_CUDASIM
+
+
+def test_in_process_items_around_simulator_items_keep_their_fixture_lifecycle(
+    pytester: pytest.Pytester,
+) -> None:
+    module = """
+        import pytest
+
+        EVENTS = []
+
+        @pytest.fixture(scope="module")
+        def resource():
+            EVENTS.append("up")
+            yield
+            EVENTS.append("down")
+
+        def test_one(gpu_backend, resource):
+            pass
+        """
+    pytester.makepyfile(test_a=module, test_b=module)
+    result = pytester.runpytest("--gpu-backends=numpy,numba-cudasim", "-v")
+    # Each module's numpy item sets up its module fixture after the previous
+    # module's simulator item, which ran in the child, tore the old one down.
+    result.assert_outcomes(passed=4)
