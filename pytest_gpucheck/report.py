@@ -101,7 +101,8 @@ class Matrix:
         if counts["passed"]:
             extra = f" +{counts['skipped']}s" if counts["skipped"] else ""
             return f"ok {counts['passed']}{extra}"
-        return "skip"
+        reason = self.skip_reasons.get((family, backend), "")
+        return "n/a" if reason.startswith("not applicable") else "skip"
 
     def to_json(self, order: list[str]) -> dict[str, Any]:
         cells = []
@@ -158,10 +159,28 @@ class Matrix:
         for family in self.families:
             cells = [self.summary(family, b).ljust(c) for b, c in zip(backends, cols, strict=False)]
             lines.append(family.ljust(width) + "  " + "  ".join(cells))
-        for (family, backend), reason in sorted(self.skip_reasons.items()):
-            counts = self.counts[(family, backend)]
-            if not counts["passed"] and not counts["failed"]:
-                lines.append(f"  skip {family}[{backend}]: {reason}")
+        lines.extend(self._skip_lines(backends))
+        return lines
+
+    def _skip_lines(self, backends: list[str]) -> list[str]:
+        """Why each all-skipped cell was skipped; one line per backend when one reason covers it."""
+        lines = []
+        for backend in backends:
+            families = [f for f in self.families if (f, backend) in self.counts]
+            skipped = {
+                family: self.skip_reasons.get((family, backend), "")
+                for family in families
+                if not self.counts[(family, backend)]["passed"]
+                and not self.counts[(family, backend)]["failed"]
+            }
+            if not skipped:
+                continue
+            if len(skipped) == len(families) and len(set(skipped.values())) == 1:
+                lines.append(f"  {backend} skipped: {next(iter(skipped.values()))}")
+                continue
+            lines.extend(
+                f"  {backend} skipped in {family}: {reason}" for family, reason in skipped.items()
+            )
         return lines
 
 
