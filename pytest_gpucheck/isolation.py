@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,9 +72,22 @@ class ReportSink:
         data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
         if data is None:
             return
-        extra = {"gpucheck_cell": getattr(report, "gpucheck_cell", None)}
+        extra = {
+            "gpucheck_cell": getattr(report, "gpucheck_cell", None),
+            "gpucheck_target": getattr(report, "gpucheck_target", None),
+        }
         self._handle.write(json.dumps({"report": data, "extra": extra}) + "\n")
         self._handle.flush()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        # The parent names items by target, not node id: ids of files outside
+        # the rootdir depend on how each process was invoked.
+        report.gpucheck_target = child_target(item)  # type: ignore[attr-defined]
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._write(report)
@@ -85,6 +98,12 @@ class ReportSink:
 
     def pytest_unconfigure(self) -> None:
         self._handle.close()
+
+
+def child_target(item: pytest.Item) -> str:
+    """The command-line argument that selects exactly ``item`` from any directory."""
+    _, _, suffix = item.nodeid.partition("::")
+    return f"{item.path}::{suffix}" if suffix else str(item.path)
 
 
 def install_report_sink(config: pytest.Config) -> None:
@@ -122,7 +141,7 @@ class ChildRun:
 
 def forwarded_options(config: pytest.Config) -> list[str]:
     """Options of this run that a child must share to collect and run the same items."""
-    args = ["-p", "no:cacheprovider", "-q", "--rootdir", str(config.rootpath)]
+    args = ["-q", "--rootdir", str(config.rootpath)]
     if config.inipath is not None:
         args += ["-c", str(config.inipath)]
     if config.pluginmanager.hasplugin("xdist"):
@@ -137,7 +156,6 @@ def forwarded_options(config: pytest.Config) -> list[str]:
         if value is not None:
             args.append(f"{flag}={value}")
     for dest, flag in (
-        ("gpu_conformance", "--gpu-conformance"),
         # Simulator benchmarks are recorded in the same baseline folder; the
         # gate itself runs in the parent, on the parent's own results.
         ("gpu_bench_save", "--gpu-bench-save"),
@@ -148,9 +166,16 @@ def forwarded_options(config: pytest.Config) -> list[str]:
     baseline = config.getoption("gpu_bench_baseline", None)
     if baseline is not None:
         args.append(f"--gpu-bench-baseline={Path(baseline).resolve()}")
-    for plugin in _explicit_plugins(config.invocation_params.args):
-        args += ["-p", plugin]
     return args
+
+
+def plugin_options(config: pytest.Config) -> list[str]:
+    """``-p`` options of this run; they must be on the child's real command line,
+    because pytest reads them before it expands an ``@argsfile``."""
+    options = ["-p", "no:cacheprovider"]
+    for plugin in _explicit_plugins(config.invocation_params.args):
+        options += ["-p", plugin]
+    return options
 
 
 def _explicit_plugins(args: Iterable[str]) -> list[str]:
@@ -168,14 +193,19 @@ def _explicit_plugins(args: Iterable[str]) -> list[str]:
 
 def run_child_pytest(
     config: pytest.Config,
-    nodeids: Sequence[str],
+    items: Sequence[pytest.Item],
     *,
     extra_args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     launcher: Sequence[str] = (),
     timeout: float | None = None,
 ) -> ChildRun:
-    """Run ``nodeids`` in ``[*launcher, python, -m, pytest, ...]`` and collect its reports.
+    """Run ``items`` in ``[*launcher, python, -m, pytest, ...]`` and collect their reports.
+
+    The child selects each item by its file path and id (:func:`child_target`),
+    so items of files outside the rootdir (the bundled suites under
+    ``--gpu-conformance``) are found too; its reports carry this session's
+    node ids.
 
     ``env`` entries are added to this process's environment.  On timeout the
     whole process group (launcher and every rank) is killed, so nothing is
@@ -184,8 +214,16 @@ def run_child_pytest(
     """
     with tempfile.TemporaryDirectory(prefix="gpucheck-child-") as sink:
         args_file = Path(sink) / "args.txt"
-        args_file.write_text("\n".join([*nodeids, *forwarded_options(config), *extra_args]))
-        command = [*launcher, sys.executable, "-m", "pytest", f"@{args_file}"]
+        targets = {child_target(item): item.nodeid for item in items}
+        args_file.write_text("\n".join([*targets, *forwarded_options(config), *extra_args]))
+        command = [
+            *launcher,
+            sys.executable,
+            "-m",
+            "pytest",
+            *plugin_options(config),
+            f"@{args_file}",
+        ]
         child_env = {**os.environ, **(env or {}), REPORT_SINK_VARIABLE: sink}
         child_env.pop("PYTEST_XDIST_WORKER", None)
         child_env.pop("PYTEST_ADDOPTS", None)
@@ -210,7 +248,8 @@ def run_child_pytest(
             _kill_group(process)
             process.communicate()
             raise
-        return ChildRun(process.returncode, output or "", timed_out, _read_reports(config, sink))
+        reports = _read_reports(config, sink, targets)
+        return ChildRun(process.returncode, output or "", timed_out, reports)
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
@@ -218,7 +257,9 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _read_reports(config: pytest.Config, sink: str) -> dict[int, list[Any]]:
+def _read_reports(
+    config: pytest.Config, sink: str, targets: Mapping[str, str]
+) -> dict[int, list[Any]]:
     reports: dict[int, list[Any]] = {}
     for path in sorted(Path(sink).glob("rank-*.jsonl")):
         rank = int(path.stem.removeprefix("rank-"))
@@ -235,9 +276,12 @@ def _read_reports(config: pytest.Config, sink: str) -> dict[int, list[Any]]:
             if isinstance(report.longrepr, list):
                 # A skip's (path, lineno, reason) tuple comes back from JSON as a list.
                 report.longrepr = tuple(report.longrepr)
-            cell = (entry.get("extra") or {}).get("gpucheck_cell")
-            if cell:
-                report.gpucheck_cell = cell
+            extra = entry.get("extra") or {}
+            if extra.get("gpucheck_cell"):
+                report.gpucheck_cell = extra["gpucheck_cell"]
+            nodeid = targets.get(extra.get("gpucheck_target") or "")
+            if nodeid is not None:
+                report.nodeid = nodeid
             reports.setdefault(rank, []).append(report)
     return reports
 
@@ -325,11 +369,10 @@ class SimulatorRouter:
         return True
 
     def _run(self, batch: list[pytest.Item]) -> None:
-        nodeids = [item.nodeid for item in batch]
-        self.batched.update(nodeids)
+        self.batched.update(item.nodeid for item in batch)
         env = {"NUMBA_ENABLE_CUDASIM": "1", SIMULATOR_CHILD_VARIABLE: "1"}
         run = run_child_pytest(
-            self.config, nodeids, extra_args=[f"--gpu-backends={SIMULATOR_BACKEND}"], env=env
+            self.config, batch, extra_args=[f"--gpu-backends={SIMULATOR_BACKEND}"], env=env
         )
         self.last_run = run
         for reports in run.reports.values():

@@ -45,8 +45,13 @@ class ItemRuns:
 class SpawnRouter:
     """Parent-side plugin: run each ``mpi`` item under the launcher (registered when not a rank)."""
 
-    def __init__(self, config: pytest.Config, launcher: Launcher, default_timeout: float,
-                 unusable: str | None) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        launcher: Launcher,
+        default_timeout: float,
+        unusable: str | None,
+    ) -> None:
         self.config = config
         self.launcher = launcher
         self.default_timeout = default_timeout
@@ -69,9 +74,15 @@ class SpawnRouter:
             counts = tuple(n for n in spec.ranks if n <= self.launcher.max_ranks)
             if not counts:
                 wanted = " or ".join(map(str, spec.ranks))
-                item.add_marker(pytest.mark.skip(reason=(
-                    f"needs {wanted} MPI ranks; the launcher can give {self.launcher.max_ranks} "
-                    f"here (raise --gpu-mpi-max-ranks to oversubscribe)")))
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason=(
+                            f"needs {wanted} MPI ranks; the launcher can give "
+                            f"{self.launcher.max_ranks} here (raise --gpu-mpi-max-ranks "
+                            "to oversubscribe)"
+                        )
+                    )
+                )
                 continue
             self.runs[item.nodeid] = ItemRuns(counts)
 
@@ -83,16 +94,20 @@ class SpawnRouter:
         return not needs_simulator(item) or os.environ.get(SIMULATOR_CHILD_VARIABLE) == "1"
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None
-                                ) -> bool | None:
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
         if not self._mine(item):
             return None
         if item.nodeid not in self._started:
             if os.environ.get("PYTEST_XDIST_WORKER"):
                 batch = [item]  # a worker runs only the items it is given
             else:
-                batch = [other for other in item.session.items
-                         if self._mine(other) and other.nodeid not in self._started]
+                batch = [
+                    other
+                    for other in item.session.items
+                    if self._mine(other) and other.nodeid not in self._started
+                ]
             self._started.update(other.nodeid for other in batch)
             self._run_all(batch)
         replay(item, self._final_reports(item))
@@ -110,39 +125,53 @@ class SpawnRouter:
     def _job(self, items: list[pytest.Item], count: int) -> ChildRun:
         started = time.monotonic()
         run = self._start_job(items, count)
-        self.jobs.append({
-            "ranks": count, "command": self.launcher.describe(count), "tests": len(items),
-            "returncode": run.returncode, "timed_out": run.timed_out,
-            "seconds": round(time.monotonic() - started, 2),
-        })
+        self.jobs.append(
+            {
+                "ranks": count,
+                "command": self.launcher.describe(count),
+                "tests": len(items),
+                "returncode": run.returncode,
+                "timed_out": run.timed_out,
+                "seconds": round(time.monotonic() - started, 2),
+            }
+        )
         self._publish()
         return run
 
     def _publish(self) -> None:
         from ..report import add_section
 
-        rows = "\n".join(f"| `{j['command']}` | {j['tests']} | {j['seconds']} | {j['returncode']} |"
-                         for j in self.jobs)
+        rows = "\n".join(
+            f"| `{j['command']}` | {j['tests']} | {j['seconds']} | {j['returncode']} |"
+            for j in self.jobs
+        )
         add_section(
-            self.config, "mpi",
-            {"mode": "spawned", "launcher": list(self.launcher.template),
-             "max_ranks": self.launcher.max_ranks, "jobs": self.jobs},
+            self.config,
+            "mpi",
+            {
+                "mode": "spawned",
+                "launcher": list(self.launcher.template),
+                "max_ranks": self.launcher.max_ranks,
+                "jobs": self.jobs,
+            },
             "## MPI jobs\n\n| command | tests | seconds | exit code |\n| --- | --- | --- | --- |\n"
             f"{rows}\n",
-            [f"gpucheck mpi: {j['command']}: {j['tests']} test(s) in {j['seconds']} s, "
-             f"exit code {j['returncode']}" for j in self.jobs],
+            [
+                f"gpucheck mpi: {j['command']}: {j['tests']} test(s) in {j['seconds']} s, "
+                f"exit code {j['returncode']}"
+                for j in self.jobs
+            ],
         )
 
     def _start_job(self, items: list[pytest.Item], count: int) -> ChildRun:
-        budget = sum(self.timeout_of(mpi_spec(item) or MpiSpec((count,), None))
-                     for item in items)
+        budget = sum(self.timeout_of(mpi_spec(item) or MpiSpec((count,), None)) for item in items)
         extra = [f"--gpu-mpi-timeout={self.default_timeout:g}"]
         backends = self.config.getoption("gpu_backends", None)
         if backends is not None:
             extra.append(f"--gpu-backends={backends}")
         return run_child_pytest(
             self.config,
-            [item.nodeid for item in items],
+            items,
             extra_args=extra,
             # A job started from inside a rank's helper must not inherit its rank claim.
             env={RANK_PID_VARIABLE: ""},
@@ -171,8 +200,7 @@ class SpawnRouter:
                 self.runs[item.nodeid].reports[count] = [*reports, self._failed(item, stopped)]
                 progressed = True
             elif reports:  # started, never finished, no report of why: it crashed the job
-                self.runs[item.nodeid].reports[count] = [
-                    *reports, missing_report(item, run, what)]
+                self.runs[item.nodeid].reports[count] = [*reports, missing_report(item, run, what)]
                 progressed = True
             else:
                 remaining.append(item)
@@ -189,9 +217,16 @@ class SpawnRouter:
 
     def _failed(self, item: pytest.Item, text: str) -> pytest.TestReport:
         return pytest.TestReport(
-            nodeid=item.nodeid, location=item.location,
-            keywords=dict.fromkeys(item.keywords, 1), outcome="failed", longrepr=text,
-            when="call", sections=[], duration=0.0, start=0.0, stop=0.0,
+            nodeid=item.nodeid,
+            location=item.location,
+            keywords=dict.fromkeys(item.keywords, 1),
+            outcome="failed",
+            longrepr=text,
+            when="call",
+            sections=[],
+            duration=0.0,
+            start=0.0,
+            stop=0.0,
         )
 
     # -- replaying --------------------------------------------------------------------------
@@ -210,8 +245,10 @@ class SpawnRouter:
         if others:
             note += f"; also ran with {', '.join(map(str, others))} rank(s)"
         if not_run:
-            note += (f"; not run with {', '.join(map(str, not_run))} rank(s): more than the "
-                     f"launcher can give here ({self.launcher.max_ranks})")
+            note += (
+                f"; not run with {', '.join(map(str, not_run))} rank(s): more than the "
+                f"launcher can give here ({self.launcher.max_ranks})"
+            )
         for report in reports:
             if report.failed:
                 report.longrepr = f"[{note}]\n{report.longrepr}"
