@@ -26,7 +26,13 @@ __version__ = "0.1.0"
 
 #: Public names defined in modules that are imported only when first used.
 _LAZY = {
+    "CheckContext": "pytest_gpucheck.assertions",
     "assert_matches_reference": "pytest_gpucheck.assertions",
+    "assert_dtype": "pytest_gpucheck.assertions",
+    "assert_shape": "pytest_gpucheck.assertions",
+    "assert_unchanged": "pytest_gpucheck.assertions",
+    "assert_guards_intact": "pytest_gpucheck.assertions",
+    "GuardedBuffer": "pytest_gpucheck.guards",
     "assert_shares_memory": "pytest_gpucheck.interop",
     "converter": "pytest_gpucheck.interop",
 }

@@ -80,7 +80,7 @@ def implements(
 
     def register(func: F) -> F:
         _validate(kernel, backend)
-        impl_name = name or getattr(func, "__name__", "impl")
+        impl_name: str = name or str(getattr(func, "__name__", "impl"))
         key = (kernel, backend, impl_name)
         existing = _implementations.get(key)
         if (

@@ -162,8 +162,11 @@ def _halo_axis(a: Any, width: int, axis: int) -> None:
     # and destination of each copy do not overlap.
     n = a.shape[axis]
     lead = (slice(None),) * axis
-    a[(*lead, slice(0, width))] = a[(*lead, slice(n - 2 * width, n - width))]
-    a[(*lead, slice(n - width, n))] = a[(*lead, slice(width, 2 * width))]
+    # Index tuples are built first: a starred subscript needs Python >= 3.11.
+    low_ghost, low_source = (*lead, slice(0, width)), (*lead, slice(n - 2 * width, n - width))
+    high_ghost, high_source = (*lead, slice(n - width, n)), (*lead, slice(width, 2 * width))
+    a[low_ghost] = a[low_source]
+    a[high_ghost] = a[high_source]
 
 
 @implements("halo_exchange_1d", backend=BACKEND, name="array", origin="bundled")

@@ -232,8 +232,11 @@ def _halo_axis(a: Any, width: int, axis: int) -> Any:
     # Explicit bounds: a[-0:] would be the whole axis.
     n = a.shape[axis]
     lead = (slice(None),) * axis
-    a = a.at[(*lead, slice(0, width))].set(a[(*lead, slice(n - 2 * width, n - width))])
-    return a.at[(*lead, slice(n - width, n))].set(a[(*lead, slice(width, 2 * width))])
+    # Index tuples are built first: a starred subscript needs Python >= 3.11.
+    low_ghost, low_source = (*lead, slice(0, width)), (*lead, slice(n - 2 * width, n - width))
+    high_ghost, high_source = (*lead, slice(n - width, n)), (*lead, slice(width, 2 * width))
+    a = a.at[low_ghost].set(a[low_source])
+    return a.at[high_ghost].set(a[high_source])
 
 
 @_jitted("halo_exchange_1d", "width")

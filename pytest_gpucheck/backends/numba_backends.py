@@ -151,4 +151,4 @@ class NumbaCudasimBackend(_NumbaCudaArrays):
 def _config_says_simulator() -> bool:
     import numba
 
-    return bool(numba.config.ENABLE_CUDASIM)
+    return bool(getattr(numba.config, "ENABLE_CUDASIM", False))
