@@ -19,13 +19,16 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .launch import LaunchConfig
-from .registry import Implementation, implementations, implements, not_applicable
-
 __version__ = "0.1.0"
 
-#: Public names defined in modules that are imported only when first used.
+#: Public names and the modules that define them, imported on first use: the
+#: pytest plugin lives in this package, so importing it must stay cheap.
 _LAZY = {
+    "Implementation": "pytest_gpucheck.registry",
+    "implementations": "pytest_gpucheck.registry",
+    "implements": "pytest_gpucheck.registry",
+    "not_applicable": "pytest_gpucheck.registry",
+    "LaunchConfig": "pytest_gpucheck.launch",
     "CheckContext": "pytest_gpucheck.assertions",
     "assert_matches_reference": "pytest_gpucheck.assertions",
     "assert_dtype": "pytest_gpucheck.assertions",
@@ -45,12 +48,4 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = [
-    "Implementation",
-    "LaunchConfig",
-    "__version__",
-    "implementations",
-    "implements",
-    "not_applicable",
-    *_LAZY,
-]
+__all__ = ["__version__", *_LAZY]

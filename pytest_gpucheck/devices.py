@@ -17,13 +17,15 @@ over the visible devices:
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
 
 #: Environment variables that carry the node-local rank, most specific first.
 LOCAL_RANK_VARIABLES = (
@@ -76,6 +78,9 @@ class CudaDriver:
 
 
 def _load_libcuda() -> ctypes.CDLL | None:
+    import ctypes
+    import ctypes.util
+
     names = ["nvcuda.dll"] if sys.platform == "win32" else ["libcuda.so.1", "libcuda.so"]
     found = ctypes.util.find_library("cuda")
     if found:
@@ -91,6 +96,8 @@ def _load_libcuda() -> ctypes.CDLL | None:
 @lru_cache(maxsize=1)
 def cuda_driver() -> CudaDriver:
     """Query the CUDA driver once per process; never raises."""
+    import ctypes
+
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     lib = _load_libcuda()
     if lib is None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .backends.base import Backend
-from .devices import CudaDevice, DeviceSelection, cuda_driver
-from .selection import get_selection
+# Imported inside the fixtures: loading the plugin must stay cheap.
+if TYPE_CHECKING:
+    from .backends.base import Backend
+    from .devices import CudaDevice, DeviceSelection
 
 
 @pytest.fixture
@@ -21,6 +22,8 @@ def gpu_backend(request: pytest.FixtureRequest) -> Backend:
     ``to_host(array)``, ``empty(shape, dtype)``, ``full(...)``,
     ``synchronize()``, ``describe_device()`` and ``version()``.
     """
+    from .selection import get_selection
+
     name = getattr(request, "param", None)
     if name is None:
         pytest.skip("no backend selected for this test")
@@ -68,6 +71,9 @@ def gpu_device(pytestconfig: pytest.Config) -> GpuDevice:
     ``index`` is within ``CUDA_VISIBLE_DEVICES``; ``info`` has the name, compute
     capability and memory, or is None with ``reason`` when no device is visible.
     """
+    from .devices import cuda_driver
+    from .selection import get_selection
+
     selection = get_selection(pytestconfig).device
     driver = cuda_driver()
     device = driver.devices[selection.index] if driver.available else None

@@ -53,7 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # tryfirst: hypothesis' own pytest_configure loads --hypothesis-profile, which
     # must already be registered by then.
     config.addinivalue_line("markers", MARKER)
-    register_profiles()
+    # Importing hypothesis costs ~0.1 s: register here only when the command
+    # line names one of these profiles; the suites' conftest registers them
+    # otherwise, so a plain ``pytest`` pays nothing.
+    if config.getoption("hypothesis_profile", None) in PROFILES:
+        register_profiles()
 
 
 __all__ = ["MARKER", "PROFILES", "register_profiles"]

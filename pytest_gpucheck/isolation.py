@@ -27,10 +27,8 @@ from typing import Any
 
 import pytest
 
-#: Directory the child writes its serialized reports into (one file per rank).
-REPORT_SINK_VARIABLE = "PYTEST_GPUCHECK_REPORT_SINK"
-#: Set in the child that runs the simulator items.
-SIMULATOR_CHILD_VARIABLE = "PYTEST_GPUCHECK_SIMULATOR_CHILD"
+from .child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+
 SIMULATOR_BACKEND = "numba-cudasim"
 
 #: Rank variables of common launchers (MPICH/Hydra, Open MPI, PMIx, SLURM).

@@ -6,6 +6,8 @@ are probed only once a run selects them.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -14,10 +16,9 @@ import pytest
 
 from . import fixtures
 from .backends import BACKENDS, GPU_BACKENDS
-from .isolation import SIMULATOR_CHILD_VARIABLE, SimulatorRouter, install_report_sink
+from .child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
 from .options import add_options
-from .report import cell_of, get_matrix, write_report
-from .selection import Selection, configure_selection, get_selection
+from .selection import configure_selection, get_selection
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
 FEATURE_PLUGINS: tuple[str, ...] = (
@@ -56,11 +57,17 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     selection = configure_selection(config)
-    install_report_sink(config)
+    # The child-process machinery is imported only by runs that use it.
+    if os.environ.get(REPORT_SINK_VARIABLE):
+        from .isolation import install_report_sink
+
+        install_report_sink(config)
     config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")
     if config.getoption("gpu_conformance"):
         _add_bundled_suites(config)
     if "numba-cudasim" in selection.names and not selection.in_simulator_child:
+        from .isolation import SimulatorRouter
+
         config.pluginmanager.register(SimulatorRouter(config), "gpucheck-simulator-router")
 
 
@@ -153,6 +160,8 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    from .report import cell_of
+
     cell = cell_of(item)
     if cell is not None:
         report.gpucheck_cell = cell  # type: ignore[attr-defined]
@@ -163,16 +172,24 @@ class MatrixRecorder:
     """Counts every logged report (local, from xdist workers, or replayed) in the matrix."""
 
     def __init__(self, config: pytest.Config) -> None:
-        self.matrix = get_matrix(config)
+        self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.matrix.record(report)
+        if getattr(report, "gpucheck_cell", None):
+            from .report import get_matrix
+
+            get_matrix(self.config).record(report)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    selection: Selection = get_selection(config)
-    if selection.in_simulator_child:
+    selection = get_selection(config)
+    path = config.getoption("gpu_report")
+    # Nothing was recorded (and no report asked for) unless the report module
+    # was loaded: a plain run ends without importing it.
+    if selection.in_simulator_child or (not path and "pytest_gpucheck.report" not in sys.modules):
         return
+    from .report import get_matrix, write_report
+
     matrix = get_matrix(config)
     if selection.explicit_option:
         matrix.backends_info = {
@@ -188,7 +205,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for section in matrix.sections.values():
         for line in section.terminal_lines:
             terminalreporter.write_line(line)
-    path = config.getoption("gpu_report")
     if path:
         write_report(matrix, Path(path), order)
         terminalreporter.write_line(f"gpucheck: report written to {path}")

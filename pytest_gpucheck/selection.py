@@ -15,6 +15,7 @@ import pytest
 
 from .backends import BACKENDS, GPU_BACKENDS, get_backend
 from .backends.base import Backend, Probe
+from .child_env import SIMULATOR_CHILD_VARIABLE
 from .devices import (
     DeviceSelection,
     DeviceSpecError,
@@ -22,7 +23,6 @@ from .devices import (
     parse_device_spec,
     select_device,
 )
-from .isolation import SIMULATOR_CHILD_VARIABLE
 from .options import (
     BACKENDS_INI,
     BACKENDS_OPTION,

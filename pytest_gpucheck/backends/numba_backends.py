@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..isolation import SIMULATOR_CHILD_VARIABLE
+from ..child_env import SIMULATOR_CHILD_VARIABLE
 from ._cuda_build import device_line, driver_problem
 from .base import Backend, Probe
 

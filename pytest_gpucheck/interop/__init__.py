@@ -8,20 +8,28 @@ Importing this package imports no array framework.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from .converters import converter, register_converter, unregister_converter, user_converters
-from .outcomes import InteropMismatch, Outcome
+#: Public names and their modules, imported on first use: the pytest plugin
+#: imports this package, and loading the plugin must stay cheap (and must not
+#: import NumPy, which assert_shares_memory needs).
+_PUBLIC = {
+    "InteropMismatch": "outcomes",
+    "Outcome": "outcomes",
+    "assert_shares_memory": "shares_memory",
+    "converter": "converters",
+    "register_converter": "converters",
+    "unregister_converter": "converters",
+    "user_converters": "converters",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # assert_shares_memory needs NumPy: import it on first use, so that loading the
-    # plugin (which imports this package) imports no array library.
-    if name == "assert_shares_memory":
-        from .shares_memory import assert_shares_memory
-
-        return assert_shares_memory
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 __all__ = [

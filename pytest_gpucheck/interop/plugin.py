@@ -7,41 +7,53 @@ modules are imported by the suite itself.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import pytest
 
-from .converters import Converter, restore, snapshot
-from .matrix import PairMatrix
+# The suite's modules load when the suite (or a user's converter) is imported:
+# a run without interop checks never imports them.
+if TYPE_CHECKING:
+    from .converters import Converter
+    from .matrix import PairMatrix
 
-MATRIX_KEY = pytest.StashKey[PairMatrix]()
+MATRIX_KEY: pytest.StashKey[PairMatrix] = pytest.StashKey()
+_CONVERTERS = f"{__package__}.converters"
 
-#: Registry content before each session's conftest files ran, by plugin manager.
-_registry_before: dict[int, dict[str, Converter]] = {}
+#: Registry content before each session's conftest files ran, by plugin manager
+#: (None: the registry module was not loaded yet, so nothing was registered).
+_registry_before: dict[int, dict[str, Converter] | None] = {}
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     # Runs before any conftest.py is imported: what users register from here on
     # belongs to this session and is forgotten at its end, so sessions run one
     # after another in one process (pytester) do not see each other's converters.
-    _registry_before[id(pluginmanager)] = snapshot()
+    converters = sys.modules.get(_CONVERTERS)
+    _registry_before[id(pluginmanager)] = converters.snapshot() if converters else None
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "interop: a zero-copy interop check (DLPack / CUDA Array Interface)")
-    config.stash[MATRIX_KEY] = PairMatrix()
-    config.pluginmanager.register(InteropRecorder(config.stash[MATRIX_KEY]),
-                                  "gpucheck-interop-recorder")
+    config.pluginmanager.register(InteropRecorder(config), "gpucheck-interop-recorder")
 
 
 class InteropRecorder:
     """Feeds every logged report (local, xdist, or replayed from a child) to the matrix."""
 
-    def __init__(self, matrix: PairMatrix) -> None:
-        self.matrix = matrix
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.matrix.record(report)
+        matrix = self.config.stash.get(MATRIX_KEY, None)
+        if matrix is None:
+            if not report.user_properties:  # interop items always carry their cell
+                return
+            from .matrix import PairMatrix
+
+            matrix = self.config.stash[MATRIX_KEY] = PairMatrix()
+        matrix.record(report)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -59,11 +71,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_terminal_summary(config: pytest.Config) -> None:
     """Hand the matrix to the core report before it prints and writes it."""
+    matrix = config.stash.get(MATRIX_KEY, None)
+    if matrix is None or not matrix.cells:
+        return
     from ..report import add_section
     from ..selection import get_selection
 
-    matrix = config.stash.get(MATRIX_KEY, None)
-    if matrix is None or not matrix.cells or get_selection(config).in_simulator_child:
+    if get_selection(config).in_simulator_child:
         return
     add_section(config, "interop", matrix.to_json(), matrix.markdown(),
                 ["", "gpucheck interop pair matrix", *matrix.terminal_lines()])
@@ -71,5 +85,6 @@ def pytest_terminal_summary(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     saved = _registry_before.pop(id(config.pluginmanager), None)
-    if saved is not None:
-        restore(saved)
+    converters = sys.modules.get(_CONVERTERS)
+    if converters is not None:
+        converters.restore(saved or {})

@@ -71,15 +71,37 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[RANK_SESSION_KEY] = session
             config.pluginmanager.register(session, "gpucheck-mpi-rank")
             return
-    from .spawn import SpawnRouter
-
     unusable = missing_launcher_reason(launcher)
     if launched is not None:
         unusable = "this rank cannot run mpi tests: mpi4py is not installed"
     elif _inside_a_rank():
         unusable = "this is a helper process of an MPI rank; mpi tests run in the rank itself"
     config.pluginmanager.register(
-        SpawnRouter(config, launcher, timeout, unusable), "gpucheck-mpi-spawn")
+        _SpawnRouterLoader(config, launcher, timeout, unusable), "gpucheck-mpi-spawn-loader")
+
+
+class _SpawnRouterLoader:
+    """Registers the spawn router once collection finds an ``mpi`` test.
+
+    Runs without one never import the child-process machinery, so the plugin
+    costs a plain ``pytest`` nothing.
+    """
+
+    def __init__(self, config: pytest.Config, *router_args: Any) -> None:
+        self.config = config
+        self.router_args = router_args
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if self.config.pluginmanager.has_plugin("gpucheck-mpi-spawn"):
+            return
+        if not any(mpi_spec(item) is not None for item in items):
+            return
+        from .spawn import SpawnRouter
+
+        router = SpawnRouter(self.config, *self.router_args)
+        router.pytest_collection_modifyitems(items)
+        self.config.pluginmanager.register(router, "gpucheck-mpi-spawn")
 
 
 def _inside_a_rank() -> bool:

@@ -59,11 +59,17 @@ class SpawnRouter:
         self.runs: dict[str, ItemRuns] = {}
         self.jobs: list[dict[str, object]] = []
         self._started: set[str] = set()
+        self._marked = False
 
     def timeout_of(self, spec: MpiSpec) -> float:
         return spec.timeout if spec.timeout is not None else self.default_timeout
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        # The loader in plugin.py calls this for the collection that registered
+        # the router; pluggy may call it again in the same hook call.
+        if self._marked:
+            return
+        self._marked = True
         for item in items:
             spec = mpi_spec(item)
             if spec is None:
