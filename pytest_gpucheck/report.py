@@ -9,14 +9,14 @@ are serialized with their attributes and rebuilt in this process.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .atomic_files import write_text_atomically
 
 CELL_KEY = pytest.StashKey[dict[str, str]]()
 MATRIX_KEY = pytest.StashKey["Matrix"]()
@@ -219,16 +219,7 @@ def add_section(
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so a reader never sees a partial file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, text)
 
 
 def write_report(matrix: Matrix, path: Path, order: list[str]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpucheck.bench import baseline as baseline_module
+from pytest_gpucheck import atomic_files
 from pytest_gpucheck.bench.baseline import BaselineError, BaselineStore, read_run
 from pytest_gpucheck.bench.environment import Environment
 from pytest_gpucheck.bench.records import BenchmarkRecord
@@ -114,7 +114,7 @@ def test_failed_write_leaves_neither_a_partial_file_nor_a_temporary(
     def crash(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(baseline_module.os, "replace", crash)
+    monkeypatch.setattr(atomic_files.os, "replace", crash)
     with pytest.raises(OSError, match="disk full"):
         BaselineStore(tmp_path).save([record()], run_id="r", process="main")
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []

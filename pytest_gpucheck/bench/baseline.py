@@ -18,8 +18,6 @@ everything.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..atomic_files import write_text_atomically
 from .environment import slugify
 from .records import BenchmarkRecord
 
@@ -135,28 +134,6 @@ class BaselineStore:
 def write_json_atomically(path: Path, payload: Any) -> None:
     """Write JSON to ``path`` so that readers see the old state or the whole new file."""
     write_text_atomically(path, json.dumps(payload, indent=1, sort_keys=True))
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        # mkstemp creates the file private (0600); give it the usual permissions.
-        os.chmod(temporary, 0o666 & ~_umask())
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 def read_run(path: Path) -> StoredRun:

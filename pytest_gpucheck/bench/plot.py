@@ -12,7 +12,8 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
-from .baseline import BaselineStore, write_text_atomically
+from ..atomic_files import write_text_atomically
+from .baseline import BaselineStore
 from .gate import Verdict, format_seconds
 from .records import BenchmarkRecord
 
