@@ -31,8 +31,6 @@ from .child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
 
 SIMULATOR_BACKEND = "numba-cudasim"
 
-#: Rank variables of common launchers (MPICH/Hydra, Open MPI, PMIx, SLURM).
-RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")
 
 _SIMULATOR_ID = re.compile(r"(?:^|[\[\-:>,/ ])numba-cudasim(?:$|[\]\-:<>,/ ])")
 
@@ -50,12 +48,10 @@ def needs_simulator(item: pytest.Item) -> bool:
 
 def current_rank(env: Mapping[str, str] | None = None) -> int:
     """This process's rank under a launcher, from its environment (0 without one)."""
-    env = os.environ if env is None else env
-    for variable in RANK_VARIABLES:
-        value = env.get(variable, "")
-        if value.isdigit():
-            return int(value)
-    return 0
+    from .mpi.environment import launched_rank
+
+    launched = launched_rank(env)
+    return launched.rank if launched is not None else 0
 
 
 class ReportSink:

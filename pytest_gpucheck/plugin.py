@@ -17,7 +17,7 @@ import pytest
 from . import fixtures
 from .backends import BACKENDS, GPU_BACKENDS
 from .child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
-from .options import add_options
+from .options import add_options, parse_backend_spec
 from .selection import configure_selection, get_selection
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
@@ -97,8 +97,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def _marker_backends(item_markers: list[pytest.Mark]) -> set[str] | None:
     """Backends allowed by ``gpu_backends`` and ``requires_gpu`` markers (None: all)."""
-    from .options import parse_backend_spec
-
     allowed: set[str] | None = None
     for mark in item_markers:
         if mark.name == "gpu_backends":

@@ -82,18 +82,16 @@ def implements(
         _validate(kernel, backend)
         impl_name: str = name or str(getattr(func, "__name__", "impl"))
         key = (kernel, backend, impl_name)
+        new = Implementation(kernel, backend, func, impl_name, origin)
         existing = _implementations.get(key)
-        if (
-            existing is not None
-            and existing.func is not func
-            and existing.where
-            != (f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', impl_name)}")
-        ):
+        # The same function registered again (a conftest imported twice) replaces
+        # itself; another function under the same name is a mistake.
+        if existing is not None and existing.func is not func and existing.where != new.where:
             raise ValueError(
                 f"{kernel} on {backend} already has an implementation named {impl_name!r} "
                 f"({existing.where}); pass name=... to register another"
             )
-        _implementations[key] = Implementation(kernel, backend, func, impl_name, origin)
+        _implementations[key] = new
         return func
 
     return register
