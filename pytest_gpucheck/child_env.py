@@ -10,3 +10,8 @@ from __future__ import annotations
 REPORT_SINK_VARIABLE = "PYTEST_GPUCHECK_REPORT_SINK"
 #: Set in the child that runs the simulator items.
 SIMULATOR_CHILD_VARIABLE = "PYTEST_GPUCHECK_SIMULATOR_CHILD"
+#: ``<pid>@<host>`` of the pytest that started the child: the child ends its
+#: process tree when that process is gone.
+PARENT_VARIABLE = "PYTEST_GPUCHECK_PARENT"
+#: JSON list of the ``conftest.py`` paths the parent loaded; the child loads them too.
+CONFTESTS_VARIABLE = "PYTEST_GPUCHECK_CONFTESTS"

@@ -8,28 +8,57 @@ test report through pytest's own serialization hooks (the ones pytest-xdist
 uses) into one JSON-lines file per rank.  The parent rebuilds the reports and
 logs them as if the items had run in-process, so the user sees ordinary
 results, tracebacks and sections.
+
+Verdicts stay honest when a child dies (see ``docs/reliability.md``): the
+child writes a ``started`` line before each item and points
+:mod:`faulthandler` at a file per rank, so the item that was running when it
+died fails with the signal or exit code and the whole fatal-error stack, and
+the items it never reached run again in a fresh child.  The child loads the
+``conftest.py`` files the parent loaded (registrations, hypothesis profiles),
+kills its own process group when the parent disappears, and the parent kills
+the child's group on SIGINT or SIGTERM after keeping the finished results.
 """
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import json
 import os
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Generator, Iterable, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+from .child_env import (
+    CONFTESTS_VARIABLE,
+    PARENT_VARIABLE,
+    REPORT_SINK_VARIABLE,
+    SIMULATOR_CHILD_VARIABLE,
+)
 
 SIMULATOR_BACKEND = "numba-cudasim"
+#: ``<sink>/fault-rank-<r>.txt``: faulthandler's dump of a fatal error on rank r.
+FAULT_PREFIX = "fault-rank-"
+#: Seconds a child's process group gets to end after SIGTERM before SIGKILL.
+TERMINATE_GRACE = 3.0
+#: How often a child checks that the pytest process that started it is alive.
+ORPHAN_POLL = 0.25
+#: Seconds between two looks at a running child's reports (for progress lines).
+PROGRESS_POLL = 5.0
+#: Exit codes of a pytest child that finished normally (tests passed / failed).
+NORMAL_EXIT_CODES = (0, 1)
 
 
 _SIMULATOR_ID = re.compile(r"(?:^|[\[\-:>,/ ])numba-cudasim(?:$|[\]\-:<>,/ ])")
@@ -54,13 +83,32 @@ def current_rank(env: Mapping[str, str] | None = None) -> int:
     return launched.rank if launched is not None else 0
 
 
+# -- the child's side ---------------------------------------------------------------------
 class ReportSink:
-    """Child-side plugin: append every serialized report to ``<sink>/rank-<r>.jsonl``."""
+    """Child-side plugin: append every serialized report to ``<sink>/rank-<r>.jsonl``.
+
+    Before an item runs, a ``started`` line names it, so the parent can tell
+    the item that was running when the process died from the items it never
+    reached.  A fatal error (segfault, ``abort()``, a fatal Python error) is
+    dumped by :mod:`faulthandler`, every thread, into
+    ``<sink>/fault-rank-<r>.txt``; the parent shows it whole.
+    """
 
     def __init__(self, config: pytest.Config, directory: Path) -> None:
         self.config = config
-        self.path = directory / f"rank-{current_rank()}.jsonl"
+        rank = current_rank()
+        self.path = directory / f"rank-{rank}.jsonl"
         self._handle = self.path.open("a", encoding="utf-8")
+        self._targets: dict[str, str] = {}
+        # Kept open for the life of the process: faulthandler writes to its
+        # descriptor from the signal handler.  pytest's faulthandler plugin
+        # enabled it on stderr earlier in pytest_configure; this takes over.
+        self._fault_file = (directory / f"{FAULT_PREFIX}{rank}.txt").open("w", encoding="utf-8")
+        faulthandler.enable(file=self._fault_file, all_threads=True)
+
+    def _line(self, entry: dict[str, Any]) -> None:
+        self._handle.write(json.dumps(entry) + "\n")
+        self._handle.flush()
 
     def _write(self, report: pytest.TestReport | pytest.CollectReport) -> None:
         data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
@@ -70,8 +118,17 @@ class ReportSink:
             "gpucheck_cell": getattr(report, "gpucheck_cell", None),
             "gpucheck_target": getattr(report, "gpucheck_target", None),
         }
-        self._handle.write(json.dumps({"report": data, "extra": extra}) + "\n")
-        self._handle.flush()
+        self._line({"report": data, "extra": extra})
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self._targets = {item.nodeid: child_target(item) for item in items}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        target = self._targets.get(nodeid)
+        if target is not None:
+            self._line({"started": target})
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -105,8 +162,114 @@ def install_report_sink(config: pytest.Config) -> None:
     directory = os.environ.get(REPORT_SINK_VARIABLE)
     if directory:
         config.pluginmanager.register(ReportSink(config, Path(directory)), "gpucheck-report-sink")
+        start_orphan_guard()
 
 
+def load_parent_conftests(early_config: pytest.Config) -> None:
+    """In a child, import the ``conftest.py`` files its parent session had loaded.
+
+    The child selects items by path; pytest loads the conftests above those
+    paths only, so a user's rootdir ``conftest.py`` (its ``implements``
+    registrations, hypothesis profiles, fixtures, hooks) would be missing for
+    items of the bundled suites, which live outside the rootdir.  pytest has
+    no public call to load a conftest by path; this uses the one its own
+    initial-conftest loading uses.
+    """
+    paths = json.loads(os.environ.get(CONFTESTS_VARIABLE) or "[]")
+    if not paths or early_config.known_args_namespace.noconftest:
+        return
+    manager = early_config.pluginmanager
+    for path in paths:
+        manager._importconftest(  # private: see the docstring
+            Path(path),
+            early_config.known_args_namespace.importmode,
+            early_config.rootpath,
+            consider_namespace_packages=bool(early_config.getini("consider_namespace_packages")),
+        )
+
+
+def loaded_conftests(config: pytest.Config) -> list[str]:
+    """Absolute paths of the ``conftest.py`` modules registered in this session."""
+    return [
+        name
+        for name, plugin in config.pluginmanager.list_name_plugin()
+        if isinstance(name, str)
+        and os.path.basename(name) == "conftest.py"
+        and os.path.isabs(name)
+        and getattr(plugin, "__file__", None) is not None
+    ]
+
+
+def start_orphan_guard(env: Mapping[str, str] | None = None) -> None:
+    """In a child, end this child's process tree if the pytest that started it disappears.
+
+    The parent kills its children on SIGINT and SIGTERM, but SIGKILL (or a
+    crash) gives it no chance.  A daemon thread checks the parent's pid (on
+    the parent's host only: ranks on other nodes cannot see it); when it is
+    gone, the thread removes the report folder and kills the process group
+    the parent created for this child (launcher, proxies and every local
+    rank), or this process alone if the group is not the parent's.
+    """
+    env = os.environ if env is None else env
+    parent = env.get(PARENT_VARIABLE, "")
+    pid_text, _, host = parent.partition("@")
+    if not pid_text.isdigit() or host != socket.gethostname():
+        return
+    parent_pid = int(pid_text)
+    group = os.getpgrp()
+    own_group = group if _parent_of(group) == parent_pid or group == os.getpid() else None
+    sink = env.get(REPORT_SINK_VARIABLE, "")
+
+    # A direct child sees its parent's death as a new parent pid; a rank (whose
+    # parent is the launcher's proxy) checks the pid, zombies counted as dead.
+    direct = os.getppid() == parent_pid
+
+    def alive() -> bool:
+        if direct:
+            return os.getppid() == parent_pid
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return _state_of(parent_pid) not in ("Z", "X")
+
+    def watch() -> None:
+        while alive():
+            time.sleep(ORPHAN_POLL)
+        if sink:
+            shutil.rmtree(sink, ignore_errors=True)
+        if own_group is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(own_group, signal.SIGKILL)
+        os._exit(128 + signal.SIGKILL)
+
+    threading.Thread(target=watch, name="gpucheck-orphan-guard", daemon=True).start()
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """Fields of ``/proc/<pid>/stat`` after the command name (Linux), or []."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    # The command name may contain spaces and parentheses: fields follow the last ')'.
+    return stat.rpartition(")")[2].split()
+
+
+def _state_of(pid: int) -> str:
+    fields = _stat_fields(pid)
+    return fields[0] if fields else ""
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent pid of ``pid`` (Linux ``/proc``), or None where it cannot be read."""
+    fields = _stat_fields(pid)
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+# -- the parent's side --------------------------------------------------------------------
 @dataclass
 class ChildRun:
     """What a child pytest produced."""
@@ -115,6 +278,11 @@ class ChildRun:
     output: str
     timed_out: bool
     reports: dict[int, list[Any]] = field(default_factory=dict)  # rank -> TestReport/CollectReport
+    #: rank -> node ids (this session's) of the items that rank started, in order.
+    started: dict[int, list[str]] = field(default_factory=dict)
+    #: rank -> faulthandler's dump of a fatal error on that rank ("" if none).
+    faults: dict[int, str] = field(default_factory=dict)
+    interrupted: bool = False
 
     def for_nodeid(self, nodeid: str) -> dict[int, list[pytest.TestReport]]:
         """Per rank, the test reports of ``nodeid`` (setup, call, teardown)."""
@@ -122,6 +290,22 @@ class ChildRun:
             rank: [r for r in reports if isinstance(r, pytest.TestReport) and r.nodeid == nodeid]
             for rank, reports in self.reports.items()
         }
+
+    def started_ranks(self, nodeid: str) -> list[int]:
+        """The ranks that started ``nodeid``."""
+        return sorted(rank for rank, ids in self.started.items() if nodeid in ids)
+
+    def finished(self, nodeid: str) -> bool:
+        """Whether some rank reported ``nodeid``'s teardown (it ran to the end)."""
+        return any(
+            r.when == "teardown" for reports in self.for_nodeid(nodeid).values() for r in reports
+        )
+
+    @property
+    def died(self) -> bool:
+        """The child ended abnormally: a signal, a timeout, or an exit code pytest never uses
+        for a finished run."""
+        return self.timed_out or self.returncode not in NORMAL_EXIT_CODES
 
     @property
     def collect_errors(self) -> list[Any]:
@@ -131,6 +315,24 @@ class ChildRun:
             for r in reports
             if isinstance(r, pytest.CollectReport)
         ]
+
+
+def describe_exit(returncode: int, *, launcher: bool = False) -> str:
+    """``killed by signal 11 (SIGSEGV)`` / ``exited with code 3``, for messages."""
+    if returncode < 0:
+        return f"was killed by signal {-returncode} ({_signal_name(-returncode)})"
+    text = f"exited with code {returncode}"
+    if launcher and returncode > 128 and _signal_name(returncode - 128) != "?":
+        # Launchers report a rank killed by signal N as 128 + N.
+        text += f" (128 + {_signal_name(returncode - 128)}: a rank was killed by that signal)"
+    return text
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "?"
 
 
 def forwarded_options(config: pytest.Config) -> list[str]:
@@ -185,6 +387,28 @@ def _explicit_plugins(args: Iterable[str]) -> list[str]:
     return [p for p in plugins if not p.startswith("no:")]
 
 
+class Stopped(Exception):
+    """Raised in the main thread when SIGTERM arrives while a child runs."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While a child runs, turn SIGTERM into an exception (SIGINT already is one), so
+    the child's process group is killed, its folder removed and finished results kept."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Stopped(f"stopped by {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_child_pytest(
     config: pytest.Config,
     items: Sequence[pytest.Item],
@@ -193,6 +417,8 @@ def run_child_pytest(
     env: Mapping[str, str] | None = None,
     launcher: Sequence[str] = (),
     timeout: float | None = None,
+    on_progress: Callable[[ChildRun], None] | None = None,
+    on_interrupt: Callable[[ChildRun], None] | None = None,
 ) -> ChildRun:
     """Run ``items`` in ``[*launcher, python, -m, pytest, ...]`` and collect their reports.
 
@@ -204,7 +430,10 @@ def run_child_pytest(
     ``env`` entries are added to this process's environment.  On timeout the
     whole process group (launcher and every rank) is killed, so nothing is
     left behind, and ``timed_out`` is set; the reports written until then are
-    still returned.
+    still returned.  On SIGINT or SIGTERM the group is killed too,
+    ``on_interrupt`` gets what the child reported until then, and the
+    interruption goes on (SIGTERM as ``pytest.exit`` with code 143).
+    ``on_progress`` is called every few seconds with what the child reported so far.
     """
     with tempfile.TemporaryDirectory(prefix="gpucheck-child-") as sink:
         args_file = Path(sink) / "args.txt"
@@ -218,50 +447,121 @@ def run_child_pytest(
             *plugin_options(config),
             f"@{args_file}",
         ]
-        child_env = {**os.environ, **(env or {}), REPORT_SINK_VARIABLE: sink}
+        child_env = {
+            **os.environ,
+            **(env or {}),
+            REPORT_SINK_VARIABLE: sink,
+            PARENT_VARIABLE: f"{os.getpid()}@{socket.gethostname()}",
+            CONFTESTS_VARIABLE: json.dumps(loaded_conftests(config)),
+        }
         child_env.pop("PYTEST_XDIST_WORKER", None)
         child_env.pop("PYTEST_ADDOPTS", None)
-        process = subprocess.Popen(
-            command,
-            cwd=config.rootpath,
-            env=child_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,  # its own process group, so a timeout kills every rank
-        )
-        timed_out = False
+        output_path = Path(sink) / "output.txt"
+        with _sigterm_raises(), output_path.open("w+", encoding="utf-8") as output_file:
+            process = subprocess.Popen(
+                command,
+                cwd=config.rootpath,
+                env=child_env,
+                stdout=output_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                start_new_session=True,  # its own process group, so a timeout kills every rank
+            )
+            timed_out = False
+            try:
+                def peek() -> None:
+                    if on_progress is not None:
+                        run = ChildRun(0, "", False)
+                        _read_reports(config, sink, targets, run)
+                        on_progress(run)
+
+                timed_out = not _wait(process, timeout, peek if on_progress else None)
+                if timed_out:
+                    _end_group(process)
+            except (KeyboardInterrupt, Stopped) as exc:
+                _end_group(process)
+                run = ChildRun(process.returncode, _read_text(output_path), False,
+                               interrupted=True)
+                _read_reports(config, sink, targets, run)
+                if on_interrupt is not None:
+                    on_interrupt(run)
+                if isinstance(exc, Stopped):
+                    raise pytest.exit.Exception(
+                        f"gpucheck: {exc}; the child processes were ended",
+                        returncode=128 + signal.SIGTERM) from None
+                raise
+            except BaseException:
+                _end_group(process)
+                raise
+            finally:
+                # A rank or helper that outlived the launcher is still in the group.
+                _kill_group(process)
+        run = ChildRun(process.returncode, _read_text(output_path), timed_out)
+        _read_reports(config, sink, targets, run)
+        return run
+
+
+def _wait(process: subprocess.Popen[str], timeout: float | None,
+          poll: Callable[[], None] | None) -> bool:
+    """Wait for ``process``, calling ``poll`` every few seconds; False if ``timeout``
+    passed first."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = PROGRESS_POLL if poll is not None else None
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            step = left if step is None else min(step, left)
         try:
-            output, _ = process.communicate(timeout=timeout)
+            process.wait(timeout=step)
+            return True
         except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(process)
-            output, _ = process.communicate()
-        except BaseException:
-            _kill_group(process)
-            process.communicate()
-            raise
-        reports = _read_reports(config, sink, targets)
-        return ChildRun(process.returncode, output or "", timed_out, reports)
+            if poll is not None:
+                poll()
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _end_group(process: subprocess.Popen[str]) -> None:
+    """SIGTERM the child's process group (a launcher forwards it to remote ranks), then
+    SIGKILL whatever is left of it after :data:`TERMINATE_GRACE` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=TERMINATE_GRACE)
+    _kill_group(process)
+    process.wait()
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
 
 
 def _read_reports(
-    config: pytest.Config, sink: str, targets: Mapping[str, str]
-) -> dict[int, list[Any]]:
-    reports: dict[int, list[Any]] = {}
+    config: pytest.Config, sink: str, targets: Mapping[str, str], run: ChildRun
+) -> None:
     for path in sorted(Path(sink).glob("rank-*.jsonl")):
         rank = int(path.stem.removeprefix("rank-"))
+        reports = run.reports.setdefault(rank, [])
+        started = run.started.setdefault(rank, [])
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a rank killed mid-write leaves a partial last line
+            if "started" in entry:
+                nodeid = targets.get(entry["started"])
+                if nodeid is not None:
+                    started.append(nodeid)
+                continue
             report = config.hook.pytest_report_from_serializable(
                 config=config, data=entry["report"]
             )
@@ -276,8 +576,11 @@ def _read_reports(
             nodeid = targets.get(extra.get("gpucheck_target") or "")
             if nodeid is not None:
                 report.nodeid = nodeid
-            reports.setdefault(rank, []).append(report)
-    return reports
+            reports.append(report)
+    for path in sorted(Path(sink).glob(f"{FAULT_PREFIX}*.txt")):
+        text = _read_text(path).strip()
+        if text:
+            run.faults[int(path.stem.removeprefix(FAULT_PREFIX))] = text
 
 
 def replay(item: pytest.Item, reports: Sequence[pytest.TestReport]) -> None:
@@ -303,23 +606,61 @@ def _tear_down_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:
         item.ihook.pytest_runtest_logreport(report=report)
 
 
-def missing_report(item: pytest.Item, run: ChildRun, what: str) -> pytest.TestReport:
-    """A failed report for an item the child did not report on (crash, timeout)."""
-    tail = "\n".join(run.output.splitlines()[-40:])
-    why = "timed out" if run.timed_out else f"exited with code {run.returncode}"
-    errors = "".join(str(r.longrepr) + "\n" for r in run.collect_errors)
-    return pytest.TestReport(
+def failed_report(item: pytest.Item, text: str, when: str = "call") -> pytest.TestReport:
+    """A failed report of ``item`` made here, with ``text`` as its failure (and its
+    matrix cell, so a crash counts in the conformance matrix)."""
+    from .report import cell_of
+
+    report = pytest.TestReport(
         nodeid=item.nodeid,
         location=item.location,
         keywords=dict.fromkeys(item.keywords, 1),
         outcome="failed",
-        longrepr=f"{what} {why} without reporting this test.\n{errors}{tail}",
-        when="call",
+        longrepr=text,
+        when=when,  # type: ignore[arg-type]
         sections=[],
         duration=0.0,
         start=0.0,
         stop=0.0,
     )
+    cell = cell_of(item)
+    if cell is not None:
+        report.gpucheck_cell = cell  # type: ignore[attr-defined]
+    return report
+
+
+def _tail(output: str, lines: int = 40) -> str:
+    return "\n".join(output.splitlines()[-lines:])
+
+
+def crash_text(item: pytest.Item, run: ChildRun, what: str, *, launcher: bool = False,
+               ranks: Sequence[int] = ()) -> str:
+    """Why ``item`` (started in ``run`` and never finished) has no result: how the
+    process ended, on which rank, and faulthandler's whole stack of the crash."""
+    how = "timed out and was killed" if run.timed_out else describe_exit(
+        run.returncode, launcher=launcher)
+    faulted = sorted(run.faults)
+    lines = [f"{what} {how} while running this test; it never reported a result."]
+    if launcher:
+        if faulted:
+            lines.append(f"Fatal error on rank(s) {', '.join(map(str, faulted))}.")
+        elif ranks:
+            lines.append(f"Started on rank(s) {', '.join(map(str, ranks))}; no rank recorded "
+                         "a fatal error (an exit or abort without a signal): see the output.")
+    for rank in faulted:
+        prefix = f"rank {rank}: " if launcher else ""
+        lines += ["", f"{prefix}faulthandler (the crash site, every thread):", run.faults[rank]]
+    lines += ["", f"Last lines of its output:\n{_tail(run.output)}"]
+    return "\n".join(lines)
+
+
+def missing_report(item: pytest.Item, run: ChildRun, what: str) -> pytest.TestReport:
+    """A failed report for an item a child that failed as a whole never started
+    (start-up, usage or collection error)."""
+    how = "timed out" if run.timed_out else describe_exit(run.returncode)
+    errors = "".join(str(r.longrepr) + "\n" for r in run.collect_errors)
+    return failed_report(
+        item, f"{what} {how} before running this test.\n{errors}{_tail(run.output)}")
 
 
 class SimulatorRouter:
@@ -327,49 +668,92 @@ class SimulatorRouter:
 
     Without pytest-xdist all simulator items of the session run in a single
     child (one Numba import and one JIT cache); under xdist each worker runs
-    the simulator items it is given, one child per item.
+    the simulator items it is given, one child per item.  When a child dies,
+    the item it was running fails with the cause and the items after it run
+    in a fresh child.
     """
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.results: dict[str, list[pytest.TestReport]] = {}
-        self.batched: set[str] = set()
-        self.last_run: ChildRun | None = None
+        #: One line per child that died (for the summary and the exit status).
+        self.deaths: list[str] = []
+
+    def _routed(self, item: pytest.Item) -> bool:
+        return needs_simulator(item) and item.get_closest_marker("skip") is None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> bool | None:
-        if not needs_simulator(item) or item.get_closest_marker("skip") is not None:
+        if not self._routed(item):
             return None
-        if item.nodeid not in self.batched:
+        if item.nodeid not in self.results:
             if os.environ.get("PYTEST_XDIST_WORKER"):
                 batch = [item]
             else:
                 batch = [
                     other
                     for other in item.session.items
-                    if needs_simulator(other)
-                    and other.nodeid not in self.batched
-                    and other.get_closest_marker("skip") is None
+                    if self._routed(other) and other.nodeid not in self.results
                 ]
             self._run(batch)
-        reports = self.results.get(item.nodeid)
-        if not reports:
-            assert self.last_run is not None
-            reports = [missing_report(item, self.last_run, "The numba-cudasim child process")]
-        replay(item, reports)
+        replay(item, self.results.pop(item.nodeid))
+        self.results[item.nodeid] = []  # replayed: never run or logged again
         _tear_down_towards(item, nextitem)
         return True
 
     def _run(self, batch: list[pytest.Item]) -> None:
-        self.batched.update(item.nodeid for item in batch)
+        pending = batch
+        while pending:
+            pending = self._run_once(pending)
+
+    def _run_once(self, batch: list[pytest.Item]) -> list[pytest.Item]:
+        """Run ``batch`` in one child; store each item's reports; return the items it
+        never reached (to run in a fresh child)."""
         env = {"NUMBA_ENABLE_CUDASIM": "1", SIMULATOR_CHILD_VARIABLE: "1"}
-        run = run_child_pytest(
-            self.config, batch, extra_args=[f"--gpu-backends={SIMULATOR_BACKEND}"], env=env
-        )
-        self.last_run = run
-        for reports in run.reports.values():
-            for report in reports:
-                if isinstance(report, pytest.TestReport):
-                    self.results.setdefault(report.nodeid, []).append(report)
+        what = "The numba-cudasim child process"
+
+        def keep_finished(run: ChildRun) -> None:
+            for item in batch:
+                if run.finished(item.nodeid):
+                    self.results[item.nodeid] = run.for_nodeid(item.nodeid).get(0, [])
+                    replay(item, self.results[item.nodeid])
+                    self.results[item.nodeid] = []
+
+        run = run_child_pytest(self.config, batch,
+                               extra_args=[f"--gpu-backends={SIMULATOR_BACKEND}"], env=env,
+                               on_interrupt=keep_finished)
+        reports = run.for_nodeid
+        remaining: list[pytest.Item] = []
+        crashed: pytest.Item | None = None
+        for item in batch:
+            own = reports(item.nodeid).get(0, [])
+            if run.finished(item.nodeid):
+                self.results[item.nodeid] = own
+            elif run.started_ranks(item.nodeid) and crashed is None:
+                crashed = item
+                self.results[item.nodeid] = [*own, failed_report(
+                    item, crash_text(item, run, what), when="teardown" if any(
+                        r.when == "call" for r in own) else "call")]
+            else:
+                remaining.append(item)
+        if run.died:
+            self.deaths.append(f"{what} {describe_exit(run.returncode)}" + (
+                f" while running {crashed.nodeid}" if crashed is not None
+                else " after its last test" if not remaining else " before running a test"))
+        if remaining and crashed is None:
+            # Nothing started and nothing crashed: the child failed as a whole
+            # (usage or collection error); running it again would fail the same way.
+            for item in remaining:
+                self.results[item.nodeid] = [missing_report(item, run, what)]
+            return []
+        return remaining
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.deaths and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.deaths:
+            terminalreporter.write_line(f"gpucheck: {line}", red=True)

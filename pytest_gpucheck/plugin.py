@@ -16,7 +16,7 @@ import pytest
 
 from . import fixtures
 from .backends import BACKENDS, GPU_BACKENDS
-from .child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+from .child_env import CONFTESTS_VARIABLE, REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
 from .options import add_options, parse_backend_spec
 from .selection import configure_selection, get_selection
 
@@ -50,6 +50,16 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, None, None]:
+    """In a child process of this plugin, also load the conftest.py files of its parent."""
+    yield
+    if os.environ.get(CONFTESTS_VARIABLE):
+        from .isolation import load_parent_conftests
+
+        load_parent_conftests(early_config)
 
 
 @pytest.hookimpl(trylast=True)

@@ -181,6 +181,12 @@ def test_a_crashed_rank_fails_only_its_test(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines_random([
         "*::test_rank_1_segfaults FAILED*",
         "*::test_after PASSED*",
-        "*exited with code * without reporting this test*",
+        "*exited with code * while running this test; it never reported a result.*",
+        "Fatal error on rank(s) 1.",
+        "rank 1: faulthandler (the crash site, every thread):",
+        "Fatal Python error: Segmentation fault",
     ])
+    # The crash site is kept whole: the test's own frame is in the dump.
+    assert re.search(r'File ".*test_crash.py", line \d+ in test_rank_1_segfaults',
+                     result.stdout.str())
     assert _live_processes_mentioning(str(pytester.path)) == []

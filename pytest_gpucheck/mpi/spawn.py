@@ -14,12 +14,16 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
 from ..isolation import (
     SIMULATOR_CHILD_VARIABLE,
     ChildRun,
+    crash_text,
+    describe_exit,
+    failed_report,
     missing_report,
     needs_simulator,
     replay,
@@ -32,6 +36,9 @@ from .watchdog import extract_report, reported_test
 
 #: Seconds a job may take beyond its tests' timeouts (start-up, imports, JIT).
 STARTUP_ALLOWANCE = 120.0
+#: Seconds before a running job's first "waiting for" line, and between two of them.
+FIRST_PROGRESS_AFTER = 10.0
+PROGRESS_EVERY = 30.0
 
 
 @dataclass
@@ -60,6 +67,8 @@ class SpawnRouter:
         self.jobs: list[dict[str, object]] = []
         self._started: set[str] = set()
         self._marked = False
+        #: One line per job that died (for the summary and the exit status).
+        self.deaths: list[str] = []
 
     def timeout_of(self, spec: MpiSpec) -> float:
         return spec.timeout if spec.timeout is not None else self.default_timeout
@@ -131,6 +140,8 @@ class SpawnRouter:
     def _job(self, items: list[pytest.Item], count: int) -> ChildRun:
         started = time.monotonic()
         run = self._start_job(items, count)
+        self._say(f"gpucheck mpi: {self.launcher.describe(count)} finished in "
+                  f"{time.monotonic() - started:.1f} s: {self._tally(run, items)}")
         self.jobs.append(
             {
                 "ranks": count,
@@ -169,6 +180,54 @@ class SpawnRouter:
             ],
         )
 
+    def _say(self, line: str) -> None:
+        """A progress line on the terminal (none on an xdist worker, which has none)."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and not os.environ.get("PYTEST_XDIST_WORKER"):
+            reporter.write_line(line)
+
+    @staticmethod
+    def _tally(run: ChildRun, items: list[pytest.Item]) -> str:
+        finished = [item for item in items if run.finished(item.nodeid)]
+        failed = sum(
+            1 for item in finished
+            if any(r.failed for reports in run.for_nodeid(item.nodeid).values() for r in reports)
+        )
+        text = f"{len(finished) - failed} passed or skipped, {failed} failed"
+        if len(finished) < len(items):
+            text += f", {len(items) - len(finished)} without a result"
+        return text
+
+    def _progress(self, items: list[pytest.Item], count: int) -> Any:
+        """A callback for :func:`run_child_pytest`: every :data:`PROGRESS_EVERY` seconds,
+        say which test the job is running, on which ranks, and its time left."""
+        began = time.monotonic()
+        last = [began - PROGRESS_EVERY + FIRST_PROGRESS_AFTER]
+        by_id = {item.nodeid: item for item in items}
+        current: dict[str, float] = {}
+
+        def show(run: ChildRun) -> None:
+            now = time.monotonic()
+            running = [n for n in by_id if run.started_ranks(n) and not run.finished(n)]
+            for nodeid in running:
+                current.setdefault(nodeid, now)
+            if now - last[0] < PROGRESS_EVERY:
+                return
+            last[0] = now
+            if not running:
+                self._say(f"gpucheck mpi: waiting for {self.launcher.describe(count)} to start "
+                          f"({now - began:.0f} s)")
+                return
+            nodeid = running[-1]
+            spec = mpi_spec(by_id[nodeid]) or MpiSpec((count,), None)
+            left = self.timeout_of(spec) - (now - current[nodeid])
+            ranks = ", ".join(map(str, run.started_ranks(nodeid)))
+            self._say(f"gpucheck mpi: waiting for {nodeid} on rank(s) {ranks} of "
+                      f"{self.launcher.describe(count)}: {now - current[nodeid]:.0f} s, "
+                      f"{max(left, 0):.0f} s until its timeout")
+
+        return show
+
     def _start_job(self, items: list[pytest.Item], count: int) -> ChildRun:
         budget = sum(self.timeout_of(mpi_spec(item) or MpiSpec((count,), None)) for item in items)
         extra = [f"--gpu-mpi-timeout={self.default_timeout:g}"]
@@ -183,7 +242,19 @@ class SpawnRouter:
             env={RANK_PID_VARIABLE: ""},
             launcher=self.launcher.command(count),
             timeout=budget + STARTUP_ALLOWANCE,
+            on_progress=self._progress(items, count),
+            on_interrupt=lambda run: self._keep_finished(run, items, count),
         )
+
+    def _keep_finished(self, run: ChildRun, items: list[pytest.Item], count: int) -> None:
+        """On SIGINT/SIGTERM: report the items the interrupted job finished."""
+        for item in items:
+            if run.finished(item.nodeid):
+                per_rank = run.for_nodeid(item.nodeid)
+                self.runs[item.nodeid].reports[count] = per_rank.get(0) or next(
+                    (r for r in per_rank.values() if r), [])
+                if len(self.runs[item.nodeid].reports) == len(self.runs[item.nodeid].counts):
+                    replay(item, self._final_reports(item))
 
     def _collect(self, run: ChildRun, items: list[pytest.Item], count: int) -> list[pytest.Item]:
         """Store each item's reports from ``run``; return the items still to run.
@@ -195,45 +266,44 @@ class SpawnRouter:
         stopped = extract_report(run.output)
         what = f"The MPI job ({self.launcher.describe(count)})"
         remaining: list[pytest.Item] = []
-        progressed = False
+        crashed: pytest.Item | None = None
         for item in items:
             per_rank = run.for_nodeid(item.nodeid)
             reports = per_rank.get(0) or next((r for r in per_rank.values() if r), [])
-            if any(r.when == "teardown" for r in reports):
+            ranks = run.started_ranks(item.nodeid)
+            if run.finished(item.nodeid):
                 self.runs[item.nodeid].reports[count] = reports
-                progressed = True
             elif stopped is not None and reported_test(stopped) == item.nodeid:
+                crashed = item
                 self.runs[item.nodeid].reports[count] = [*reports, self._failed(item, stopped)]
-                progressed = True
-            elif reports:  # started, never finished, no report of why: it crashed the job
-                self.runs[item.nodeid].reports[count] = [*reports, missing_report(item, run, what)]
-                progressed = True
+            elif ranks and crashed is None:  # started, never finished, no report of why
+                crashed = item
+                text = crash_text(item, run, what, launcher=True, ranks=ranks)
+                self.runs[item.nodeid].reports[count] = [*reports, failed_report(item, text)]
             else:
                 remaining.append(item)
-        if remaining and not progressed:
-            if run.collect_errors or not run.reports:
-                # The job failed as a whole (collection, start-up): say so for every item.
-                for item in remaining:
-                    self.runs[item.nodeid].reports[count] = [missing_report(item, run, what)]
-                return []
-            # A rank died before any report of the first item: blame it, run the rest again.
-            first = remaining.pop(0)
-            self.runs[first.nodeid].reports[count] = [missing_report(first, run, what)]
+        if run.died:
+            self.deaths.append(f"{what} {describe_exit(run.returncode, launcher=True)}" + (
+                f" while running {crashed.nodeid}" if crashed is not None
+                else " after its last test" if not remaining else " before running a test"))
+        if remaining and crashed is None:
+            # Nothing started and nothing crashed: the job failed as a whole
+            # (start-up, collection); running it again would fail the same way.
+            for item in remaining:
+                self.runs[item.nodeid].reports[count] = [missing_report(item, run, what)]
+            return []
         return remaining
 
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.deaths and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.deaths:
+            terminalreporter.write_line(f"gpucheck: {line}", red=True)
+
     def _failed(self, item: pytest.Item, text: str) -> pytest.TestReport:
-        return pytest.TestReport(
-            nodeid=item.nodeid,
-            location=item.location,
-            keywords=dict.fromkeys(item.keywords, 1),
-            outcome="failed",
-            longrepr=text,
-            when="call",
-            sections=[],
-            duration=0.0,
-            start=0.0,
-            stop=0.0,
-        )
+        return failed_report(item, text)
 
     # -- replaying --------------------------------------------------------------------------
     def _final_reports(self, item: pytest.Item) -> list[pytest.TestReport]:

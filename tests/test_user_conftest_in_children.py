@@ -1,0 +1,117 @@
+"""A user's ``conftest.py`` reaches every process that runs their items.
+
+The user's way: a project folder with a ``conftest.py`` that registers
+implementations and a hypothesis profile, and the command ``docs/kernels.md``
+prints, run with ``python -m pytest`` in that folder.  The bundled suites live
+outside the user's rootdir, so the simulator child and the spawned MPI jobs
+(which select items by path) must be given the conftest explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CPU_TIER = ("numpy", "numba-cpu", "numba-cudasim", "jax-cpu", "torch-cpu")
+
+CONFTEST = '''
+import numba
+import pytest_gpucheck
+from hypothesis import settings
+from numba import cuda
+
+# A profile of the user's own: every process that runs their items needs it.
+settings.register_profile("huge", max_examples=4, deadline=None)
+
+
+@pytest_gpucheck.implements("vector_add", backend="numpy", name="mine")
+def add_numpy(a, b, out):
+    out[...] = a + b
+
+
+@numba.njit
+def _add_loop(a, b, out):
+    for i in range(out.shape[0]):
+        out[i] = a[i] + b[i]
+
+
+@pytest_gpucheck.implements("vector_add", backend="numba-cpu", name="mine")
+def add_numba_cpu(a, b, out):
+    _add_loop(a, b, out)
+
+
+@cuda.jit
+def _add(a, b, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = a[i] + b[i]
+
+
+@pytest_gpucheck.implements("vector_add", backend="numba-cudasim", name="mine")
+def add_simulator(a, b, out, launch):
+    _add[launch.grid, launch.block](a, b, out)
+
+
+@pytest_gpucheck.implements("vector_add", backend="jax-cpu", name="mine")
+def add_jax(a, b):
+    return a + b
+
+
+@pytest_gpucheck.implements("vector_add", backend="torch-cpu", name="mine")
+def add_torch(a, b, out):
+    out.copy_(a + b)
+'''
+
+
+def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=400,
+                          check=False)
+
+
+def test_documented_command_checks_the_users_kernels_on_every_cpu_backend(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    # docs/kernels.md: pytest --gpu-conformance --gpu-impls=user --gpu-backends=... -k vector_add
+    result = run_pytest(tmp_path, "--gpu-conformance", "--gpu-impls=user",
+                        f"--gpu-backends={','.join(CPU_TIER)}", "-k", "vector_add",
+                        "--hypothesis-profile=huge", "-v")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    for backend in CPU_TIER:
+        assert re.search(rf"test_vector_add\[{backend}:mine\] PASSED", result.stdout), output
+    assert re.search(r"\b5 passed\b", result.stdout), output
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_simulator_child_gets_the_users_profile_and_registrations(
+    tmp_path: Path, xdist: list[str]
+) -> None:
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    result = run_pytest(tmp_path, "--gpu-conformance", "--gpu-impls=user",
+                        "--gpu-backends=numba-cudasim", "-k", "vector_add",
+                        "--hypothesis-profile=huge", *xdist)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "not found" not in output and "is not registered" not in output, output
+    assert re.search(r"\b1 passed\b", result.stdout), output
+
+
+def test_spawned_mpi_jobs_get_the_users_profile(tmp_path: Path) -> None:
+    pytest.importorskip("mpi4py")
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    result = run_pytest(tmp_path, "--gpu-conformance", "--gpu-backends=numpy",
+                        "-k", "test_allreduce_sum_and_dot", "--hypothesis-profile=huge",
+                        "--gpu-mpi-max-ranks=2", "-v")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "is not registered" not in output, output
+    assert re.search(r"test_allreduce_sum_and_dot\[\S*numpy\S*\] PASSED", result.stdout), output

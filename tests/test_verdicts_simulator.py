@@ -1,0 +1,127 @@
+"""Every numba-cudasim item gets exactly one honest outcome, however its child process ends.
+
+Each scenario is a temporary project run the way a user runs it: ``python -m
+pytest`` in a subprocess.  The crashes are real (a segfault through
+``ctypes.string_at(0)``, ``os._exit``, ``os.abort()``), first, in the middle
+and last of the simulator batch, serially and under ``-n 2``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+RUN_LIMIT = 240
+
+CRASHING_TESTS = """
+import ctypes
+import os
+
+import pytest
+
+pytestmark = pytest.mark.gpu_backends("numba-cudasim")
+
+
+def test_1_segfault_first(gpu_backend):
+    ctypes.string_at(0)
+
+
+def test_2_passes(gpu_backend):
+    pass
+
+
+def test_3_fails(gpu_backend):
+    assert 1 == 2
+
+
+def test_4_exits(gpu_backend):
+    os._exit(3)
+
+
+def test_5_passes(gpu_backend):
+    pass
+
+
+def test_6_aborts_last(gpu_backend):
+    os.abort()
+"""
+
+
+def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGS`` in ``project``, as a user runs it."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=project, env=env, capture_output=True, text=True,
+                          timeout=RUN_LIMIT, check=False)
+
+
+def junit_outcomes(path: Path) -> dict[str, tuple[str, str]]:
+    """test name -> (passed / failed / error / skipped, message text) from a JUnit file."""
+    outcomes: dict[str, tuple[str, str]] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = case.get("name", "")
+        assert name not in outcomes, f"{name} reported twice"
+        outcome, text = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome, text = child.tag, (child.get("message") or "") + (child.text or "")
+                break
+        outcomes[name] = (outcome, text)
+    return outcomes
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_each_crash_fails_its_own_test_and_the_others_still_run(
+    tmp_path: Path, xdist: list[str]
+) -> None:
+    (tmp_path / "test_sim.py").write_text(CRASHING_TESTS)
+    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "--junitxml=junit.xml",
+                        "--gpu-report=report.json", *xdist)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    outcomes = junit_outcomes(tmp_path / "junit.xml")
+    assert {name: outcome for name, (outcome, _) in outcomes.items()} == {
+        "test_1_segfault_first[numba-cudasim]": "failure",
+        "test_2_passes[numba-cudasim]": "passed",
+        "test_3_fails[numba-cudasim]": "failure",
+        "test_4_exits[numba-cudasim]": "failure",
+        "test_5_passes[numba-cudasim]": "passed",
+        "test_6_aborts_last[numba-cudasim]": "failure",
+    }, output
+    segfault = outcomes["test_1_segfault_first[numba-cudasim]"][1]
+    assert "child process was killed by signal 11 (SIGSEGV) while running this test" in segfault
+    # faulthandler's dump is kept whole: the fatal error and the crashing frame.
+    assert "Fatal Python error: Segmentation fault" in segfault
+    assert "in test_1_segfault_first" in segfault
+    assert "assert 1 == 2" in outcomes["test_3_fails[numba-cudasim]"][1]
+    assert "exited with code 3 while running this test" in outcomes[
+        "test_4_exits[numba-cudasim]"][1]
+    aborted = outcomes["test_6_aborts_last[numba-cudasim]"][1]
+    assert "killed by signal 6 (SIGABRT)" in aborted
+    assert "in test_6_aborts_last" in aborted
+    assert "4 failed, 2 passed" in result.stdout, output
+    # The matrix counts the crashes too.
+    (cell,) = json.loads((tmp_path / "report.json").read_text())["cells"]
+    assert (cell["status"], cell["failed"], cell["passed"]) == ("fail", 4, 2)
+
+
+def test_a_child_that_dies_after_its_last_test_fails_the_run(tmp_path: Path) -> None:
+    (tmp_path / "test_sim.py").write_text(
+        "import pytest\n\n@pytest.mark.gpu_backends('numba-cudasim')\n"
+        "def test_passes(gpu_backend):\n    pass\n")
+    # Dies on the way out, in the simulator child only.
+    (tmp_path / "conftest.py").write_text(
+        "import os\n\ndef pytest_unconfigure(config):\n"
+        "    if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1':\n        os._exit(7)\n")
+    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+    assert ("gpucheck: The numba-cudasim child process exited with code 7 after its last test"
+            in result.stdout)
