@@ -1,0 +1,170 @@
+"""SIGINT, SIGTERM and a killed pytest leave no process and no temporary folder behind.
+
+Real runs of ``python -m pytest`` in a temporary project: a simulator child,
+or a spawned MPI job (``mpiexec``, its hydra proxy and two ranks), is busy in
+a long test when the signal comes.  Every process the run started must be
+gone within seconds, its ``gpucheck-child-*`` folder removed, and the tests
+that had finished must still be reported.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_gpucheck.mpi.launcher import find_executable
+
+#: Seconds the run may take to end after the signal (a loaded 2-core CI machine).
+END_WITHIN = 20.0
+
+SIMULATOR_TESTS = """
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu_backends("numba-cudasim")
+
+
+def test_1_finishes(gpu_backend):
+    pass
+
+
+def test_2_runs_long(gpu_backend):
+    Path("{marker}").touch()
+    time.sleep(600)
+
+
+def test_3_never_reached(gpu_backend):
+    pass
+"""
+
+MPI_TESTS = """
+import time
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.mpi(ranks=2)
+def test_1_finishes(mpi_comm):
+    mpi_comm.Barrier()
+
+
+@pytest.mark.mpi(ranks=2)
+def test_2_runs_long(mpi_comm, mpi_rank):
+    Path("{marker}-%d" % mpi_rank).touch()
+    time.sleep(600)
+"""
+
+
+def _children_of(pid: int) -> set[int]:
+    """Every live descendant of ``pid``."""
+    parents: dict[int, int] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                fields = (proc / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            parents[int(proc.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _start(project: Path, *args: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
+    env["TMPDIR"] = str(project / "tmp")  # where the run's gpucheck-child-* folders go
+    (project / "tmp").mkdir()
+    return subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v",
+                             *args], cwd=project, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def _wait_for(paths: list[Path], process: subprocess.Popen[str], limit: float = 180) -> None:
+    give_up = time.monotonic() + limit
+    while not all(path.exists() for path in paths):
+        assert process.poll() is None, process.communicate()[0]
+        assert time.monotonic() < give_up, "the long test never started"
+        time.sleep(0.2)
+
+
+def _signal_and_check(process: subprocess.Popen[str], signum: int, project: Path,
+                      must_die: int) -> str:
+    """Send ``signum`` to the pytest process; check that it and everything it started
+    ended within :data:`END_WITHIN` seconds and that no temporary folder is left."""
+    started = _children_of(process.pid)
+    assert len(started) >= must_die, started
+    sent = time.monotonic()
+    os.kill(process.pid, signum)
+    try:
+        output, _ = process.communicate(timeout=END_WITHIN)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        pytest.fail(f"pytest still running {END_WITHIN} s after the signal:\n{output}")
+    while any(_alive(pid) for pid in started) and time.monotonic() < sent + END_WITHIN:
+        time.sleep(0.2)
+    left = [pid for pid in started if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], f"processes left behind: {left}\n{output}"
+    assert list((project / "tmp").iterdir()) == [], output
+    return output
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 2)],
+                         ids=["SIGTERM", "SIGINT"])
+def test_signal_during_a_simulator_run(tmp_path: Path, signum: int, code: int) -> None:
+    marker = tmp_path / "long-test-started"
+    (tmp_path / "test_sim.py").write_text(SIMULATOR_TESTS.format(marker=marker))
+    process = _start(tmp_path, "--gpu-backends=numba-cudasim")
+    _wait_for([marker], process)
+    output = _signal_and_check(process, signum, tmp_path, must_die=1)
+    assert process.returncode == code, output
+    # The test that finished before the signal is reported.
+    assert "test_1_finishes[numba-cudasim] PASSED" in output, output
+    assert "test_3_never_reached" not in output
+
+
+def test_a_killed_pytest_takes_its_simulator_child_with_it(tmp_path: Path) -> None:
+    marker = tmp_path / "long-test-started"
+    (tmp_path / "test_sim.py").write_text(SIMULATOR_TESTS.format(marker=marker))
+    process = _start(tmp_path, "--gpu-backends=numba-cudasim")
+    _wait_for([marker], process)
+    # SIGKILL gives pytest no chance to clean up: the child notices it is orphaned.
+    _signal_and_check(process, signal.SIGKILL, tmp_path, must_die=1)
+
+
+@pytest.mark.skipif(find_executable("mpiexec") is None,
+                    reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'")
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 2)],
+                         ids=["SIGTERM", "SIGINT"])
+def test_signal_during_a_spawned_mpi_job(tmp_path: Path, signum: int, code: int) -> None:
+    pytest.importorskip("mpi4py")
+    marker = tmp_path / "long-test-started"
+    (tmp_path / "test_mpi.py").write_text(MPI_TESTS.format(marker=marker))
+    process = _start(tmp_path, "--gpu-mpi-max-ranks=2")
+    _wait_for([Path(f"{marker}-0"), Path(f"{marker}-1")], process)
+    # mpiexec, the hydra proxy and two ranks at least.
+    output = _signal_and_check(process, signum, tmp_path, must_die=4)
+    assert process.returncode == code, output
+    assert "test_1_finishes PASSED" in output, output
