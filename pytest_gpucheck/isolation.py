@@ -742,6 +742,13 @@ class SimulatorRouter:
             self.deaths.append(f"{what} {describe_exit(run.returncode)}" + (
                 f" while running {crashed.nodeid}" if crashed is not None
                 else " after its last test" if not remaining else " before running a test"))
+        elif run.returncode != 0 and not any(
+            r.failed for item in batch for r in self.results.get(item.nodeid, [])
+        ):
+            # Exit code 1 with every test passed: something failed outside the tests
+            # (a benchmark save, a session hook); its own output says what.
+            self.deaths.append(f"{what} exited with code {run.returncode} although its tests "
+                               f"passed; its last lines:\n{_tail(run.output, 10)}")
         if remaining and crashed is None:
             # Nothing started and nothing crashed: the child failed as a whole
             # (usage or collection error); running it again would fail the same way.

@@ -117,7 +117,76 @@ def test_missing_folder_is_a_usage_error_when_comparing(pytester: pytest.Pyteste
     result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: baseline folder {bench_dir} does not exist; record a "
-                                 "baseline first with --gpu-bench-compare --gpu-bench-save*"])
+                                 "baseline first by adding --gpu-bench-save to this command*"])
+    # The advice works: comparing and saving at once records the first baseline.
+    advised = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare",
+                  "--gpu-bench-save")
+    advised.assert_outcomes(passed=2)
+    advised.stdout.fnmatch_lines(["gpucheck benchmark gate: 2 no-baseline",
+                                  f"gpucheck: saved 2 benchmark result(s) to {bench_dir}"])
+    assert len(list(bench_dir.glob("*/numpy/*.json"))) == 1
+
+
+def test_baseline_path_that_is_a_file_is_a_usage_error(pytester: pytest.Pytester,
+                                                       bench_dir: Path) -> None:
+    bench_dir.write_text("not a folder")
+    result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-save")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == (
+        f"ERROR: --gpu-bench-baseline={bench_dir} is a file, not a folder; point it at a folder "
+        "(it is created on the first --gpu-bench-save)")
+
+
+def test_invalid_record_names_the_field(pytester: pytest.Pytester, bench_dir: Path) -> None:
+    import json
+
+    run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-save").assert_outcomes(
+        passed=2)
+    (path,) = bench_dir.glob("*/numpy/*.json")
+    data = json.loads(path.read_text())
+    data["benchmarks"][1]["iterations"] = "many"
+    del data["benchmarks"][0]["samples"]
+    path.write_text(json.dumps(data))
+    result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: baseline file {path}, record 0 lacks the field "
+                                 "'samples'; delete it *"])
+    data["benchmarks"][0]["samples"] = [0.1]
+    path.write_text(json.dumps(data))
+    result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
+    result.stderr.fnmatch_lines([f"ERROR: baseline file {path}, record 1 (*) has a field of the "
+                                 "wrong type or value: field 'iterations' should be an integer, "
+                                 "got 'many'; delete it *"])
+
+
+def _block_saving(pytester: pytest.Pytester, bench_dir: Path, *args: str) -> Path:
+    """Record once, then put a file where the device folder goes: the next save fails
+    with a real OS error (this suite runs as root, so permissions cannot stop it)."""
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--gpu-bench-baseline={bench_dir}",
+                                  "--gpu-bench-save", *args).assert_outcomes(passed=2)
+    (device,) = bench_dir.iterdir()
+    for path in sorted(device.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    device.rmdir()
+    device.write_text("in the way")
+    return device
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_failed_save_fails_the_run_and_is_never_called_saved(
+    pytester: pytest.Pytester, bench_dir: Path, xdist: list[str]
+) -> None:
+    if xdist:
+        pytest.importorskip("xdist")
+    _block_saving(pytester, bench_dir)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *xdist,
+                                           f"--gpu-bench-baseline={bench_dir}",
+                                           "--gpu-bench-save")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"gpucheck: could not save * benchmark result(s) to "
+                                 f"{bench_dir}: Not a directory (*)"])
+    assert not [line for line in result.stdout.lines if line.startswith("gpucheck: saved")]
 
 
 def test_baseline_of_another_device_is_not_compared(pytester: pytest.Pytester,
@@ -162,7 +231,7 @@ def test_two_xdist_workers_save_at_once_and_the_controller_reports(
     xdist = ["-p", "no:cacheprovider", "-n", "2", f"--gpu-bench-baseline={bench_dir}"]
     saved = pytester.runpytest_subprocess(*xdist, "--gpu-bench-save")
     saved.assert_outcomes(passed=6)
-    saved.stdout.fnmatch_lines(["*benchmark results saved by the workers to*"])
+    saved.stdout.fnmatch_lines([f"gpucheck: saved 6 benchmark result(s) to {bench_dir}"])
     files = list(bench_dir.glob("*/numpy/*.json"))
     assert {path.name.split("-")[-2] for path in files} == {"gw0", "gw1"}
     store = BaselineStore(bench_dir)

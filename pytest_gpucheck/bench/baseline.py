@@ -62,8 +62,17 @@ class BaselineStore:
         """Raise unless the storage folder exists (comparing needs something to compare with)."""
         if not self.root.is_dir():
             raise BaselineError(
-                f"baseline folder {self.root} does not exist; record a baseline first with "
-                f"{option} --gpu-bench-save, or point --gpu-bench-baseline at the right folder"
+                f"baseline folder {self.root} does not exist; record a baseline first by adding "
+                f"--gpu-bench-save to this command, or point --gpu-bench-baseline at the right "
+                "folder"
+            )
+
+    def check_folder(self) -> None:
+        """Raise if ``root`` exists but is not a folder (a file where the baselines go)."""
+        if self.root.exists() and not self.root.is_dir():
+            raise BaselineError(
+                f"--gpu-bench-baseline={self.root} is a file, not a folder; point it at a "
+                "folder (it is created on the first --gpu-bench-save)"
             )
 
     def load_all(self) -> None:
@@ -160,14 +169,60 @@ def read_run(path: Path) -> StoredRun:
             "baselines only compare on the same device model and backend: move it back"
         )
     records = {}
-    try:
-        for item in data["benchmarks"]:
+    benchmarks = data.get("benchmarks")
+    if not isinstance(benchmarks, list):
+        raise BaselineError(f"baseline file {path}: field 'benchmarks' must be a list of "
+                            f"records, got {type(benchmarks).__name__}; {fix}")
+    for index, item in enumerate(benchmarks):
+        where = f"baseline file {path}, record {index}"
+        if not isinstance(item, dict):
+            raise BaselineError(f"{where} must be an object, got {type(item).__name__}; {fix}")
+        try:
             record = BenchmarkRecord.from_dict(item)
-            if (record.environment.device_model, record.backend) != (
-                data["device_model"], data["backend"]
-            ):
-                raise ValueError(f"record {record.name!r} is from another device or backend")
-            records[record.name] = record
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BaselineError(f"baseline file {path} has an invalid record ({exc}); {fix}") from None
+        except KeyError as exc:
+            raise BaselineError(f"{where} lacks the field {exc.args[0]!r}; {fix}") from None
+        except (TypeError, ValueError) as exc:
+            raise BaselineError(f"{where} ({item.get('name', '?')!r}) has a field of the wrong "
+                                f"type or value: {_field_problem(item, exc)}; {fix}") from None
+        if (record.environment.device_model, record.backend) != (
+            data["device_model"], data["backend"]
+        ):
+            raise BaselineError(f"{where} ({record.name!r}) is from another device or backend "
+                                f"than the file ({data['device_model']!r}, {data['backend']!r});"
+                                f" {fix}")
+        records[record.name] = record
     return StoredRun(path, str(data["saved_at"]), str(data.get("run_id", "")), records)
+
+
+#: Fields of a stored record and what each must hold (for error messages).
+_EXPECTED = {
+    "samples": "a non-empty list of finite seconds >= 0",
+    "name": "a string",
+    "environment": "an object",
+    "method": "a string",
+    "iterations": "an integer",
+    "l2_flushed": "true or false",
+    "warmup_rounds": "an integer",
+    "first_call_seconds": "a number",
+    "bytes": "an integer or null",
+    "flops": "an integer or null",
+    "ceiling_gbps": "a number or null",
+}
+
+
+def _field_problem(item: dict[str, Any], exc: Exception) -> str:
+    """Name the first field whose value cannot be what a record needs."""
+    checks: dict[str, Any] = {
+        "samples": lambda v: isinstance(v, list) and v and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 and x == x
+            and x != float("inf") for x in v),
+        "name": lambda v: isinstance(v, str),
+        "environment": lambda v: isinstance(v, dict),
+        "method": lambda v: isinstance(v, str),
+        "iterations": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "l2_flushed": lambda v: isinstance(v, bool),
+    }
+    for name, ok in checks.items():
+        if name in item and not ok(item[name]):
+            return f"field {name!r} should be {_EXPECTED[name]}, got {item[name]!r:.60}"
+    return f"{exc}"

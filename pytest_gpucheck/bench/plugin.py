@@ -107,6 +107,12 @@ class BenchFeature:
         if report.when == "call" and getattr(report, "gpucheck_bench", None):
             self.session.add_report(report)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist: a worker ended; keep what it said about its benchmark save."""
+        if self._session is not None:
+            self._session.worker_done(getattr(node, "workeroutput", None) or {})
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._session is not None:
             self._session.finish(session)

@@ -41,6 +41,8 @@ class BenchSession:
     results: list[tuple[BenchmarkRecord, Verdict | None]] = field(default_factory=list)
     saved: list[Path] = field(default_factory=list)
     save_error: str = ""
+    #: From each pytest-xdist worker (main process only): its save outcome.
+    worker_saves: list[dict[str, Any]] = field(default_factory=list)
 
     def judge(self, item: pytest.Item, record: BenchmarkRecord) -> Verdict:
         _, marker_gate = marker_settings(item)
@@ -70,16 +72,36 @@ class BenchSession:
         verdict = _verdict_from_dict(data["verdict"]) if data.get("verdict") else None
         self.results.append((record, verdict))
 
+    def worker_done(self, workeroutput: dict[str, Any]) -> None:
+        """Keep what an xdist worker said about its save (main process)."""
+        saved = workeroutput.get("gpucheck_bench_save")
+        if saved is not None:
+            self.worker_saves.append(saved)
+
     def finish(self, session: pytest.Session) -> None:
-        """Save this process's records; in the main process, publish the summary."""
+        """Save this process's records; in the main process, publish the summary.
+
+        A save that fails, here or in any worker, fails the run with one line
+        naming the folder and the OS error; nothing is called saved unless it
+        is on disk.
+        """
         if self.save and self.local_records:
             try:
                 self.saved = self.store.save(self.local_records, self.run_id, self.process)
             except OSError as exc:
-                self.save_error = (f"gpucheck: could not save benchmark results to "
-                                   f"{self.store.root}: {exc}")
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if not self.is_worker and (self.results or self.save_error):
+                reason = exc.strerror or str(exc)
+                where = exc.filename or self.store.root
+                self.save_error = (f"gpucheck: could not save {len(self.local_records)} "
+                                   f"benchmark result(s) to {self.store.root}: {reason} "
+                                   f"({where})")
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None and self.save:
+            workeroutput["gpucheck_bench_save"] = {
+                "process": self.process, "records": len(self.local_records),
+                "saved": len(self.saved), "error": self.save_error}
+        if self.save_error or any(w.get("error") for w in self.worker_saves):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if not self.is_worker and (self.results or self.save_error or self.worker_saves):
             _publish(session.config, self)
 
 
@@ -138,7 +160,10 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         is_worker=workerinput is not None,
     )
     try:
-        if session.compare:
+        session.store.check_folder()
+        # Comparing needs a baseline, unless this run records one now (the first run
+        # with --gpu-bench-compare --gpu-bench-save: every result shows as no-baseline).
+        if session.compare and not session.save:
             session.store.require_root("--gpu-bench-compare")
         if session.compare or session.save or session.plot:
             session.store.load_all()
@@ -160,13 +185,13 @@ def _publish(config: pytest.Config, state: BenchSession) -> None:
     from ..report import add_section
 
     lines = gate_terminal_lines(state.results, compared=state.compare)
-    if state.save_error:
-        lines.append(state.save_error)
-    if state.saved:
-        lines.append(f"gpucheck: saved {len(state.local_records)} benchmark result(s) to "
-                     f"{state.store.root}")
-    elif state.save and not state.is_worker:
-        lines.append(f"gpucheck: benchmark results saved by the workers to {state.store.root}")
+    errors = [state.save_error] if state.save_error else []
+    errors += [w["error"] for w in state.worker_saves if w.get("error")]
+    lines += errors
+    saved = (len(state.local_records) if state.saved else 0) + sum(
+        int(w.get("records", 0)) for w in state.worker_saves if not w.get("error"))
+    if saved and not errors:
+        lines.append(f"gpucheck: saved {saved} benchmark result(s) to {state.store.root}")
     if state.plot is not None:
         from .plot import write_plot
 
