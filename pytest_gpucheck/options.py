@@ -139,6 +139,31 @@ def parse_require_spec(text: str) -> tuple[bool, tuple[str, ...]]:
 
 
 def check_report_path(path: str | None) -> None:
-    """``--gpu-report`` must end in .json or .md."""
-    if path is not None and not path.endswith(REPORT_SUFFIXES):
+    """``--gpu-report`` must end in .json or .md and be writable, checked before collection
+    (a report that cannot be written at the end would lose the run's summary)."""
+    if path is None:
+        return
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        raise pytest.UsageError(f"{REPORT_OPTION}={path!r} is a directory; give a file path in "
+                                f"it, e.g. {REPORT_OPTION}={target / 'gpucheck-report.md'}")
+    if not path.endswith(REPORT_SUFFIXES):
         raise pytest.UsageError(f"{REPORT_OPTION}={path!r}: the file name must end in .json or .md")
+    # Missing folders are created when the report is written; the nearest one that
+    # exists must be a folder this process can write in.
+    folder = target.parent.absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise pytest.UsageError(f"{REPORT_OPTION}={path!r}: {folder} is a file, not a folder; "
+                                "choose another path")
+    try:
+        # The report is written atomically: a temporary file beside it, then renamed.
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".gpucheck-report-check-"):
+            pass
+    except OSError as exc:
+        raise pytest.UsageError(f"{REPORT_OPTION}={path!r}: cannot write in {folder} "
+                                f"({exc.strerror or exc}); choose a writable folder") from None

@@ -37,6 +37,9 @@ MARKERS = (
     "(default: the module name without test_).",
 )
 
+#: Bad ``gpu_backends`` markers found while parametrizing (reported after collection).
+MARKER_ERRORS_KEY = pytest.StashKey[list[str]]()
+
 # The fixtures live in their own module; re-exporting them here registers them.
 gpu_backend = fixtures.gpu_backend
 xp = fixtures.xp
@@ -121,7 +124,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "gpu_backend" not in metafunc.fixturenames:
         return
     selection = get_selection(metafunc.config)
-    allowed = _marker_backends(list(metafunc.definition.iter_markers()))
+    try:
+        allowed = _marker_backends(list(metafunc.definition.iter_markers()))
+    except pytest.UsageError as exc:
+        # Raised here it would be a collection traceback; kept for the end of collection,
+        # where it stops the run as the one-line usage error it is.
+        metafunc.config.stash.setdefault(MARKER_ERRORS_KEY, []).append(
+            f"{metafunc.definition.nodeid}: {exc}")
+        allowed = set()
     names = [name for name in selection.names if allowed is None or name in allowed]
     if not names:
         wanted = ", ".join(sorted(allowed or (), key=list(BACKENDS).index))
@@ -151,7 +161,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("gpu_backend", params, indirect=True)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    errors = config.stash.get(MARKER_ERRORS_KEY, [])
+    if errors:
+        raise pytest.UsageError(errors[0])
     from .devices import cuda_driver
 
     for item in items:

@@ -123,10 +123,11 @@ def test_bad_marker_argument_names_valid_values(pytester: pytest.Pytester) -> No
         """
     )
     result = pytester.runpytest()
-    result.stdout.fnmatch_lines(
-        ["*@pytest.mark.gpu_backends: unknown backend or group 'cuda'; valid values: all, cpu*"]
+    result.stderr.fnmatch_lines(
+        ["ERROR: *::test_a: @pytest.mark.gpu_backends: unknown backend or group 'cuda'; valid "
+         "values: all, cpu*"]
     )
-    assert result.ret != pytest.ExitCode.OK
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
 def test_gpu_device_fixture_reports_the_selection(pytester: pytest.Pytester) -> None:

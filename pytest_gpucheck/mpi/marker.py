@@ -8,6 +8,7 @@ every count the launcher can give.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -19,6 +20,20 @@ MARKER_HELP = (
     "--gpu-mpi-launcher, or on every rank under mpiexec); a failure on any rank fails it on "
     "every rank, and a rank still running at the timeout is stopped and reported."
 )
+
+
+#: The longest timeout accepted (seconds): a week.  Longer is a typo, and the
+#: watchdog's timers (faulthandler's included) reject values near their limits.
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
+
+def timeout_problem(value: object) -> str | None:
+    """Why ``value`` is not a usable timeout in seconds, or None if it is."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "it must be a number of seconds"
+    if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
+        return f"it must be a number of seconds > 0 and <= {MAX_TIMEOUT:g} (a week)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -59,10 +74,9 @@ def parse_mpi_mark(mark: pytest.Mark, nodeid: str) -> MpiSpec:
     if not ranks:
         raise _usage(nodeid, "got an empty list of rank counts")
     timeout = kwargs.get("timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
-    ):
-        raise _usage(nodeid, f"got timeout={timeout!r}: it must be a number of seconds > 0")
+    problem = None if timeout is None else timeout_problem(timeout)
+    if problem is not None:
+        raise _usage(nodeid, f"got timeout={timeout!r}: {problem}")
     return MpiSpec(tuple(sorted(ranks)), None if timeout is None else float(timeout))
 
 

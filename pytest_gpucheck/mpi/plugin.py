@@ -14,8 +14,14 @@ from typing import Any
 import pytest
 
 from .environment import RANK_PID_VARIABLE, launched_rank
-from .launcher import DEFAULT_LAUNCHER, LauncherError, missing_launcher_reason, parse_launcher
-from .marker import MARKER_HELP, mpi_spec
+from .launcher import (
+    DEFAULT_LAUNCHER,
+    LauncherError,
+    find_executable,
+    missing_launcher_reason,
+    parse_launcher,
+)
+from .marker import MARKER_HELP, mpi_spec, timeout_problem
 
 LAUNCHER_OPTION = "--gpu-mpi-launcher"
 TIMEOUT_OPTION = "--gpu-mpi-timeout"
@@ -51,8 +57,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """Choose the mode; in a rank, bind it to its node-local GPU before the core picks one."""
     config.addinivalue_line("markers", MARKER_HELP)
     timeout = config.getoption("gpu_mpi_timeout")
-    if timeout <= 0:
-        raise pytest.UsageError(f"{TIMEOUT_OPTION}={timeout:g}: use a number of seconds > 0")
+    problem = timeout_problem(timeout)
+    if problem is not None:
+        raise pytest.UsageError(f"{TIMEOUT_OPTION}={timeout:g}: {problem}, e.g. "
+                                f"{TIMEOUT_OPTION}={DEFAULT_TIMEOUT:g}")
     max_ranks = config.getoption("gpu_mpi_max_ranks")
     if max_ranks is not None and max_ranks < 1:
         raise pytest.UsageError(f"{MAX_RANKS_OPTION}={max_ranks}: use a rank count >= 1")
@@ -61,6 +69,13 @@ def pytest_configure(config: pytest.Config) -> None:
     except LauncherError as exc:
         raise pytest.UsageError(str(exc)) from None
     launched = launched_rank()
+    text = config.getoption("gpu_mpi_launcher")
+    if (launched is None and text != DEFAULT_LAUNCHER
+            and find_executable(launcher.template[0]) is None):
+        # Named on purpose: skipping every mpi test would turn a typo into a green run.
+        raise pytest.UsageError(
+            f"{LAUNCHER_OPTION}={text!r}: {launcher.template[0]!r} is not an executable on "
+            "PATH or next to this Python; install it or fix the command")
     if launched is not None:
         import importlib.util
 
