@@ -7,14 +7,16 @@ here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import pytest
 
+from ..child_env import REPORT_SINK_VARIABLE
 from ..isolation import SIMULATOR_CHILD_VARIABLE, needs_simulator
 from .binding import (
     RankBinding,
@@ -69,9 +71,16 @@ class RankSession:
         # The real stderr, taken now, while pytest's capture is suspended.
         self.stderr: TextIO = os.fdopen(os.dup(2), "w", buffering=1)
         backstop = float(config.getini("faulthandler_timeout") or 0) == 0
+        #: Rank 0's outcomes so far (printed if the watchdog has to abort the job).
+        self.counts: dict[str, int] = {}
+        self.failures: list[tuple[str, str]] = []
         self.watchdog = Watchdog(self.world.Dup(), self.host, self.stderr,
-                                 faulthandler_backstop=backstop)
+                                 faulthandler_backstop=backstop,
+                                 session_so_far=None if os.environ.get(REPORT_SINK_VARIABLE)
+                                 else self.session_so_far)  # spawned: the parent has them
         self.bindings: list[RankBinding] = []
+        self._running = ""
+        self._guard_exit()
         self.other_failures: list[OtherRankFailure] = []
         self._active: set[str] = set()
         self._saved_stdout: TextIO | None = None
@@ -148,13 +157,40 @@ class RankSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
         spec = mpi_spec(item)
-        if item.nodeid not in self._active or spec is None:
-            return (yield)
-        self.watchdog.arm(item.nodeid, self.timeout_of(spec))
+        self._running = item.nodeid
         try:
-            return (yield)
+            if item.nodeid not in self._active or spec is None:
+                return (yield)
+            self.watchdog.arm(item.nodeid, self.timeout_of(spec))
+            try:
+                return (yield)
+            finally:
+                self.watchdog.disarm()
         finally:
-            self.watchdog.disarm()
+            self._running = ""
+
+    def _guard_exit(self) -> None:
+        """Make ``os._exit`` during a test say so, and never exit 0.
+
+        Under a launcher the job's exit status is the launcher's: a test that
+        calls ``os._exit(0)`` would end every rank with a green status and no
+        word, and ``os._exit(3)`` with no word of which rank or test.
+        """
+        real_exit, rank_pid = os._exit, os.getpid()
+
+        def exit_during_test(status: int) -> NoReturn:
+            code = status
+            # Not in a forked helper of the rank (multiprocessing exits its children so).
+            if self._running and os.getpid() == rank_pid:
+                with contextlib.suppress(Exception):
+                    self.stderr.write(f"gpucheck mpi: rank {self.rank} called os._exit({code}) "
+                                      f"during {self._running}; the job ends here"
+                                      f"{'' if code else ' (with exit code 1, not 0)'}\n")
+                    self.stderr.flush()
+                code = code or 1
+            real_exit(code)
+
+        os._exit = exit_during_test
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -176,6 +212,27 @@ class RankSession:
         self.watchdog.exchanged()
         self.watchdog.state(RUNNING)
         return apply_collective(report, outcomes, self.size)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.rank != 0:
+            return
+        if report.failed:
+            self.counts["failed" if report.when == "call" else "error"] = self.counts.get(
+                "failed" if report.when == "call" else "error", 0) + 1
+            self.failures.append((f"{report.nodeid} ({report.when})", str(report.longrepr)))
+        elif report.when == "call" or report.skipped:
+            self.counts[report.outcome] = self.counts.get(report.outcome, 0) + 1
+
+    def session_so_far(self) -> str:
+        """What rank 0 recorded before the watchdog stopped the job (pytest's own summary
+        never comes: MPI_Abort ends the process)."""
+        lines = ["=" * 20 + " gpucheck mpi: results before the job was stopped " + "=" * 20]
+        for title, text in self.failures:
+            lines += [f"{'_' * 10} {title} {'_' * 10}", text.rstrip()]
+        counts = ", ".join(f"{n} {what}" for what, n in sorted(self.counts.items())) or "none"
+        lines.append(f"before the stop: {counts}; the stopped test failed; the job exits "
+                     "non-zero (MPI_Abort)")
+        return "\n".join(lines)
 
     # -- the end -------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)

@@ -21,6 +21,7 @@ stack and exits the process, which ends the job too).
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
 import sys
@@ -139,7 +140,8 @@ class Watchdog:
     """One per rank: a daemon thread that stops the job when a test cannot finish."""
 
     def __init__(self, comm: Any, host: str, stream: TextIO, *, grace: float = 5.0,
-                 failure_grace: float = 2.0, faulthandler_backstop: bool = True) -> None:
+                 failure_grace: float = 2.0, faulthandler_backstop: bool = True,
+                 session_so_far: Callable[[], str] | None = None) -> None:
         self.comm = comm  # a Dup of COMM_WORLD used only by the watchdogs
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
@@ -148,6 +150,8 @@ class Watchdog:
         self.grace = grace
         self.failure_grace = failure_grace
         self.faulthandler_backstop = faulthandler_backstop
+        # Rank 0 prints it before aborting: the results the abort would otherwise lose.
+        self.session_so_far = session_so_far
         self._lock = threading.Lock()
         self._deadline: float | None = None
         self._failure_deadline: float | None = None
@@ -224,6 +228,9 @@ class Watchdog:
                 snapshots = [mine, *self._collect()]
                 self._write(format_report(nodeid, timeout, self.failure_grace, self.size,
                                           snapshots))
+                if self.session_so_far is not None:
+                    with contextlib.suppress(Exception):  # never in the way of the abort
+                        self._write(self.session_so_far())
                 return
             self.comm.isend(mine, dest=0, tag=_SNAPSHOT)
             if _wait_for(lambda: self.comm.iprobe(source=0, tag=_ACK), self.grace):

@@ -1,0 +1,94 @@
+"""A rank that aborts, exits or hangs never turns into a green MPI run.
+
+Launched mode: ``mpiexec -n 2 python -m pytest``, exactly as a user types it.
+Spawned mode: plain ``python -m pytest``, the plugin starts the job.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_gpucheck.mpi.launcher import find_executable
+
+MPIEXEC = find_executable("mpiexec")
+pytestmark = pytest.mark.skipif(
+    MPIEXEC is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'"
+)
+RUN_LIMIT = 150
+
+TESTS = """
+import os
+import time
+
+import pytest
+
+
+@pytest.mark.mpi(ranks=2)
+def test_1_fails_first(mpi_comm):
+    assert 0, "an earlier failure"
+
+
+@pytest.mark.mpi(ranks=2, timeout=5)
+def test_2_stops_the_job(mpi_comm, mpi_rank):
+    case = os.environ["CASE"]
+    if case == "abort":
+        from mpi4py import MPI
+
+        MPI.COMM_WORLD.Abort()  # error code 0
+    if case == "exit" and mpi_rank == 0:
+        os._exit(0)
+    if case == "hang" and mpi_rank == 1:
+        time.sleep(120)
+    mpi_comm.Barrier()
+
+
+@pytest.mark.mpi(ranks=2)
+def test_3_after(mpi_comm):
+    mpi_comm.Barrier()
+"""
+
+
+def run(project: Path, case: str, *command: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["CASE"] = case
+    (project / "test_job.py").write_text(TESTS)
+    return subprocess.run([*command, sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           "-v", "--gpu-mpi-max-ranks=2"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=RUN_LIMIT, check=False)
+
+
+def test_launched_watchdog_stop_prints_the_results_before_it(tmp_path: Path) -> None:
+    assert MPIEXEC is not None
+    result = run(tmp_path, "hang", MPIEXEC, "-n", "2")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "did not finish within its timeout of 5 s" in output
+    assert "gpucheck mpi: results before the job was stopped" in output
+    assert "AssertionError: an earlier failure" in output
+    assert "before the stop: 1 failed; the stopped test failed" in output
+
+
+def test_launched_exit_0_on_a_rank_is_not_a_green_run(tmp_path: Path) -> None:
+    assert MPIEXEC is not None
+    result = run(tmp_path, "exit", MPIEXEC, "-n", "2")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert ("gpucheck mpi: rank 0 called os._exit(0) during test_job.py::test_2_stops_the_job; "
+            "the job ends here (with exit code 1, not 0)") in output
+
+
+@pytest.mark.parametrize("case", ["abort", "exit"])
+def test_spawned_abort_or_exit_0_fails_its_test_and_the_rest_run(tmp_path: Path,
+                                                                  case: str) -> None:
+    result = run(tmp_path, case)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "test_job.py::test_1_fails_first FAILED" in output
+    assert "test_job.py::test_2_stops_the_job FAILED" in output
+    assert "test_job.py::test_3_after PASSED" in output  # in a fresh job
+    assert "while running this test; it never reported a result" in output
