@@ -57,6 +57,8 @@ TERMINATE_GRACE = 3.0
 ORPHAN_POLL = 0.25
 #: Seconds between two looks at a running child's reports (for progress lines).
 PROGRESS_POLL = 5.0
+#: Key of an xdist worker's output that carries its children's deaths to the controller.
+DEATHS_OUTPUT = "gpucheck_child_deaths"
 #: Exit codes of a pytest child that finished normally (tests passed / failed).
 NORMAL_EXIT_CODES = (0, 1)
 
@@ -757,7 +759,16 @@ class SimulatorRouter:
             return []
         return remaining
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist (controller): a worker ended; keep its children's deaths."""
+        output = getattr(node, "workeroutput", None) or {}
+        self.deaths.extend(output.get(DEATHS_OUTPUT, []))
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[DEATHS_OUTPUT] = list(self.deaths)  # the controller decides
         if self.deaths and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -112,7 +112,9 @@ def test_each_crash_fails_its_own_test_and_the_others_still_run(
     assert (cell["status"], cell["failed"], cell["passed"]) == ("fail", 4, 2)
 
 
-def test_a_child_that_dies_after_its_last_test_fails_the_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_child_that_dies_after_its_last_test_fails_the_run(tmp_path: Path,
+                                                             xdist: list[str]) -> None:
     (tmp_path / "test_sim.py").write_text(
         "import pytest\n\n@pytest.mark.gpu_backends('numba-cudasim')\n"
         "def test_passes(gpu_backend):\n    pass\n")
@@ -120,7 +122,7 @@ def test_a_child_that_dies_after_its_last_test_fails_the_run(tmp_path: Path) -> 
     (tmp_path / "conftest.py").write_text(
         "import os\n\ndef pytest_unconfigure(config):\n"
         "    if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1':\n        os._exit(7)\n")
-    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim")
+    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", *xdist)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 passed" in result.stdout
     assert ("gpucheck: The numba-cudasim child process exited with code 7 after its last test"

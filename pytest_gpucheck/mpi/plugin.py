@@ -105,6 +105,22 @@ class _SpawnRouterLoader:
     def __init__(self, config: pytest.Config, *router_args: Any) -> None:
         self.config = config
         self.router_args = router_args
+        self.worker_deaths: list[str] = []
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist (controller, which collects nothing and has no router): keep the
+        MPI jobs that died on a worker after their last test."""
+        self.worker_deaths.extend((getattr(node, "workeroutput", None) or {}).get(
+            "gpucheck_mpi_job_deaths", []))  # spawn.JOB_DEATHS_OUTPUT (not imported here)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.worker_deaths and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.worker_deaths:
+            terminalreporter.write_line(f"gpucheck: {line}", red=True)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:

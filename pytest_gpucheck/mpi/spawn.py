@@ -36,6 +36,8 @@ from .watchdog import extract_report, reported_test
 
 #: Seconds a job may take beyond its tests' timeouts (start-up, imports, JIT).
 STARTUP_ALLOWANCE = 120.0
+#: Key of an xdist worker's output that carries its jobs' deaths to the controller.
+JOB_DEATHS_OUTPUT = "gpucheck_mpi_job_deaths"
 #: Seconds before a running job's first "waiting for" line, and between two of them.
 FIRST_PROGRESS_AFTER = 10.0
 PROGRESS_EVERY = 30.0
@@ -295,6 +297,9 @@ class SpawnRouter:
         return remaining
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[JOB_DEATHS_OUTPUT] = list(self.deaths)  # the controller decides
         if self.deaths and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
