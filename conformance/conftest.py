@@ -18,6 +18,7 @@ import pytest
 from conformance.harness import Cell
 from conformance.specs import spec_for
 from pytest_gpucheck import hypothesis_profiles
+from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
 from pytest_gpucheck.registry import implementations, not_applicable_reason
 from pytest_gpucheck.report import add_section, set_cell
 from pytest_gpucheck.selection import get_selection
@@ -193,5 +194,23 @@ class ConformanceNotes:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    import json
+    import os
+
+    from conformance.harness import RERUN_VARIABLE, rerun_invocation
+
+    if os.environ.get(SIMULATOR_CHILD_VARIABLE) != "1":
+        # The simulator child runs elsewhere with other arguments; it prints rerun
+        # commands for this run's folder and command line (it inherits the variable).
+        os.environ[RERUN_VARIABLE] = json.dumps(rerun_invocation(config))
     if not config.pluginmanager.has_plugin("gpucheck-conformance-notes"):
         config.pluginmanager.register(ConformanceNotes(config), "gpucheck-conformance-notes")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import os
+
+    from conformance.harness import RERUN_VARIABLE
+
+    if os.environ.get(SIMULATOR_CHILD_VARIABLE) != "1":
+        os.environ.pop(RERUN_VARIABLE, None)

@@ -105,3 +105,95 @@ def test_unavailable_backends_skip_with_their_own_reason(tmp_path: Path) -> None
     skip = next(line for line in out.splitlines() if line.startswith("SKIPPED"))
     assert "no user implementation" not in skip
     assert "cupy" in skip.lower(), skip
+
+
+BROKEN_HOST = """
+import numpy as np
+import pytest_gpucheck
+
+
+@pytest_gpucheck.implements("vector_add", backend="numpy", name="accumulates")
+def vector_add(a, b, out):
+    out[...] += a + b  # out starts uninitialised (poison) for elementwise kernels
+
+
+@pytest_gpucheck.implements("index_map_1d", backend="numba-cpu", name="short")
+def index_map(out, launch):
+    out[: max(out.shape[0] - 1, 0)] = np.arange(max(out.shape[0] - 1, 0))
+"""
+
+BROKEN_SIMULATOR = """
+import pytest_gpucheck
+from numba import cuda
+
+
+@cuda.jit
+def _index(out):
+    i = cuda.grid(1)
+    if i < out.shape[0] - 1:  # misses the last element
+        out[i] = i
+
+
+@pytest_gpucheck.implements("index_map_1d", backend="numba-cudasim", name="short")
+def index_map(out, launch):
+    _index[launch.grid, launch.block](out)
+"""
+
+
+def _reruns(output: str) -> list[str]:
+    return [line.split("rerun: ", 1)[1] for line in output.splitlines() if "rerun: " in line]
+
+
+def _first_error(output: str) -> str:
+    return next(line for line in output.splitlines() if "AssertionError: " in line)
+
+
+def _run_printed(project: Path, command: str) -> subprocess.CompletedProcess[str]:
+    """Run a printed command verbatim in a shell in ``project``; ``pytest`` runs this
+    interpreter, as it does in the user's activated environment."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTEST_PLUGINS", "PYTEST_ADDOPTS", "PYTHONPATH", "CI")}
+    shims = project / ".bin"
+    shims.mkdir(exist_ok=True)
+    shim = shims / "pytest"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pytest "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    env["PATH"] = os.pathsep.join([str(shims), env.get("PATH", "")])
+    return subprocess.run(["bash", "-c", command], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def test_printed_reruns_work_verbatim_from_the_users_folder(tmp_path: Path) -> None:
+    """numpy and numba-cpu: each failure's ``rerun:`` line, pasted into a shell in the
+    folder pytest ran in, reruns that one test and fails the same way."""
+    folder = project(tmp_path, BROKEN_HOST)
+    first = run_pytest(folder, "--gpu-conformance", "--gpu-impls=user",
+                       "--hypothesis-profile=ci")
+    assert first.returncode == 1, first.stdout + first.stderr
+    reruns = _reruns(first.stdout)
+    assert len(reruns) == 2, first.stdout
+    for command in reruns:
+        assert "--gpu-conformance --gpu-impls=user" in command
+        again = _run_printed(folder, command)
+        assert again.returncode == 1, command + "\n" + again.stdout + again.stderr
+        assert "1 failed" in again.stdout, again.stdout
+        assert _first_error(again.stdout) in first.stdout
+
+
+def test_a_simulator_rerun_names_the_users_options(tmp_path: Path) -> None:
+    """The simulator child prints the command of the user's run, not its own.  The
+    implementations come from a plugin module (``-p``), which the child loads too."""
+    pytest.importorskip("numba")
+    (tmp_path / "my_kernels.py").write_text(BROKEN_SIMULATOR, encoding="utf-8")
+    args = ("-p", "my_kernels", "--gpu-conformance", "--gpu-impls=user",
+            "--gpu-backends=numba-cudasim", "--hypothesis-profile=ci")
+    first = run_pytest(tmp_path, *args)
+    assert first.returncode == 1, first.stdout + first.stderr
+    (command,) = _reruns(first.stdout)
+    assert command.startswith("pytest -k 'test_index_map_1d[numba-cudasim:short]' "
+                              "--gpu-backends=numba-cudasim --hypothesis-seed="), command
+    assert command.endswith("-p my_kernels --gpu-conformance --gpu-impls=user"), command
+    again = _run_printed(tmp_path, command)
+    assert again.returncode == 1, command + "\n" + again.stdout + again.stderr
+    assert "1 failed" in again.stdout, again.stdout
+    assert _first_error(again.stdout) in first.stdout
