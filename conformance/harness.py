@@ -42,7 +42,7 @@ from pytest_gpucheck.assertions import (
     values_problem,
 )
 from pytest_gpucheck.device_views import layout_of
-from pytest_gpucheck.guards import GuardedBuffer, GuardReadback
+from pytest_gpucheck.guards import GuardedBuffer, GuardReadback, same_bits
 from pytest_gpucheck.launch import LaunchConfig
 from pytest_gpucheck.randomness import uniform_samples_problems
 from pytest_gpucheck.registry import Implementation
@@ -130,6 +130,14 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
     before = compile_counter()
     cases = spec.cases(sizing)
 
+    def base_context(case: str, launch: LaunchConfig | None, seed_: int | None) -> CheckContext:
+        return CheckContext(kernel=spec.name, backend=backend.name, implementation=impl.name,
+                            case=case, launch=launch, seed=seed_,
+                            profile=profile if seed_ is not None else None, nodeid=nodeid,
+                            device=backend.describe_device(),
+                            rerun_options=tuple(invocation["options"]),
+                            rerun_selector=selector)
+
     @given(data=st.data())
     def example(data: st.DataObject) -> None:
         __tracebackhide__ = True
@@ -139,20 +147,24 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
             if backend.mutable_arrays else gst.CONTIGUOUS  # JAX arrays have no strides
             for name, array in case.arrays.items() if name != spec.in_place
         }
-        launch = data.draw(launch_strategy(spec, sizing, case.domain), label="launch") \
-            if impl.takes_launch else None
-        context = CheckContext(kernel=spec.name, backend=backend.name,
-                               implementation=impl.name, case=case.describe, launch=launch,
-                               seed=run_seed, profile=profile, nodeid=nodeid,
-                               device=backend.describe_device(),
-                               rerun_options=tuple(invocation["options"]),
-                               rerun_selector=selector)
-        # The second launch that explains a poisoned output is for the printed
-        # (final) example only, so shrinking is not slowed down.
-        problems = run_case(spec, impl, backend, case, layouts, launch, context,
-                            diagnose=_final_example())
-        if problems:
-            raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
+        launches: list[LaunchConfig | None] = [None]
+        if impl.takes_launch:
+            # The launch differential: the same inputs under two drawn launches.
+            launches = [data.draw(launch_strategy(spec, sizing, case.domain), label=label)
+                        for label in ("launch", "second launch")]
+        results: list[np.ndarray] = []
+        for launch in launches:
+            context = base_context(case.describe, launch, run_seed)
+            # The second launch that explains a poisoned output is for the printed
+            # (final) example only, so shrinking is not slowed down.
+            problems = run_case(spec, impl, backend, case, layouts, launch, context,
+                                diagnose=_final_example(), results=results)
+            if problems:
+                raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
+        context = base_context(case.describe, None, run_seed)
+        problem = launch_differential_problem(spec, case, launches, results, context)
+        if problem:
+            raise AssertionError(problem + "\n" + context.reproducer())
 
     examples = max(2, current.max_examples // sizing.example_divisor)
     test = settings(
@@ -169,6 +181,7 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
     # One example database entry per parametrized item, as for ordinary @given tests.
     test.hypothesis.inner_test._hypothesis_internal_add_digest = nodeid.encode()  # type: ignore[attr-defined]
     try:
+        sweep(spec, impl, backend, sizing, base_context)
         test()
     finally:
         compiles = compile_counter() - before
@@ -238,6 +251,64 @@ def rerun_selector(item_path: Path, name: str, invocation: dict[str, Any]) -> tu
 
 
 SUITES = Path(__file__).parent
+
+
+def sweep(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizing,
+          make_context: Any) -> None:
+    """The boundary sweep: run every edge case of the contract (:attr:`KernelSpec.edges`)
+    before the random search, under each sweep launch when the implementation takes
+    ``launch``; fail on the first case that breaks a check, listing every check it
+    breaks.  Launches of one case must agree (:func:`launch_differential_problem`)."""
+    __tracebackhide__ = True
+    edges = spec.edges(sizing) if spec.edges is not None else []
+    for index, edge in enumerate(edges, start=1):
+        case = edge.case
+        layouts = {name: (edge.layout if backend.mutable_arrays and
+                          (edge.layout != gst.TRANSPOSED or array.ndim == 2)
+                          else gst.CONTIGUOUS)
+                   for name, array in case.arrays.items() if name != spec.in_place}
+        launches: list[LaunchConfig | None] = [None]
+        if impl.takes_launch:
+            launches = list(gst.sweep_launches(sizing, case.domain,
+                                               grid_stride=spec.launch == "grid-stride",
+                                               square=spec.square_blocks))
+        label = f"{case.describe}; boundary sweep {index}/{len(edges)}: {edge.what}"
+        results: list[np.ndarray] = []
+        for launch in launches:
+            context = make_context(label, launch, None)
+            problems = run_case(spec, impl, backend, case, layouts, launch, context,
+                                results=results)
+            if problems:
+                raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
+        problem = launch_differential_problem(spec, case, launches, results,
+                                              make_context(label, None, None))
+        if problem:
+            raise AssertionError(problem + "\n" + make_context(label, None, None).reproducer())
+
+
+def launch_differential_problem(spec: KernelSpec, _case: Case,
+                                launches: list[LaunchConfig | None],
+                                results: list[np.ndarray], context: CheckContext) -> str | None:
+    """Kernels whose result cannot depend on the launch (:attr:`KernelSpec.launch_invariant`)
+    must give the same bits under every launch of one case.
+
+    Each result has already been compared with the reference; for exact rules the
+    comparison says the rest.  Under a tolerance (saxpy, sigmoid, stencils, matmul),
+    a kernel whose arithmetic per element changes with the launch (a summation order
+    that follows ``blockDim``, a code path per block) can pass every comparison and
+    still give different answers to the same question: this finds it.
+    """
+    if len(results) < 2 or not spec.launch_invariant:
+        return None
+    first = results[0]
+    for launch, other in zip(launches[1:], results[1:], strict=True):
+        if other.shape != first.shape or not bool(same_bits(first, other).all()):
+            differ = int(np.count_nonzero(~same_bits(first, other))) \
+                if other.shape == first.shape else other.size
+            return (f"out differs between launch {launches[0]} and launch {launch} in {differ} "
+                    f"element(s), but this kernel's result must not depend on the launch "
+                    f"{context.tag}")
+    return None
 
 
 def _check_signature(spec: KernelSpec, impl: Implementation, backend: Any) -> None:
@@ -385,5 +456,5 @@ def _final_example() -> bool:
         return True
 
 
-__all__ = ["IMMUTABLE_NOTE", "Cell", "check_implementation", "choose_seed", "launch_strategy",
-           "run_case"]
+__all__ = ["IMMUTABLE_NOTE", "Cell", "check_implementation", "choose_seed",
+           "launch_differential_problem", "launch_strategy", "run_case", "sweep"]
