@@ -11,11 +11,14 @@ express the kernel (``not_applicable``), or no implementation registered.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conformance.harness import Cell
 from conformance.specs import spec_for
 from pytest_gpucheck import hypothesis_profiles
+from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
 from pytest_gpucheck.registry import implementations, not_applicable_reason
 from pytest_gpucheck.report import add_section, set_cell
 from pytest_gpucheck.selection import get_selection
@@ -65,7 +68,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if found:
             continue
         reason = not_applicable_reason(kernel, name)
-        if reason is not None and origin != "user":
+        if not probe.available:
+            # The real reason comes first: nothing could run here anyway.
+            params.append(pytest.param(name, id=f"{name}:none",
+                                       marks=pytest.mark.skip(reason=probe.reason)))
+        elif reason is not None and origin != "user":
             params.append(pytest.param(name, id=f"{name}:not-applicable",
                                        marks=pytest.mark.skip(reason=f"not applicable: {reason}")))
         else:
@@ -80,7 +87,33 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("impl", params, indirect=True)
 
 
+SUITES = Path(__file__).parent
+
+
+def _exercises_no_user_code(item: pytest.Item, user_kernels: set[str]) -> bool:
+    """Under ``--gpu-impls=user``: is ``item`` a bundled-suite item that runs none of
+    the user's implementations?  The interop and MPI suites exercise the frameworks
+    and the plugin, never a registered kernel; a kernel suite exercises user code
+    only for kernels the user registered (on any backend)."""
+    if SUITES not in item.path.parents:
+        return False
+    fixtures = getattr(item, "fixturenames", ())
+    if "gpu_benchmark" in fixtures:
+        return False  # bench_kernels times the user's implementation under --gpu-impls=user
+    marker = item.get_closest_marker("gpu_kernel")
+    if "impl" not in fixtures or marker is None:
+        return True
+    return str(marker.args[0]) not in user_kernels
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("gpu_impls", "all") == "user":
+        user_kernels = {impl.kernel for impl in implementations(origin="user")}
+        deselected = [item for item in items if _exercises_no_user_code(item, user_kernels)]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            kept = set(map(id, items)) - set(map(id, deselected))
+            items[:] = [item for item in items if id(item) in kept]
     for item in items:
         marker = item.get_closest_marker("gpu_kernel")
         callspec = getattr(item, "callspec", None)
@@ -118,6 +151,7 @@ class ConformanceNotes:
                 self.no_guards[backend] = str(value)
 
     def pytest_sessionfinish(self) -> None:
+        self._report_unselected()
         for backend, note in sorted(self.no_guards.items()):
             line = f"gpucheck: guard bands on {backend}: {note}"
             add_section(self.config, f"guard_bands:{backend}", {"backend": backend, "note": note},
@@ -133,6 +167,50 @@ class ConformanceNotes:
                     f"{line.removeprefix('gpucheck: ')}\n", [line])
 
 
+    def _report_unselected(self) -> None:
+        """Name the user implementations this run did not check, and the option that would."""
+        selection = get_selection(self.config)
+        if selection.in_simulator_child or self.config.getoption("gpu_impls", "all") == "bundled":
+            return
+        mine = implementations(origin="user")
+        if not mine and self.config.getoption("gpu_impls", "all") == "user":
+            line = ("gpucheck: --gpu-impls=user, but no implementation is registered: register "
+                    "one with @pytest_gpucheck.implements in your conftest.py (docs/kernels.md)")
+            add_section(self.config, "user_implementations", {"registered": []}, "", [line])
+            return
+        missed: dict[str, list[str]] = {}
+        for found in mine:
+            if found.backend not in selection.names:
+                missed.setdefault(found.backend, []).append(f"{found.kernel}:{found.name}")
+        if not missed:
+            return
+        wanted = ",".join(dict.fromkeys((*selection.names, *missed)))
+        lines = [f"gpucheck: not checked: your {', '.join(sorted(kernels))} on {backend} "
+                 f"({backend} is not selected)" for backend, kernels in sorted(missed.items())]
+        lines.append(f"gpucheck: to check them too, run with --gpu-backends={wanted}")
+        add_section(self.config, "user_implementations",
+                    {"not_selected": {b: sorted(k) for b, k in missed.items()}},
+                    "\n".join(line.removeprefix("gpucheck: ") for line in lines) + "\n", lines)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    import json
+    import os
+
+    from conformance.harness import RERUN_VARIABLE, rerun_invocation
+
+    if os.environ.get(SIMULATOR_CHILD_VARIABLE) != "1":
+        # The simulator child runs elsewhere with other arguments; it prints rerun
+        # commands for this run's folder and command line (it inherits the variable).
+        os.environ[RERUN_VARIABLE] = json.dumps(rerun_invocation(config))
     if not config.pluginmanager.has_plugin("gpucheck-conformance-notes"):
         config.pluginmanager.register(ConformanceNotes(config), "gpucheck-conformance-notes")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import os
+
+    from conformance.harness import RERUN_VARIABLE
+
+    if os.environ.get(SIMULATOR_CHILD_VARIABLE) != "1":
+        os.environ.pop(RERUN_VARIABLE, None)

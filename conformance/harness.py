@@ -22,6 +22,7 @@ import os
 import random
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ from pytest_gpucheck.assertions import (
     values_problem,
 )
 from pytest_gpucheck.device_views import layout_of
-from pytest_gpucheck.guards import GuardedBuffer, GuardReadback
+from pytest_gpucheck.guards import GuardedBuffer, GuardReadback, same_bits
 from pytest_gpucheck.launch import LaunchConfig
 from pytest_gpucheck.randomness import uniform_samples_problems
 from pytest_gpucheck.registry import Implementation
@@ -123,9 +124,19 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
     notes: dict[str, str] = {}
     if not backend.mutable_arrays:
         notes["guard_bands"] = IMMUTABLE_NOTE.format(backend=backend.name)
+    invocation = rerun_invocation(request.config)
+    selector = rerun_selector(Path(request.node.path), request.node.name, invocation)
     compile_counter = _jax_compile_counter(backend.name)
     before = compile_counter()
     cases = spec.cases(sizing)
+
+    def base_context(case: str, launch: LaunchConfig | None, seed_: int | None) -> CheckContext:
+        return CheckContext(kernel=spec.name, backend=backend.name, implementation=impl.name,
+                            case=case, launch=launch, seed=seed_,
+                            profile=profile if seed_ is not None else None, nodeid=nodeid,
+                            device=backend.describe_device(),
+                            rerun_options=tuple(invocation["options"]),
+                            rerun_selector=selector)
 
     @given(data=st.data())
     def example(data: st.DataObject) -> None:
@@ -136,16 +147,24 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
             if backend.mutable_arrays else gst.CONTIGUOUS  # JAX arrays have no strides
             for name, array in case.arrays.items() if name != spec.in_place
         }
-        launch = data.draw(launch_strategy(spec, sizing, case.domain), label="launch") \
-            if impl.takes_launch else None
-        context = CheckContext(kernel=spec.name, backend=backend.name,
-                               implementation=impl.name, case=case.describe, launch=launch,
-                               seed=run_seed, profile=profile, nodeid=nodeid,
-                               device=backend.describe_device(),
-                               rerun_options=_rerun_options(request.config))
-        problems = run_case(spec, impl, backend, case, layouts, launch, context)
-        if problems:
-            raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
+        launches: list[LaunchConfig | None] = [None]
+        if impl.takes_launch:
+            # The launch differential: the same inputs under two drawn launches.
+            launches = [data.draw(launch_strategy(spec, sizing, case.domain), label=label)
+                        for label in ("launch", "second launch")]
+        results: list[np.ndarray] = []
+        for launch in launches:
+            context = base_context(case.describe, launch, run_seed)
+            # The second launch that explains a poisoned output is for the printed
+            # (final) example only, so shrinking is not slowed down.
+            problems = run_case(spec, impl, backend, case, layouts, launch, context,
+                                diagnose=_final_example(), results=results)
+            if problems:
+                raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
+        context = base_context(case.describe, None, run_seed)
+        problem = launch_differential_problem(spec, case, launches, results, context)
+        if problem:
+            raise AssertionError(problem + "\n" + context.reproducer())
 
     examples = max(2, current.max_examples // sizing.example_divisor)
     test = settings(
@@ -162,6 +181,7 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
     # One example database entry per parametrized item, as for ordinary @given tests.
     test.hypothesis.inner_test._hypothesis_internal_add_digest = nodeid.encode()  # type: ignore[attr-defined]
     try:
+        sweep(spec, impl, backend, sizing, base_context)
         test()
     finally:
         compiles = compile_counter() - before
@@ -171,14 +191,124 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
             request.node.user_properties.append((key, value))
 
 
-def _rerun_options(config: pytest.Config) -> tuple[str, ...]:
-    options = []
-    if config.getoption("gpu_conformance", False):
+#: Set by the parent run for its simulator child (which runs in another directory with
+#: other arguments): what a rerun command needs from the command the user typed.
+RERUN_VARIABLE = "PYTEST_GPUCHECK_RERUN"
+
+
+def rerun_invocation(config: pytest.Config) -> dict[str, Any]:
+    """What the user's command contributes to a rerun: the folder it ran in, the
+    paths it named, its ``-p`` plugins, ``--rootdir``/``-c``, and the gpucheck options
+    that decide which items and implementations exist."""
+    import json
+
+    from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
+
+    if os.environ.get(SIMULATOR_CHILD_VARIABLE) == "1" and os.environ.get(RERUN_VARIABLE):
+        parent: dict[str, Any] = json.loads(os.environ[RERUN_VARIABLE])
+        return parent
+    invocation = config.invocation_params
+    options: list[str] = []
+    args = list(invocation.args)
+    for index, arg in enumerate(args):
+        following = args[index + 1] if index + 1 < len(args) else None
+        if arg in ("-p", "--rootdir", "-c", "--config-file") and following is not None:
+            if not (arg == "-p" and following.startswith("no:")):
+                options += [arg, following]
+        elif arg.startswith(("--rootdir=", "--config-file=")) or (
+                arg.startswith("-p") and len(arg) > 2 and not arg[2:].startswith("no:")):
+            options.append(arg)
+    conformance_option = bool(config.getoption("gpu_conformance", False))
+    if conformance_option:
         options.append("--gpu-conformance")
     impls = config.getoption("gpu_impls", "all")
     if impls != "all":
         options.append(f"--gpu-impls={impls}")
-    return tuple(options)
+    suites = str(SUITES)
+    paths = [arg for arg in config.args if "::" not in arg and arg != suites] \
+        if config.args_source == pytest.Config.ArgsSource.ARGS else []
+    return {"dir": str(invocation.dir), "options": options, "paths": paths,
+            "conformance": conformance_option}
+
+
+def rerun_selector(item_path: Path, name: str, invocation: dict[str, Any]) -> tuple[str, ...]:
+    """The arguments that select exactly this item from the user's folder.
+
+    Under ``--gpu-conformance`` the suites directory is added to every run, so
+    a node id would run the whole suite: ``-k`` with the full item name (the
+    brackets keep ``test_sum[`` from matching ``test_sum_of_squares[``) selects
+    it instead, next to the paths the user named (their conftest.py files come
+    with them).  Otherwise the file's path (relative to the folder the user ran
+    in, when inside it) and the item name.
+    """
+    if invocation["conformance"] and SUITES in item_path.parents:
+        return (*invocation["paths"], "-k", name)
+    try:
+        path = str(item_path.relative_to(invocation["dir"]))
+    except ValueError:
+        path = str(item_path)
+    return (f"{path}::{name}",)
+
+
+SUITES = Path(__file__).parent
+
+
+def sweep(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizing,
+          make_context: Any) -> None:
+    """The boundary sweep: run every edge case of the contract (:attr:`KernelSpec.edges`)
+    before the random search, under each sweep launch when the implementation takes
+    ``launch``; fail on the first case that breaks a check, listing every check it
+    breaks.  Launches of one case must agree (:func:`launch_differential_problem`)."""
+    __tracebackhide__ = True
+    edges = spec.edges(sizing) if spec.edges is not None else []
+    for index, edge in enumerate(edges, start=1):
+        case = edge.case
+        layouts = {name: (edge.layout if backend.mutable_arrays and
+                          (edge.layout != gst.TRANSPOSED or array.ndim == 2)
+                          else gst.CONTIGUOUS)
+                   for name, array in case.arrays.items() if name != spec.in_place}
+        launches: list[LaunchConfig | None] = [None]
+        if impl.takes_launch:
+            launches = list(gst.sweep_launches(sizing, case.domain,
+                                               grid_stride=spec.launch == "grid-stride",
+                                               square=spec.square_blocks))
+        label = f"{case.describe}; boundary sweep {index}/{len(edges)}: {edge.what}"
+        results: list[np.ndarray] = []
+        for launch in launches:
+            context = make_context(label, launch, None)
+            problems = run_case(spec, impl, backend, case, layouts, launch, context,
+                                results=results)
+            if problems:
+                raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
+        problem = launch_differential_problem(spec, case, launches, results,
+                                              make_context(label, None, None))
+        if problem:
+            raise AssertionError(problem + "\n" + make_context(label, None, None).reproducer())
+
+
+def launch_differential_problem(spec: KernelSpec, _case: Case,
+                                launches: list[LaunchConfig | None],
+                                results: list[np.ndarray], context: CheckContext) -> str | None:
+    """Kernels whose result cannot depend on the launch (:attr:`KernelSpec.launch_invariant`)
+    must give the same bits under every launch of one case.
+
+    Each result has already been compared with the reference; for exact rules the
+    comparison says the rest.  Under a tolerance (saxpy, sigmoid, stencils, matmul),
+    a kernel whose arithmetic per element changes with the launch (a summation order
+    that follows ``blockDim``, a code path per block) can pass every comparison and
+    still give different answers to the same question: this finds it.
+    """
+    if len(results) < 2 or not spec.launch_invariant:
+        return None
+    first = results[0]
+    for launch, other in zip(launches[1:], results[1:], strict=True):
+        if other.shape != first.shape or not bool(same_bits(first, other).all()):
+            differ = int(np.count_nonzero(~same_bits(first, other))) \
+                if other.shape == first.shape else other.size
+            return (f"out differs between launch {launches[0]} and launch {launch} in {differ} "
+                    f"element(s), but this kernel's result must not depend on the launch "
+                    f"{context.tag}")
+    return None
 
 
 def _check_signature(spec: KernelSpec, impl: Implementation, backend: Any) -> None:
@@ -218,10 +348,24 @@ class _JaxCompiles:
         return lambda: cls.count
 
 
+#: The second initial value of a poisoned output (see :func:`run_case`): finite (NaN
+#: plus anything is NaN, so only a number shows an accumulation), exact in every
+#: dtype of the suites, and unlikely as a correct result.
+SECOND_INITIAL = -1234
+
+
 def run_case(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
              layouts: dict[str, str], launch: LaunchConfig | None,
-             context: CheckContext) -> list[str]:
-    """Launch ``impl`` on one case; return the failed checks (empty when it conforms)."""
+             context: CheckContext, *, diagnose: bool = True,
+             initial: Any = None, results: list[np.ndarray] | None = None) -> list[str]:
+    """Launch ``impl`` on one case; return the failed checks (empty when it conforms).
+
+    When elements of a poisoned output are wrong and still hold the NaN poison,
+    and ``diagnose`` is set, the case is launched once more with ``out``
+    starting at :data:`SECOND_INITIAL`, so the message can tell "never written"
+    from "accumulated into the uninitialised output".  ``initial`` overrides
+    what ``out`` starts with; ``results`` receives the result read back.
+    """
     expected = spec.result_template(case)
     args: list[Any] = []
     inputs: dict[str, gst.DeviceInput] = {}
@@ -245,7 +389,7 @@ def run_case(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
     out: GuardedBuffer | None = None
     if impl.writes_out:
         out = GuardedBuffer(backend, "out", expected.shape, expected.dtype,
-                            spec.initial_output(expected.dtype))
+                            spec.initial_output(expected.dtype) if initial is None else initial)
         context.arrays["out"] = f"{layout_of(out.view)} dtype={expected.dtype} " \
                                 "(view inside guard bands)"
         kwargs["out"] = out.view
@@ -274,6 +418,8 @@ def run_case(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
                 f"`out`) {context.tag}"]
     else:
         result = np.asarray(backend.to_host(returned))
+    if results is not None:
+        results.append(result)
     for name, device_input in inputs.items():
         after = np.asarray(backend.to_host(device_input.parent))
         problems.append(unchanged_problem(device_input.parent_before, after, context,
@@ -288,10 +434,27 @@ def run_case(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
             poison = spec.initial_output(expected.dtype) if (
                 out is not None and spec.output_init == "poison") else None
             rule = spec.rule(case, expected)
-            problems.append(values_problem(result, expected, rule, context, name=name,
-                                           poison=poison) or "")
+            problem = values_problem(result, expected, rule, context, name=name, poison=poison)
+            if problem and poison is not None and diagnose:
+                second = expected.dtype.type(SECOND_INITIAL)
+                again: list[np.ndarray] = []
+                run_case(spec, impl, backend, case, layouts, launch, context, diagnose=False,
+                         initial=second, results=again)
+                if again and again[0].shape == result.shape:
+                    problem = values_problem(result, expected, rule, context, name=name,
+                                             poison=poison, second=(second, again[0]))
+            problems.append(problem or "")
     return [p for p in problems if p]
 
 
-__all__ = ["IMMUTABLE_NOTE", "Cell", "check_implementation", "choose_seed", "launch_strategy",
-           "run_case"]
+def _final_example() -> bool:
+    from hypothesis.control import current_build_context
+
+    try:
+        return bool(current_build_context().is_final)
+    except Exception:  # outside a hypothesis run (never in the suites): explain anyway
+        return True
+
+
+__all__ = ["IMMUTABLE_NOTE", "Cell", "check_implementation", "choose_seed",
+           "launch_differential_problem", "launch_strategy", "run_case", "sweep"]

@@ -44,6 +44,17 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Edge:
+    """One case of the boundary sweep, which runs before the random search."""
+
+    #: What the case is there for: ``n = block + 1``, ``all negative``, ``NaN and inf``.
+    what: str
+    case: Case
+    #: The layout of every array input (contiguous, strided or, for 2-D, transposed).
+    layout: str = gst.CONTIGUOUS
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """What the suite needs to know to check any implementation of one kernel."""
 
@@ -68,6 +79,12 @@ class KernelSpec:
     #: result instead (``histogram(x, nbins)``, ``monte_carlo_pi(seed, n, dtype)``).
     size_arguments: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    #: The boundary sweep: deterministic edge cases every backend runs first.
+    edges: Callable[[Sizing], list[Edge]] | None = None
+    #: Each output element is computed the same way whatever the launch, so the same
+    #: inputs give the same bits under every launch.  False where the summation order
+    #: legitimately follows the blocks (float reductions, shared-memory tiles).
+    launch_invariant: bool = True
 
     @property
     def family(self) -> str:
@@ -464,6 +481,227 @@ def _matmul_rule(case: Case, expected: np.ndarray) -> tol.Tolerance:
     return tol.matmul_rule(case.inputs["a"], case.inputs["b"], expected.dtype)
 
 
+# -- the boundary sweep -----------------------------------------------------------------------
+#
+# Edge cases derived from each contract, run on every backend before hypothesis
+# explores: the sizes around the sweep block, shapes with every axis distinct,
+# empty inner dimensions, ghost widths 1 to 3, and value classes that random
+# finite in-range draws rarely produce.  Deterministic (a fixed seed), so the
+# derandomized ``ci`` profile meets every class on every run.
+
+#: Value classes.  ``specials`` (NaN, +-inf) only where IEEE arithmetic defines the
+#: result the contract asks for; ``subnormal`` only where the rule allows flushing.
+MIXED, NEGATIVE, SUBNORMAL, SPECIALS = "mixed", "all negative", "subnormal", "NaN and inf"
+#: Non-integer floats for the reductions, whose other cases are integer-valued (exact in
+#: any order): only these show an accumulator narrower than the data.
+FRACTIONAL = "fractional"
+_FLOAT_ONLY = (SUBNORMAL, SPECIALS, FRACTIONAL)
+_LAYOUTS_1D = (gst.CONTIGUOUS, gst.STRIDED)
+_LAYOUTS_2D = (gst.CONTIGUOUS, gst.STRIDED, gst.TRANSPOSED)
+_SWEEP_SEED = 20240611
+
+
+def _values(shape: tuple[int, ...], dtype: np.dtype, kind: str, bound: float,
+            rng: np.random.Generator, *, integers: bool = False) -> np.ndarray:
+    """An array of one value class.  ``integers``: integer-valued, non-zero (exact sums)."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if kind == SUBNORMAL:
+        tiny = float(np.finfo(dtype).smallest_subnormal)
+        values = rng.integers(1, 2**10, size) * tiny * rng.choice([-1.0, 1.0], size)
+        return values.astype(dtype).reshape(shape)
+    if integers or dtype.kind != "f":
+        values = rng.integers(1, max(2, int(bound)) + 1, size).astype(np.float64)
+    else:
+        values = rng.uniform(bound / 1e3, bound, size)
+    if kind == NEGATIVE:
+        values = -values
+    elif kind in (MIXED, SPECIALS):
+        values = values * rng.choice([-1.0, 1.0], size)
+    result = values.astype(dtype)
+    if kind == SPECIALS:
+        flat = result.reshape(-1)
+        for i, special in enumerate((np.nan, np.inf, -np.inf)):
+            flat[(3 * i + 1) % size] = special  # spread out, inside every size >= 1
+    return result.reshape(shape)
+
+
+def _sweep_1d(make: Callable[[int, np.dtype, str, np.random.Generator], Case],
+              dtypes: tuple[str, ...], *, min_size: int = 0,
+              kinds: tuple[str, ...] = (NEGATIVE,)) -> Callable[[Sizing], list[Edge]]:
+    """Every sweep size (dtypes and layouts taken in turn), then each value class at
+    ``block + 1`` elements, once per float dtype where it concerns floats only."""
+    def edges(sizing: Sizing) -> list[Edge]:
+        rng = np.random.default_rng(_SWEEP_SEED)
+        found = []
+        sizes = [n for n in sizing.sweep_sizes if n >= min_size]
+        for i, n in enumerate(sizes):
+            dtype = np.dtype(dtypes[i % len(dtypes)])
+            found.append(Edge(f"n={n}", make(n, dtype, MIXED, rng), _LAYOUTS_1D[i % 2]))
+        n = sizing.sweep_block + 1
+        for kind in kinds:
+            floats = kind in _FLOAT_ONLY
+            for name in dict.fromkeys(d for d in dtypes if not floats or d in FLOATS):
+                if kind == NEGATIVE and name not in (dtypes[0], dtypes[-1]):
+                    continue  # one float and one integer dtype are enough for signs
+                found.append(Edge(kind, make(n, np.dtype(name), kind, rng)))
+        return found
+
+    return edges
+
+
+def _sweep_shapes(shapes: Callable[[Sizing], tuple[tuple[int, ...], ...]],
+                  make: Callable[[tuple[int, ...], np.dtype, str, np.random.Generator], Case],
+                  dtypes: tuple[str, ...], *,
+                  kinds: tuple[str, ...] = (NEGATIVE,)) -> Callable[[Sizing], list[Edge]]:
+    """Every sweep shape (dtypes and layouts in turn), then each value class on the
+    last (largest) shape."""
+    def edges(sizing: Sizing) -> list[Edge]:
+        rng = np.random.default_rng(_SWEEP_SEED)
+        found = []
+        every = shapes(sizing)
+        for i, shape in enumerate(every):
+            dtype = np.dtype(dtypes[i % len(dtypes)])
+            layout = _LAYOUTS_2D[i % 3] if len(shape) == 2 else gst.CONTIGUOUS
+            found.append(Edge(f"shape={shape}", make(shape, dtype, MIXED, rng), layout))
+        for kind in kinds:
+            floats = kind in _FLOAT_ONLY
+            name = next(d for d in dtypes if not floats or d in FLOATS)
+            found.append(Edge(kind, make(every[-1], np.dtype(name), kind, rng)))
+        return found
+
+    return edges
+
+
+def _edge_vector_add(n: int, dtype: np.dtype, kind: str, rng: np.random.Generator) -> Case:
+    a = _values((n,), dtype, kind, 2**20, rng)
+    b = _values((n,), dtype, kind if kind != SPECIALS else MIXED, 2**20, rng)
+    return Case({"a": a, "b": b}, f"n={n}, dtype={dtype}, {kind}", (n,))
+
+
+def _edge_saxpy(n: int, dtype: np.dtype, kind: str, rng: np.random.Generator) -> Case:
+    alpha = dtype.type(-1.5)
+    x, y = (_values((n,), dtype, kind, 1e3, rng) for _ in range(2))
+    return Case({"alpha": alpha, "x": x, "y": y}, f"n={n}, dtype={dtype}, alpha=-1.5, {kind}",
+                (n,))
+
+
+def _edge_sigmoid(n: int, dtype: np.dtype, kind: str, rng: np.random.Generator) -> Case:
+    x = _values((n,), dtype, kind, 120.0, rng)
+    return Case({"x": x}, f"n={n}, dtype={dtype}, {kind}", (n,))
+
+
+def _edge_reduction(arguments: tuple[str, ...], bound: int) -> Callable[
+        [int, np.dtype, str, np.random.Generator], Case]:
+    def make(n: int, dtype: np.dtype, kind: str, rng: np.random.Generator) -> Case:
+        inputs = {name: _values((n,), dtype, MIXED if kind == FRACTIONAL else kind, bound, rng,
+                                integers=kind != FRACTIONAL)
+                  for name in arguments}
+        return Case(dict(inputs), f"n={n}, dtype={dtype}, {kind}", (n,))
+
+    return make
+
+
+def _edge_max(n: int, dtype: np.dtype, kind: str, rng: np.random.Generator) -> Case:
+    x = _values((n,), dtype, kind, 2**20, rng)
+    return Case({"x": x}, f"n={n}, dtype={dtype}, {kind}", (n,))
+
+
+def _edge_histogram(n: int, dtype: np.dtype, kind: str, rng: np.random.Generator) -> Case:
+    # Values outside [0, nbins) are undefined by the contract, so never drawn.
+    nbins = HISTOGRAM_BINS[n % len(HISTOGRAM_BINS)]
+    x = rng.integers(0, nbins, n).astype(dtype)
+    return Case({"x": x, "nbins": nbins}, f"n={n}, nbins={nbins}, dtype={dtype}", (n,),
+                (nbins,))
+
+
+def _edge_index_map(shape: tuple[int, ...], dtype: np.dtype, kind: str,
+                    rng: np.random.Generator) -> Case:
+    return Case({}, f"shape={shape}, dtype={dtype}", shape, (shape, dtype))
+
+
+def _edge_index_map_1d(n: int, dtype: np.dtype, kind: str, rng: np.random.Generator) -> Case:
+    return _edge_index_map((n,), dtype, kind, rng)
+
+
+def _edge_heat(with_steps: bool) -> Callable[[int, np.dtype, str, np.random.Generator], Case]:
+    def make(n: int, dtype: np.dtype, kind: str, rng: np.random.Generator) -> Case:
+        alpha = dtype.type(ALPHAS[n % len(ALPHAS)])
+        inputs: dict[str, Any] = {"u": _values((n,), dtype, kind, 1e3, rng), "alpha": alpha}
+        text = f"n={n}, dtype={dtype}, alpha={float(alpha)}, {kind}"
+        if with_steps:
+            inputs["steps"] = (1, 2, 3)[n % 3]
+            text += f", steps={inputs['steps']}"
+        return Case(inputs, text, (n,))
+
+    return make
+
+
+def _edge_add_one(shape: tuple[int, ...], dtype: np.dtype, kind: str,
+                  rng: np.random.Generator) -> Case:
+    a = _values(shape, dtype, kind, 2**20, rng)
+    return Case({"a": a}, f"shape={shape}, dtype={dtype}, {kind}", shape)
+
+
+def _edge_transpose(shape: tuple[int, ...], dtype: np.dtype, kind: str,
+                    rng: np.random.Generator) -> Case:
+    size = int(np.prod(shape))
+    a = (rng.permutation(size) + 1).astype(dtype).reshape(shape)
+    if kind != MIXED:
+        a = _values(shape, dtype, kind, 2**20, rng)
+    return Case({"a": a}, f"shape={shape}, dtype={dtype}, {kind}", (shape[1], shape[0]))
+
+
+def _edge_laplacian(shape: tuple[int, ...], dtype: np.dtype, kind: str,
+                    rng: np.random.Generator) -> Case:
+    u = _values(shape, dtype, kind, 1e3, rng)
+    return Case({"u": u}, f"shape={shape}, dtype={dtype}, {kind}", shape)
+
+
+def _edge_matmul(shape: tuple[int, ...], dtype: np.dtype, kind: str,
+                 rng: np.random.Generator) -> Case:
+    m, k, n = shape
+    # General floats: a launch-dependent summation order then shows in the bits.
+    a = _values((m, k), dtype, kind, 2**5 if dtype.kind != "f" else 1.0, rng)
+    b = _values((k, n), dtype, kind, 2**5 if dtype.kind != "f" else 1.0, rng)
+    return Case({"a": a, "b": b}, f"({m}, {k}) @ ({k}, {n}), dtype={dtype}, {kind}", (m, n))
+
+
+def _halo_array(inner: tuple[int, ...], width: int, dtype: np.dtype,
+                rng: np.random.Generator) -> Case:
+    shape = tuple(n + 2 * width for n in inner)
+    size = int(np.prod(shape))
+    a = (rng.permutation(size) + 1).astype(dtype).reshape(shape)
+    for axis in range(len(shape)):
+        if width:
+            ghost = [slice(None)] * len(shape)
+            ghost[axis] = slice(0, width)
+            a[tuple(ghost)] = 0
+            ghost[axis] = slice(-width, None)
+            a[tuple(ghost)] = 0
+    return Case({"a": a, "width": width}, f"shape={shape}, width={width}, dtype={dtype}", shape)
+
+
+def _sweep_halo(ndim: int) -> Callable[[Sizing], list[Edge]]:
+    """Ghost widths 1 to 3 (and 0), each with the smallest interior (as wide as the
+    ghosts), one more, and one past the sweep block; 2-D interiors non-square."""
+    def edges(sizing: Sizing) -> list[Edge]:
+        rng = np.random.default_rng(_SWEEP_SEED)
+        found = []
+        index = 0
+        for width in (1, 2, 3, 0):
+            for extra in ((0, 1, sizing.sweep_block + 1) if width else (1,)):
+                n = max(width, 1) + extra
+                inner: tuple[int, ...] = (n,) if ndim == 1 else (n, n + width + 1)
+                dtype = np.dtype(NUMERIC[index % len(NUMERIC)])
+                layout = _LAYOUTS_1D[index % 2] if ndim == 1 else gst.CONTIGUOUS
+                found.append(Edge(f"width={width}, interior={inner}",
+                                  _halo_array(inner, width, dtype, rng), layout))
+                index += 1
+        return found
+
+    return edges
+
+
 # -- the table --------------------------------------------------------------------------------
 
 
@@ -474,44 +712,76 @@ def _elementwise_rule(case: Case, expected: np.ndarray) -> tol.Tolerance:
 SPECS: dict[str, KernelSpec] = {
     spec.name: spec
     for spec in (
-        KernelSpec("vector_add", ("a", "b"), _vector_add_cases, _elementwise_rule),
-        KernelSpec("saxpy", ("alpha", "x", "y"), _saxpy_cases, _saxpy_rule),
-        KernelSpec("sigmoid", ("x",), _sigmoid_cases, _sigmoid_rule),
+        KernelSpec("vector_add", ("a", "b"), _vector_add_cases, _elementwise_rule,
+                   edges=_sweep_1d(_edge_vector_add, NUMERIC,
+                                   kinds=(NEGATIVE, SUBNORMAL, SPECIALS))),
+        KernelSpec("saxpy", ("alpha", "x", "y"), _saxpy_cases, _saxpy_rule,
+                   edges=_sweep_1d(_edge_saxpy, FLOATS, kinds=(NEGATIVE, SUBNORMAL))),
+        KernelSpec("sigmoid", ("x",), _sigmoid_cases, _sigmoid_rule,
+                   edges=_sweep_1d(_edge_sigmoid, FLOATS,
+                                   kinds=(NEGATIVE, SUBNORMAL, SPECIALS))),
         KernelSpec("add_one_2d", ("a",), _add_one_cases, _elementwise_rule, in_place="a",
-                   launch="2d"),
-        KernelSpec("index_map_1d", (), _index_map_cases("1d"), _exact_index, requires_out=True),
+                   launch="2d", edges=_sweep_shapes(lambda s: s.sweep_shapes_2d, _edge_add_one,
+                                                    NUMERIC, kinds=(NEGATIVE, SPECIALS))),
+        KernelSpec("index_map_1d", (), _index_map_cases("1d"), _exact_index, requires_out=True,
+                   edges=_sweep_1d(_edge_index_map_1d, INDEX_DTYPES, kinds=())),
         KernelSpec("index_map_2d", (), _index_map_cases("2d"), _exact_index, launch="2d",
-                   requires_out=True),
+                   requires_out=True, edges=_sweep_shapes(lambda s: s.sweep_shapes_2d,
+                                                          _edge_index_map, INDEX_DTYPES,
+                                                          kinds=())),
         KernelSpec("index_map_3d", (), _index_map_cases("3d"), _exact_index, launch="3d",
-                   requires_out=True),
+                   requires_out=True, edges=_sweep_shapes(lambda s: s.sweep_shapes_3d,
+                                                          _edge_index_map, INDEX_DTYPES,
+                                                          kinds=())),
         KernelSpec("index_map_grid_stride", (), _index_map_cases("grid-stride"), _exact_index,
-                   launch="grid-stride", requires_out=True),
-        KernelSpec("transpose", ("a",), _transpose_cases, _exact_copy, launch="2d"),
+                   launch="grid-stride", requires_out=True,
+                   edges=_sweep_1d(_edge_index_map_1d, INDEX_DTYPES, kinds=())),
+        KernelSpec("transpose", ("a",), _transpose_cases, _exact_copy, launch="2d",
+                   edges=_sweep_shapes(lambda s: s.sweep_shapes_2d, _edge_transpose, NUMERIC,
+                                       kinds=(NEGATIVE, SPECIALS))),
         KernelSpec("sum", ("x",), _reduction_cases(("x",), SUM_EXACT_BOUND),
-                   _reduction_rule("sum"), output_init="zero"),
+                   _reduction_rule("sum"), output_init="zero", launch_invariant=False,
+                   edges=_sweep_1d(_edge_reduction(("x",), SUM_EXACT_BOUND), NUMERIC,
+                                   kinds=(NEGATIVE, SUBNORMAL, FRACTIONAL))),
         KernelSpec("dot", ("x", "y"), _reduction_cases(("x", "y"), PRODUCT_EXACT_BOUND),
-                   _reduction_rule("dot"), output_init="zero"),
+                   _reduction_rule("dot"), output_init="zero", launch_invariant=False,
+                   edges=_sweep_1d(_edge_reduction(("x", "y"), PRODUCT_EXACT_BOUND), NUMERIC,
+                                   kinds=(NEGATIVE, FRACTIONAL))),
         KernelSpec("max", ("x",), _max_cases, _exact("max involves no rounding"),
-                   output_init="lowest"),
+                   output_init="lowest", edges=_sweep_1d(_edge_max, NUMERIC, min_size=1)),
         KernelSpec("weighted_sum", ("x", "w"), _reduction_cases(("x", "w"), PRODUCT_EXACT_BOUND),
-                   _reduction_rule("weighted_sum"), output_init="zero"),
+                   _reduction_rule("weighted_sum"), output_init="zero",
+                   launch_invariant=False,
+                   edges=_sweep_1d(_edge_reduction(("x", "w"), PRODUCT_EXACT_BOUND), NUMERIC,
+                                   kinds=(NEGATIVE, FRACTIONAL))),
         KernelSpec("sum_of_squares", ("x",), _reduction_cases(("x",), PRODUCT_EXACT_BOUND),
-                   _reduction_rule("sum_of_squares"), output_init="zero"),
+                   _reduction_rule("sum_of_squares"), output_init="zero",
+                   launch_invariant=False,
+                   edges=_sweep_1d(_edge_reduction(("x",), PRODUCT_EXACT_BOUND), NUMERIC,
+                                   kinds=(NEGATIVE, FRACTIONAL))),
         KernelSpec("histogram", ("x",), _histogram_cases, _exact("counts are integers"),
-                   output_init="zero", size_arguments=("nbins",)),
+                   output_init="zero", size_arguments=("nbins",),
+                   edges=_sweep_1d(_edge_histogram, INDEX_DTYPES, kinds=())),
         KernelSpec("monte_carlo_pi", ("seed",), _monte_carlo_cases, _exact_copy,
-                   statistical=True, size_arguments=("n", "dtype")),
-        KernelSpec("heat_step_1d", ("u", "alpha"), _heat_cases(False), _heat_step_rule),
+                   statistical=True, size_arguments=("n", "dtype"), launch_invariant=False),
+        KernelSpec("heat_step_1d", ("u", "alpha"), _heat_cases(False), _heat_step_rule,
+                   edges=_sweep_1d(_edge_heat(False), FLOATS, kinds=(NEGATIVE, SUBNORMAL))),
         KernelSpec("heat_steps_1d", ("u", "alpha", "steps"), _heat_cases(True),
-                   _heat_steps_rule),
-        KernelSpec("laplacian_2d", ("u",), _laplacian_cases, _laplacian_rule, launch="2d"),
+                   _heat_steps_rule, edges=_sweep_1d(_edge_heat(True), FLOATS)),
+        KernelSpec("laplacian_2d", ("u",), _laplacian_cases, _laplacian_rule, launch="2d",
+                   edges=_sweep_shapes(lambda s: s.sweep_shapes_2d, _edge_laplacian, FLOATS,
+                                       kinds=(NEGATIVE, SUBNORMAL))),
         KernelSpec("halo_exchange_1d", ("a", "width"), _halo_cases(1), _exact_copy,
-                   in_place="a"),
+                   in_place="a", edges=_sweep_halo(1)),
         KernelSpec("halo_exchange_2d", ("a", "width"), _halo_cases(2), _exact_copy,
-                   in_place="a", launch="2d"),
-        KernelSpec("matmul", ("a", "b"), _matmul_cases, _matmul_rule, launch="2d"),
+                   in_place="a", launch="2d", edges=_sweep_halo(2)),
+        KernelSpec("matmul", ("a", "b"), _matmul_cases, _matmul_rule, launch="2d",
+                   edges=_sweep_shapes(lambda s: s.sweep_matmul, _edge_matmul, NUMERIC,
+                                       kinds=(NEGATIVE, SUBNORMAL))),
         KernelSpec("matmul_tiled", ("a", "b"), _matmul_cases, _matmul_rule, launch="2d",
-                   square_blocks=True),
+                   square_blocks=True, launch_invariant=False,
+                   edges=_sweep_shapes(lambda s: s.sweep_matmul, _edge_matmul, NUMERIC,
+                                       kinds=(NEGATIVE, SUBNORMAL))),
     )
 }
 
@@ -525,4 +795,4 @@ def spec_for(kernel: str) -> KernelSpec:
                        f"known: {', '.join(SPECS)}") from None
 
 
-__all__ = ["SPECS", "Case", "KernelSpec", "spec_for"]
+__all__ = ["SPECS", "Case", "Edge", "KernelSpec", "spec_for"]

@@ -142,6 +142,12 @@ def _anchors(producer: Any, pair: Pair) -> list[Case]:
     return anchors
 
 
+def _dtype_anchors(producer: Any, pair: Pair) -> list[Case]:
+    """One small array of every usable dtype: the matrix shows the outcomes that
+    every run meets (a dtype one protocol refuses), not those a random draw met."""
+    return [Case(dtype, (2, 3)) for dtype in _usable_dtypes(producer, pair)]
+
+
 def _check(verdict: Verdict, tally: Tally) -> None:
     if verdict.kind == "fail":
         raise InteropMismatch(verdict.message)
@@ -173,7 +179,7 @@ def test_exchange(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
             return
         _check(verdict, tally)
 
-    for anchor in _anchors(producer, interop_pair):
+    for anchor in _anchors(producer, interop_pair) + _dtype_anchors(producer, interop_pair):
         hand_over = example(case=anchor)(hand_over)
     try:
         hand_over()
@@ -203,6 +209,7 @@ def test_lifetime(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
             _check(verdict, tally)
 
     drop_producer = example(batch=_anchors(producer, interop_pair))(drop_producer)
+    drop_producer = example(batch=_dtype_anchors(producer, interop_pair))(drop_producer)
     try:
         drop_producer()
     finally:

@@ -50,6 +50,9 @@ class CheckContext:
     device: str = ""
     #: Further options the rerun needs (``--gpu-conformance``, ``--gpu-impls=user``).
     rerun_options: tuple[str, ...] = ()
+    #: Arguments that select the test from the folder pytest ran in (``path::name``, or
+    #: ``-k name`` for the bundled suites); ``nodeid`` when empty.
+    rerun_selector: tuple[str, ...] = ()
 
     @property
     def tag(self) -> str:
@@ -58,9 +61,10 @@ class CheckContext:
 
     def rerun_command(self) -> str:
         """The pytest command that reruns this test with the same hypothesis seed."""
-        if not self.nodeid:
+        if not self.nodeid and not self.rerun_selector:
             return ""
-        parts = ["pytest", self.nodeid, f"--gpu-backends={self.backend}"]
+        parts = ["pytest", *(self.rerun_selector or (str(self.nodeid),)),
+                 f"--gpu-backends={self.backend}"]
         if self.seed is not None:
             parts.append(f"--hypothesis-seed={self.seed}")
         if self.profile:
@@ -133,11 +137,17 @@ def shape_problem(actual: tuple[int, ...], expected: tuple[int, ...],
 
 def values_problem(actual: np.ndarray, expected: np.ndarray, rule: Tolerance,
                    context: CheckContext | str | None, *, name: str = "out",
-                   poison: np.ndarray | None = None) -> str | None:
+                   poison: np.ndarray | None = None,
+                   second: tuple[Any, np.ndarray] | None = None) -> str | None:
     """Compare values under ``rule``; describe the mismatches or return None.
 
     ``poison`` is the value the output started with: elements still holding
-    it are reported as never written.
+    it are reported as never written.  A NaN poison cannot tell a missing
+    write from an accumulation into ``out`` (NaN plus anything is NaN), so
+    ``second`` may carry ``(value, result)``: the same launch started from a
+    different, finite ``value``.  An element holding its initial value in both
+    runs was never written; a wrong one that changes with the initial value
+    read or accumulated into the uninitialised output.
     """
     got = np.asarray(actual)
     want = np.asarray(expected)
@@ -167,14 +177,36 @@ def values_problem(actual: np.ndarray, expected: np.ndarray, rule: Tolerance,
     more = f", ... ({count - SHOWN} more)" if count > SHOWN else ""
     lines.append(f"  first mismatches: {shown}{more}")
     if poison is not None and got.size:
-        unwritten = same_bits(got, np.broadcast_to(np.asarray(poison, dtype=got.dtype),
-                                                   got.shape).copy())
-        n_unwritten = int(np.count_nonzero(unwritten & bad))
-        if n_unwritten:
-            idx = [tuple(i) for i in np.argwhere(unwritten & bad)][:SHOWN]
-            lines.append(f"  {n_unwritten} of them were never written (still the poison value), "
-                         f"first at {', '.join(f'[{_index(i)}]' for i in idx)}")
+        unwritten = _holds(got, poison) & bad
+        if second is None:
+            lines.extend(_located(unwritten, "were never written (still the poison value)"))
+        else:
+            value, again = second
+            again = np.asarray(again)
+            kept = unwritten & _holds(again, value)
+            lines.extend(_located(kept, "were never written (they kept the initial value of "
+                                        "out in two launches with different initial values)"))
+            lines.extend(_located(
+                bad & ~kept & ~same_bits(got, again),
+                f"depend on what out held before the call (they change when out starts at "
+                f"{_show(np.asarray(value))} instead of the poison): the kernel reads or "
+                f"accumulates into out, which starts uninitialised for this kernel; write "
+                f"each element once instead"))
     return "\n".join(lines)
+
+
+def _holds(values: np.ndarray, initial: Any) -> np.ndarray:
+    """Elements of ``values`` bitwise equal to ``initial``."""
+    return same_bits(values, np.broadcast_to(np.asarray(initial, dtype=values.dtype),
+                                             values.shape).copy())
+
+
+def _located(mask: np.ndarray, what: str) -> list[str]:
+    count = int(np.count_nonzero(mask))
+    if not count:
+        return []
+    first = ", ".join(f"[{_index(tuple(i))}]" for i in np.argwhere(mask)[:SHOWN])
+    return [f"  {count} of them {what}, first at {first}"]
 
 
 def unchanged_problem(before: np.ndarray, after: np.ndarray,

@@ -48,6 +48,97 @@ class Implementation:
         return f"{module}.{getattr(self.func, '__qualname__', self.name)}"
 
 
+@dataclass(frozen=True)
+class Contract:
+    """The calling convention of one kernel (the ``arguments`` column of docs/kernels.md)."""
+
+    #: Inputs, passed positionally in this order.
+    inputs: tuple[str, ...]
+    #: Sizes passed by keyword to an implementation that returns its result (no ``out``).
+    sizes: tuple[str, ...] = ()
+    #: True when the kernel has no input to size a result from: it must take ``out``.
+    requires_out: bool = False
+
+    def describe(self, kernel: str) -> str:
+        """``saxpy(alpha, x, y, out[, launch])`` (and the returning form where allowed)."""
+        writing = f"{kernel}({', '.join((*self.inputs, 'out'))}[, launch])"
+        if self.requires_out:
+            return writing
+        returning = ", ".join((*self.inputs, *(f"{name}=..." for name in self.sizes)))
+        return f"{writing}, or {kernel}({returning}[, launch]) returning the result"
+
+
+#: The contract of every bundled kernel; ``conformance/specs.py`` draws its cases in
+#: this argument order (a test checks the two agree).  A kernel missing here is
+#: registered without the signature check.
+CONTRACTS: dict[str, Contract] = {
+    "vector_add": Contract(("a", "b")),
+    "saxpy": Contract(("alpha", "x", "y")),
+    "sigmoid": Contract(("x",)),
+    "add_one_2d": Contract(("a",)),
+    "index_map_1d": Contract((), requires_out=True),
+    "index_map_2d": Contract((), requires_out=True),
+    "index_map_3d": Contract((), requires_out=True),
+    "index_map_grid_stride": Contract((), requires_out=True),
+    "transpose": Contract(("a",)),
+    "sum": Contract(("x",)),
+    "dot": Contract(("x", "y")),
+    "max": Contract(("x",)),
+    "weighted_sum": Contract(("x", "w")),
+    "sum_of_squares": Contract(("x",)),
+    "histogram": Contract(("x",), sizes=("nbins",)),
+    "monte_carlo_pi": Contract(("seed",), sizes=("n", "dtype")),
+    "heat_step_1d": Contract(("u", "alpha")),
+    "heat_steps_1d": Contract(("u", "alpha", "steps")),
+    "laplacian_2d": Contract(("u",)),
+    "halo_exchange_1d": Contract(("a", "width")),
+    "halo_exchange_2d": Contract(("a", "width")),
+    "matmul": Contract(("a", "b")),
+    "matmul_tiled": Contract(("a", "b")),
+}
+
+#: In-place kernels update ``a`` and take no ``out`` (docs/kernels.md).
+IN_PLACE = frozenset({"add_one_2d", "halo_exchange_1d", "halo_exchange_2d"})
+
+
+def contract_problem(kernel: str, func: Callable[..., Any]) -> str | None:
+    """Why ``func`` cannot be called the way the suites call ``kernel``, or None.
+
+    The suites pass the inputs positionally, then ``out`` (or, to a callable
+    without ``out``, the sizes) and ``launch`` by keyword; the check binds
+    exactly that call to the callable's signature, so a missing, extra or
+    misplaced parameter is found at registration instead of as a bare
+    ``TypeError`` in the middle of a test.
+    """
+    contract = CONTRACTS.get(kernel)
+    if contract is None:
+        return None
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # a builtin or extension callable: nothing to read
+        return None
+    parameters = signature.parameters
+    writes_out = "out" in parameters
+    if kernel in IN_PLACE and writes_out:
+        return f"{kernel} updates `a` in place and takes no `out`"
+    if contract.requires_out and not writes_out:
+        return f"{kernel} has no input to size a result from, so it must take `out`"
+    keywords: dict[str, object] = {}
+    if writes_out:
+        keywords["out"] = _PLACEHOLDER
+    elif kernel not in IN_PLACE:
+        keywords.update(dict.fromkeys(contract.sizes, _PLACEHOLDER))
+    if "launch" in parameters:
+        keywords["launch"] = _PLACEHOLDER
+    try:
+        signature.bind(*(_PLACEHOLDER,) * len(contract.inputs), **keywords)
+    except TypeError as exc:
+        return str(exc)
+    return None
+
+
+_PLACEHOLDER = object()
+
 _implementations: dict[tuple[str, str, str], Implementation] = {}
 _not_applicable: dict[tuple[str, str], str] = {}
 
@@ -79,8 +170,16 @@ def implements(
     """
 
     def register(func: F) -> F:
+        __tracebackhide__ = True
         _validate(kernel, backend)
         impl_name: str = name or str(getattr(func, "__name__", "impl"))
+        problem = contract_problem(kernel, func)
+        if problem is not None:
+            shown = f"{getattr(func, '__qualname__', impl_name)}{_signature_text(func)}"
+            raise TypeError(
+                f"{kernel} on {backend}: {shown} does not match the contract ({problem}); "
+                f"expected {CONTRACTS[kernel].describe(kernel)} (docs/kernels.md)"
+            )
         key = (kernel, backend, impl_name)
         new = Implementation(kernel, backend, func, impl_name, origin)
         existing = _implementations.get(key)
@@ -95,6 +194,13 @@ def implements(
         return func
 
     return register
+
+
+def _signature_text(func: Callable[..., Any]) -> str:
+    try:
+        return str(inspect.signature(func))
+    except (TypeError, ValueError):
+        return "(...)"
 
 
 def not_applicable(kernel: str, backend: str, reason: str) -> None:

@@ -96,6 +96,16 @@ def configure_selection(config: pytest.Config) -> Selection:
     explicit = option_value is not None or str(ini_value) != DEFAULT_BACKENDS
     text = option_value if option_value is not None else str(ini_value)
     spec = parse_backend_spec(text, BACKENDS_OPTION if option_value is not None else BACKENDS_INI)
+    if not explicit and config.getoption("gpu_impls", "all") == "user":
+        registered = _user_backends()
+        if registered:
+            # `--gpu-impls=user` alone checks the user's implementations where they
+            # were registered; unavailable ones are skipped with the reason, as
+            # for a group (nothing was named explicitly).
+            spec = BackendSpec(registered, frozenset(),
+                               f"{','.join(registered)} (the backends of your registered "
+                               "implementations; --gpu-impls=user)")
+            explicit = True
     check_report_path(config.getoption("gpu_report"))
     selection = Selection(spec, config.getoption("gpu_device"), explicit_option=explicit)
     try:
@@ -117,6 +127,19 @@ def configure_selection(config: pytest.Config) -> Selection:
     if require is not None:
         _check_required(selection, require)
     return selection
+
+
+def _user_backends() -> tuple[str, ...]:
+    """Backends that user implementations are registered for so far, in report order.
+
+    Registrations from the root ``conftest.py`` and ``-p`` plugins are known
+    here (they load before ``pytest_configure``); a ``conftest.py`` deeper in the
+    tree loads during collection and is reported in the summary instead.
+    """
+    from .registry import implementations
+
+    names = {impl.backend for impl in implementations(origin="user")}
+    return tuple(name for name in BACKENDS if name in names)
 
 
 def _check_required(selection: Selection, text: str) -> None:

@@ -55,6 +55,27 @@ class Sizing:
     example_divisor: int = 1
     #: Number of Monte Carlo samples (large enough for a statistical test).
     samples: tuple[int, ...] = (4096, 10007)
+    #: The boundary sweep's block (a power of two) and its non-power-of-two partner.
+    sweep_block: int = 32
+    odd_block: int = 33
+    #: The sweep's prime size: more than two sweep blocks, so a grid of two blocks
+    #: has fewer threads than elements.
+    sweep_prime: int = 67
+    #: The sweep's 2-D and 3-D shapes (every axis distinct, except the single element)
+    #: and matrix products (empty inner and outer sizes, every size distinct).
+    sweep_shapes_2d: tuple[tuple[int, int], ...] = (
+        (0, 3), (1, 1), (1, 33), (33, 1), (2, 3), (3, 2), (15, 17), (17, 33))
+    sweep_shapes_3d: tuple[tuple[int, int, int], ...] = (
+        (0, 2, 3), (1, 1, 1), (2, 3, 5), (5, 3, 2), (3, 5, 2), (4, 9, 17))
+    sweep_matmul: tuple[tuple[int, int, int], ...] = (
+        (0, 3, 2), (2, 0, 3), (1, 1, 1), (2, 3, 4), (4, 3, 2), (3, 5, 1), (1, 33, 2),
+        (17, 9, 33))
+
+    @property
+    def sweep_sizes(self) -> tuple[int, ...]:
+        """0, 1, 2, block - 1, block, block + 1 and a prime above two blocks."""
+        b = self.sweep_block
+        return (0, 1, 2, b - 1, b, b + 1, self.sweep_prime)
 
 
 #: CPU backends and real GPUs: the device limit is 1024 threads per block.
@@ -81,8 +102,17 @@ SIMULATOR = Sizing(
     blocks=(1, 2, 3, 5, 8, 32),
     block_sides=(1, 2, 3, 4),
     max_threads=32,
-    example_divisor=4,
+    # Half the examples (a quarter starved it: 2 per test on the dev profile), on top
+    # of the boundary sweep that every backend runs in full.
+    example_divisor=2,
     samples=(1031, 2048),
+    sweep_block=8,
+    odd_block=3,
+    sweep_prime=19,
+    sweep_shapes_2d=((0, 3), (1, 1), (1, 9), (9, 1), (2, 3), (3, 2), (5, 7), (7, 9)),
+    sweep_shapes_3d=((0, 2, 3), (1, 1, 1), (2, 3, 5), (5, 3, 2), (3, 5, 2)),
+    sweep_matmul=((0, 3, 2), (2, 0, 3), (1, 1, 1), (2, 3, 4), (4, 3, 2), (3, 5, 1), (5, 9, 3),
+                  (7, 2, 9)),
 )
 
 
@@ -297,6 +327,43 @@ def launch_nd(sizing: Sizing, shape: tuple[int, ...], *,
     return _block_shapes(sizing, len(shape), square=square).flatmap(covering)
 
 
+def sweep_launches(sizing: Sizing, domain: tuple[int, ...], *, grid_stride: bool = False,
+                   square: bool = False) -> list[LaunchConfig]:
+    """The launches of the boundary sweep over ``domain`` (C order): every case runs
+    under each, and kernels whose result cannot depend on the launch must agree.
+
+    1-D: the power-of-two block with one spare block (threads past the end), and
+    the non-power-of-two block covering exactly.  Grid-stride: one block of the odd
+    size, and two power-of-two blocks (smaller ones for small domains); both have
+    fewer threads than elements.  2-D/3-D: a non-square block of distinct odd
+    sides with a spare block per axis, and a flat ``(block, 1)`` one; square blocks
+    (tiles) of two sizes for ``square``.
+    """
+    b, odd = sizing.sweep_block, sizing.odd_block
+    if len(domain) == 1:
+        n = domain[0]
+        if grid_stride:  # fewer threads than elements whenever n >= 2 (the contract)
+            one = odd if n > odd else max(1, n - 1)
+            two = b if n > 2 * b else max(1, (n - 1) // 2)
+            return [LaunchConfig((1,), (one,)), LaunchConfig((2 if n >= 3 else 1,), (two,))]
+        return [LaunchConfig((max(1, math.ceil(n / b)) + 1,), (b,)),
+                LaunchConfig((max(1, math.ceil(n / odd)),), (odd,))]
+    extents = tuple(reversed(domain))  # x first
+    if square:
+        sides = [s for s in sizing.block_sides if s > 1 and s ** len(domain) <= sizing.max_threads]
+        blocks = [(sides[0],) * len(domain), (sides[-1],) * len(domain)]
+    elif len(domain) == 2:
+        blocks = [(3, 2), (min(b, sizing.max_threads), 1)]
+    else:
+        blocks = [(3, 2, 1), (2, 1, 3)]
+    launches = []
+    for index, block in enumerate(blocks):
+        spare = 1 if index == 0 else 0
+        grid = tuple(max(1, math.ceil(e / s)) + spare for e, s in zip(extents, block, strict=True))
+        launches.append(LaunchConfig(grid, tuple(block)))
+    return launches
+
+
 __all__ = [
     "CONTIGUOUS",
     "FULL",
@@ -319,5 +386,6 @@ __all__ = [
     "shapes_3d",
     "sizes",
     "sizing_for",
+    "sweep_launches",
     "to_device_with_layout",
 ]

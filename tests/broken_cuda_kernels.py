@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numba import cuda
+from numba import cuda, float64
 from numba.cuda.random import xoroshiro128p_uniform_float32
 
 
@@ -92,3 +92,67 @@ def uniform_pairs(states: Any, out: Any) -> None:
         # round up to 1.0 when stored as float32).
         out[i, 0] = xoroshiro128p_uniform_float32(states, start)
         out[i, 1] = xoroshiro128p_uniform_float32(states, start)
+
+
+@cuda.jit
+def grid_stride_block_start(out: Any) -> None:
+    # Starts at the thread's index in its block, not in the grid: with two or more
+    # blocks every block walks the same elements and some are never written.
+    stride = cuda.gridsize(1)
+    for i in range(cuda.threadIdx.x, out.shape[0], stride):
+        out[i] = i
+
+
+@cuda.jit
+def index_3d(out: Any) -> None:
+    x, y, z = cuda.grid(3)
+    nz, ny, nx = out.shape
+    if z < nz and y < ny and x < nx:
+        out[z, y, x] = (z * ny + y) * nx + x
+
+
+@cuda.jit
+def index_3d_zx_swapped(out: Any) -> None:
+    # z and x exchanged throughout: right whenever nz == nx.
+    x, y, z = cuda.grid(3)
+    nz, ny, nx = out.shape
+    if z < nx and y < ny and x < nz:
+        out[x, y, z] = (x * ny + y) * nz + z
+
+
+@cuda.jit
+def block_partial_sums(x: Any, partials: Any, halving: int) -> None:
+    # Shared-memory tree reduction of each block into partials[block].  With
+    # halving=1 the stride is halved each step (right for power-of-two blocks
+    # only: an odd active count drops its last element); else it is rounded up.
+    cache = cuda.shared.array(32, float64)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    cache[tid] = x[i] if i < x.shape[0] else 0.0
+    cuda.syncthreads()
+    active = cuda.blockDim.x
+    while active > 1:
+        half = active // 2 if halving == 1 else (active + 1) // 2
+        if tid < active - half:
+            cache[tid] += cache[tid + half]
+        cuda.syncthreads()
+        active = half
+    if tid == 0:
+        partials[cuda.blockIdx.x] = cache[0]
+
+
+@cuda.jit
+def matmul_rows(a: Any, b: Any, out: Any, rotate: int) -> None:
+    # One thread per element.  With rotate=1 each thread starts its dot product at
+    # blockDim.x % k and wraps around: the summation order, and so the rounding,
+    # changes with the launch (each result is still within the Higham bound).
+    col, row = cuda.grid(2)
+    m, k = a.shape
+    n = b.shape[1]
+    if row < m and col < n:
+        offset = cuda.blockDim.x % k if rotate == 1 and k > 0 else 0
+        acc = 0.0
+        for t in range(k):
+            p = (t + offset) % k
+            acc += a[row, p] * b[p, col]
+        out[row, col] = acc

@@ -47,7 +47,7 @@ def _run_suites(workdir: Path, backends: str) -> dict[str, Outcome]:
         # node ids relative to their parent so the simulator child finds them.
         str(SUITES), "--rootdir", str(SUITES.parent),
         "-p", "no:cacheprovider", "-q", "-n0", f"--gpu-backends={backends}",
-        "--gpu-impls=user", "--hypothesis-profile=proof", "-m", "gpu_kernel",
+        "--gpu-impls=user", "--hypothesis-profile=ci", "-m", "gpu_kernel",
         f"--junitxml={junit}",
     ]
     process = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
@@ -91,7 +91,7 @@ REJECTED = {
     "test_index_map_2d[numba-cudasim:broken_off_by_one]": "raised IndexError",
     "test_index_map_2d[numba-cudasim:broken_xy_swapped]": "but should be",
     "test_index_map_grid_stride[numba-cudasim:broken_skips_tail]":
-        "were never written (still the poison value)",
+        "were never written",
     "test_sum[numba-cudasim:broken_drops_last_block]": "rule: exact",
     "test_sum[numba-cpu:broken_counts_twice]": "rule: exact",
     "test_vector_add[numpy:broken_writes_input]": "input a was modified",
@@ -106,6 +106,19 @@ REJECTED = {
     # The tolerances are tight enough to matter.
     "test_sigmoid[numpy:broken_half_precision]": "rule: within 4 ULP",
     "test_sum[numpy:broken_float32_accumulator]": "Higham",
+    # Messages: an accumulation into the uninitialised out is not "never written".
+    "test_vector_add[numpy:broken_accumulates]": "depend on what out held before the call",
+    # Escape classes, each met by the boundary sweep on the backend it escaped on.
+    "test_matmul[numpy:broken_empty_inner]": "boundary sweep 2/10: shape=(2, 0, 3)",
+    "test_halo_exchange_1d[numpy:broken_wide_ghosts]": "width=2",
+    "test_max[numba-cpu:broken_starts_at_zero]": "all negative",
+    "test_sigmoid[numba-cpu:broken_nan_saturates]": "NaN and inf",
+    "test_index_map_grid_stride[numba-cudasim:broken_block_start]":
+        "were never written (they kept the initial value",
+    "test_index_map_3d[numba-cudasim:broken_zx_swapped]": "boundary sweep 3/5: shape=(2, 3, 5)",
+    "test_sum[numba-cudasim:broken_power_of_two_tree]": "block=(3,)",
+    "test_matmul[numba-cudasim:broken_launch_dependent_order]":
+        "but this kernel's result must not depend on the launch",
 }
 
 ACCEPTED = [
@@ -122,6 +135,12 @@ ACCEPTED = [
     "test_sum[numba-cudasim:good]",
     "test_monte_carlo_pi[numba-cudasim:good]",
     "test_monte_carlo_pi[numpy:good]",
+    "test_matmul[numpy:good]",
+    "test_max[numba-cpu:good]",
+    "test_sigmoid[numba-cpu:good]",
+    "test_index_map_3d[numba-cudasim:good]",
+    "test_sum[numba-cudasim:good_tree]",
+    "test_matmul[numba-cudasim:good]",
 ]
 
 
@@ -141,10 +160,21 @@ def test_correct_implementation_passes(suite_run: dict[str, Outcome], test_id: s
     assert outcome.outcome == "passed", outcome.message[:3000]
 
 
+def test_every_violated_check_is_listed(suite_run: dict[str, Outcome]) -> None:
+    message = suite_run["test_vector_add[numpy:broken_everything_at_once]"].message
+    assert "wrote 1 element past the end of out" in message
+    assert "input a was modified" in message
+
+
 def test_failures_print_a_reproducer(suite_run: dict[str, Outcome]) -> None:
+    # Caught by the boundary sweep: deterministic, so the rerun needs no seed.
     message = suite_run["test_index_map_1d[numba-cudasim:broken_no_bounds_check]"].message
     assert "reproducer:" in message
     assert "launch: grid=(" in message
-    assert "hypothesis seed:" in message
-    assert "--gpu-backends=numba-cudasim --hypothesis-seed=" in message
+    assert "boundary sweep" in message
+    assert "--gpu-backends=numba-cudasim" in message
     assert "--gpu-impls=user" in message
+    # Caught by the random search (monte_carlo_pi has no sweep): the seed reruns it.
+    message = suite_run["test_monte_carlo_pi[numpy:broken_biased]"].message
+    assert "hypothesis seed:" in message
+    assert "--gpu-backends=numpy --hypothesis-seed=" in message

@@ -34,3 +34,25 @@ def test_a_second_function_under_the_same_name_is_refused() -> None:
         i for i in implementations("vector_add", backend="numpy") if i.name == "registry_clash"
     ]
     assert impl.func is first
+
+
+def test_the_registration_contract_matches_the_suites() -> None:
+    from conformance.specs import SPECS
+    from pytest_gpucheck.registry import CONTRACTS, IN_PLACE
+
+    for name, spec in SPECS.items():
+        contract = CONTRACTS[name]
+        assert contract.inputs == spec.arguments, name
+        assert contract.sizes == spec.size_arguments, name
+        assert contract.requires_out == spec.requires_out, name
+        assert (name in IN_PLACE) == (spec.in_place is not None), name
+
+
+def test_a_signature_off_the_contract_is_refused_with_the_expected_one() -> None:
+    with pytest.raises(TypeError, match=r"expected saxpy\(alpha, x, y, out\[, launch\]\)"):
+        implements("saxpy", backend="numpy", name="registry_no_alpha")(
+            lambda x, y, out: None)
+    # Extra parameters with defaults, *args and keyword-only launch all bind.
+    implements("saxpy", backend="numpy", name="registry_defaults")(
+        lambda alpha, x, y, out, scale=1.0: None)
+    implements("vector_add", backend="numpy", name="registry_varargs")(lambda *args, **kw: None)

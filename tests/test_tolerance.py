@@ -125,3 +125,18 @@ def test_bounds_allow_flush_to_zero_of_underflowing_products() -> None:
     assert not rule.mismatches(np.zeros((1, 1)), expected).any()
     # ... but a wrong result of normal size is still caught.
     assert rule.mismatches(np.array([[1e-300]]), expected).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ulp_rule_at_the_top_of_the_range_rejects_sign_flips_quietly(dtype: type) -> None:
+    """The spacing above the largest float is inf; a rule built on it accepted anything."""
+    import warnings
+
+    largest = np.finfo(dtype).max
+    got = np.array([largest, np.inf, largest], dtype=dtype)
+    want = np.array([-largest, -np.inf, np.nextafter(largest, dtype(0))], dtype=dtype)
+    rule = tol.within_ulps(dtype, 4, "test")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from the harness's own arithmetic
+        assert list(rule.mismatches(got, want)) == [True, True, False]
+        assert (tol.ulp_error(got, want)[:2] > 1e6).all()

@@ -1,0 +1,199 @@
+"""The documented user workflow, run the way a user runs it.
+
+Each test writes a temporary project with a real ``conftest.py`` that
+registers implementations, and runs the commands ``docs/kernels.md`` and the
+README print (``pytest --gpu-conformance --gpu-impls=user ...``) in a
+subprocess from that folder: no ``PYTEST_PLUGINS``, no ``PYTHONPATH``, no
+internal import.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TWO_BACKENDS = """
+import pytest_gpucheck
+
+
+@pytest_gpucheck.implements("vector_add", backend="numpy", name="mine")
+@pytest_gpucheck.implements("vector_add", backend="numba-cpu", name="mine")
+def vector_add(a, b, out):
+    out[...] = a + b
+"""
+
+
+def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``pytest ARGS`` in ``project``, as typed in a shell there."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTEST_PLUGINS", "PYTEST_ADDOPTS", "PYTHONPATH", "CI")}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
+def project(tmp_path: Path, conftest: str) -> Path:
+    (tmp_path / "conftest.py").write_text(conftest, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize(("kernel", "definition", "fragment"), [
+    ("saxpy", "def saxpy(x, y, out):\n    out[...] = x + y\n",
+     "saxpy(x, y, out) does not match the contract (multiple values for argument 'out'); "
+     "expected saxpy(alpha, x, y, out[, launch]), or saxpy(alpha, x, y[, launch]) returning "
+     "the result (docs/kernels.md)"),
+    ("vector_add", "def add(a, b, c, out):\n    out[...] = a + b\n",
+     "add(a, b, c, out) does not match the contract (missing a required argument: 'c')"),
+    ("index_map_1d", "def index_map(launch):\n    return None\n",
+     "index_map_1d has no input to size a result from, so it must take `out`"),
+    ("halo_exchange_1d", "def halo(a, width, out):\n    pass\n",
+     "halo_exchange_1d updates `a` in place and takes no `out`"),
+    ("histogram", "def histogram(x, bins):\n    return x\n",
+     "expected histogram(x, out[, launch]), or histogram(x, nbins=...[, launch])"),
+])
+def test_a_signature_off_the_contract_fails_at_registration(
+        tmp_path: Path, kernel: str, definition: str, fragment: str) -> None:
+    conftest = (f"import pytest_gpucheck\n\n@pytest_gpucheck.implements({kernel!r}, "
+                f"backend='numpy', name='mine')\n{definition}")
+    result = run_pytest(project(tmp_path, conftest), "--gpu-conformance", "--gpu-impls=user")
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+    errors = [line for line in (result.stdout + result.stderr).splitlines()
+              if line.startswith("E ")]
+    assert len(errors) == 1, result.stdout + result.stderr
+    assert fragment in errors[0]
+
+
+def test_the_readme_command_checks_every_backend_the_user_registered(tmp_path: Path) -> None:
+    result = run_pytest(project(tmp_path, TWO_BACKENDS), "--gpu-conformance", "--gpu-impls=user",
+                        "-v")
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "test_vector_add[numpy:mine] PASSED" in out
+    assert "test_vector_add[numba-cpu:mine] PASSED" in out
+    assert "gpucheck: backends numpy,numba-cpu (the backends of your registered" in out
+    # Only the user's kernels: no MPI or interop suite, no "no user implementation" noise.
+    assert "2 passed" in out, out
+    for absent in ("failed", "skipped", "no user implementation", "test_mpi", "test_interop"):
+        assert absent not in out
+
+
+def test_a_registered_backend_left_out_is_named_with_the_option(tmp_path: Path) -> None:
+    result = run_pytest(project(tmp_path, TWO_BACKENDS), "--gpu-conformance", "--gpu-impls=user",
+                        "--gpu-backends=numpy")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ("gpucheck: not checked: your vector_add:mine on numba-cpu "
+            "(numba-cpu is not selected)") in result.stdout
+    assert "gpucheck: to check them too, run with --gpu-backends=numpy,numba-cpu" \
+        in result.stdout
+
+
+def test_unavailable_backends_skip_with_their_own_reason(tmp_path: Path) -> None:
+    from pytest_gpucheck.backends import get_backend
+
+    if get_backend("cupy").probe().available:
+        pytest.skip("cupy is available here")
+    conftest = TWO_BACKENDS.replace('backend="numba-cpu"', 'backend="cupy"')
+    result = run_pytest(project(tmp_path, conftest), "--gpu-conformance", "--gpu-impls=user",
+                        "-rs")
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "1 passed, 1 skipped" in out, out
+    skip = next(line for line in out.splitlines() if line.startswith("SKIPPED"))
+    assert "no user implementation" not in skip
+    assert "cupy" in skip.lower(), skip
+
+
+BROKEN_HOST = """
+import numpy as np
+import pytest_gpucheck
+
+
+@pytest_gpucheck.implements("vector_add", backend="numpy", name="accumulates")
+def vector_add(a, b, out):
+    out[...] += a + b  # out starts uninitialised (poison) for elementwise kernels
+
+
+@pytest_gpucheck.implements("index_map_1d", backend="numba-cpu", name="short")
+def index_map(out, launch):
+    out[: max(out.shape[0] - 1, 0)] = np.arange(max(out.shape[0] - 1, 0))
+"""
+
+BROKEN_SIMULATOR = """
+import pytest_gpucheck
+from numba import cuda
+
+
+@cuda.jit
+def _index(out):
+    i = cuda.grid(1)
+    if i < out.shape[0] - 1:  # misses the last element
+        out[i] = i
+
+
+@pytest_gpucheck.implements("index_map_1d", backend="numba-cudasim", name="short")
+def index_map(out, launch):
+    _index[launch.grid, launch.block](out)
+"""
+
+
+def _reruns(output: str) -> list[str]:
+    return [line.split("rerun: ", 1)[1] for line in output.splitlines() if "rerun: " in line]
+
+
+def _first_error(output: str) -> str:
+    return next(line for line in output.splitlines() if "AssertionError: " in line)
+
+
+def _run_printed(project: Path, command: str) -> subprocess.CompletedProcess[str]:
+    """Run a printed command verbatim in a shell in ``project``; ``pytest`` runs this
+    interpreter, as it does in the user's activated environment."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTEST_PLUGINS", "PYTEST_ADDOPTS", "PYTHONPATH", "CI")}
+    shims = project / ".bin"
+    shims.mkdir(exist_ok=True)
+    shim = shims / "pytest"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pytest "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    env["PATH"] = os.pathsep.join([str(shims), env.get("PATH", "")])
+    return subprocess.run(["bash", "-c", command], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def test_printed_reruns_work_verbatim_from_the_users_folder(tmp_path: Path) -> None:
+    """numpy and numba-cpu: each failure's ``rerun:`` line, pasted into a shell in the
+    folder pytest ran in, reruns that one test and fails the same way."""
+    folder = project(tmp_path, BROKEN_HOST)
+    first = run_pytest(folder, "--gpu-conformance", "--gpu-impls=user",
+                       "--hypothesis-profile=ci")
+    assert first.returncode == 1, first.stdout + first.stderr
+    reruns = _reruns(first.stdout)
+    assert len(reruns) == 2, first.stdout
+    for command in reruns:
+        assert "--gpu-conformance --gpu-impls=user" in command
+        again = _run_printed(folder, command)
+        assert again.returncode == 1, command + "\n" + again.stdout + again.stderr
+        assert "1 failed" in again.stdout, again.stdout
+        assert _first_error(again.stdout) in first.stdout
+
+
+def test_a_simulator_rerun_names_the_users_options(tmp_path: Path) -> None:
+    """The simulator child prints the command of the user's run, not its own.  The
+    implementations come from a plugin module (``-p``), which the child loads too."""
+    pytest.importorskip("numba")
+    (tmp_path / "my_kernels.py").write_text(BROKEN_SIMULATOR, encoding="utf-8")
+    args = ("-p", "my_kernels", "--gpu-conformance", "--gpu-impls=user",
+            "--gpu-backends=numba-cudasim", "--hypothesis-profile=ci")
+    first = run_pytest(tmp_path, *args)
+    assert first.returncode == 1, first.stdout + first.stderr
+    (command,) = _reruns(first.stdout)
+    assert command.startswith("pytest -k 'test_index_map_1d[numba-cudasim:short]' "
+                              "--gpu-backends=numba-cudasim --hypothesis-seed="), command
+    assert command.endswith("-p my_kernels --gpu-conformance --gpu-impls=user"), command
+    again = _run_printed(tmp_path, command)
+    assert again.returncode == 1, command + "\n" + again.stdout + again.stderr
+    assert "1 failed" in again.stdout, again.stdout
+    assert _first_error(again.stdout) in first.stdout
