@@ -18,6 +18,7 @@ import pytest
 from ..isolation import SIMULATOR_CHILD_VARIABLE, needs_simulator
 from .binding import (
     RankBinding,
+    agree_on_backends,
     describe_bindings,
     export_local_rank,
     node_local_rank,
@@ -72,6 +73,7 @@ class RankSession:
         self.watchdog = Watchdog(self.world.Dup(), self.host, self.stderr,
                                  faulthandler_backstop=backstop)
         self.bindings: list[RankBinding] = []
+        self.backend_notes: list[str] = []
         self.other_failures: list[OtherRankFailure] = []
         self._active: set[str] = set()
         self._saved_stdout: TextIO | None = None
@@ -101,6 +103,7 @@ class RankSession:
         mine = RankBinding(self.rank, self.host, self.local_rank, self.local_size, device.index,
                            len(cuda_driver().devices), device.how)
         self.bindings = self.world.allgather(mine)
+        self.backend_notes = agree_on_backends(self.world, get_selection(self.config))
         if self.rank == 0:
             from dataclasses import asdict
 
@@ -122,7 +125,7 @@ class RankSession:
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = [f"gpucheck mpi: {self.size} rank(s) under a launcher ({self.launched.launcher}); "
                  f"output from rank 0"]
-        return lines + describe_bindings(self.bindings)
+        return lines + describe_bindings(self.bindings) + self.backend_notes
 
     # -- collection ------------------------------------------------------------------
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:

@@ -124,8 +124,9 @@ class CudaCoreAdapter(Adapter):
             shape=shape,
             strides=tuple(array.strides or c_strides(shape, dtype.itemsize)),
             dtype=dtype,
-            device=self.device,
-            readonly=bool(array.__cuda_array_interface__["data"][1]),
+            # The buffer's own device: the array may come from another GPU's backend.
+            device=f"cuda:{int(array.buffer.device_id)}",
+            readonly=bool(array.readonly),
         )
 
     def to_host(self, array: Any) -> np.ndarray:
