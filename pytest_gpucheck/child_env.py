@@ -22,6 +22,8 @@ SIMULATOR_CHILD_VARIABLE = "PYTEST_GPUCHECK_SIMULATOR_CHILD"
 #: the frameworks after the first JAX test run out of memory.  So JAX allocates on
 #: demand (its caching allocator keeps what it used, which is what a test needs).
 JAX_MEMORY_POLICY = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+#: The preallocated fraction (jaxlib's xla_client reads both; the second is deprecated).
+JAX_FRACTION_VARIABLES = ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION")
 
 
 def apply_jax_memory_policy(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
@@ -29,11 +31,10 @@ def apply_jax_memory_policy(environ: MutableMapping[str, str] | None = None) -> 
 
     Must run before JAX creates its GPU client (its first operation) in this
     process; children the plugin starts later inherit the variables.  A value
-    the user chose (``XLA_PYTHON_CLIENT_PREALLOCATE=true``, a
-    ``XLA_PYTHON_CLIENT_MEM_FRACTION``) is kept.
+    the user chose (``XLA_PYTHON_CLIENT_PREALLOCATE=true``, a memory fraction) is kept.
     """
     env = os.environ if environ is None else environ
-    if "XLA_PYTHON_CLIENT_MEM_FRACTION" in env:
+    if any(key in env for key in JAX_FRACTION_VARIABLES):
         return {}  # the user sized the preallocation: respect it
     applied = {key: value for key, value in JAX_MEMORY_POLICY.items() if key not in env}
     env.update(applied)
