@@ -190,6 +190,15 @@ def test_cupy_has_what_the_backend_adapter_timer_and_implementations_call() -> N
     ]) == []
 
 
+def test_cupy_arrays_have_no_read_only_flag() -> None:
+    """The documented entry cupy-ignores-readonly: whatever CuPy imports is writable."""
+    _need("cupy")
+    from cupy._core.flags import Flags
+
+    flags = {name.lower() for name in dir(Flags) if not name.startswith("_")}
+    assert not flags & {"writeable", "writable", "readonly"}, flags
+
+
 def _cupy_kernel_header() -> tuple[str, list[str]]:
     from cupy._core import core
 
