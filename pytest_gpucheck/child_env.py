@@ -6,6 +6,9 @@ nothing when a run starts no child.
 
 from __future__ import annotations
 
+import os
+from collections.abc import MutableMapping
+
 #: Directory a child writes its serialized reports into (one file per rank).
 REPORT_SINK_VARIABLE = "PYTEST_GPUCHECK_REPORT_SINK"
 #: Set in the child that runs the simulator items.
@@ -15,3 +18,29 @@ SIMULATOR_CHILD_VARIABLE = "PYTEST_GPUCHECK_SIMULATOR_CHILD"
 PARENT_VARIABLE = "PYTEST_GPUCHECK_PARENT"
 #: JSON list of the ``conftest.py`` paths the parent loaded; the child loads them too.
 CONFTESTS_VARIABLE = "PYTEST_GPUCHECK_CONFTESTS"
+
+#: JAX's GPU client reserves 75% of each GPU it initializes at its first operation
+#: (``XLA_PYTHON_CLIENT_PREALLOCATE``), and it initializes every platform at once,
+#: even for a CPU-only computation.  The plugin runs JAX beside numba-cuda, CuPy,
+#: cuda-python and PyTorch in one process, several MPI ranks or xdist workers on
+#: one GPU, and probe children that need a context of their own: with preallocation
+#: the frameworks after the first JAX test run out of memory.  So JAX allocates on
+#: demand (its caching allocator keeps what it used, which is what a test needs).
+JAX_MEMORY_POLICY = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+#: The preallocated fraction (jaxlib's xla_client reads both; the second is deprecated).
+JAX_FRACTION_VARIABLES = ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION")
+
+
+def apply_jax_memory_policy(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Set the JAX allocator variables the user has not set; return what was set.
+
+    Must run before JAX creates its GPU client (its first operation) in this
+    process; children the plugin starts later inherit the variables.  A value
+    the user chose (``XLA_PYTHON_CLIENT_PREALLOCATE=true``, a memory fraction) is kept.
+    """
+    env = os.environ if environ is None else environ
+    if any(key in env for key in JAX_FRACTION_VARIABLES):
+        return {}  # the user sized the preallocation: respect it
+    applied = {key: value for key, value in JAX_MEMORY_POLICY.items() if key not in env}
+    env.update(applied)
+    return applied

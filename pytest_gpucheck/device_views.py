@@ -9,9 +9,8 @@ buffer, so its views are computed here from byte strides and an offset.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
-
-import numpy as np
 
 
 def _is_cuda_python(array: Any) -> bool:
@@ -33,8 +32,6 @@ def slice_view(array: Any, index: tuple[slice, ...]) -> Any:
     """``array[index]`` for slices with positive steps, as a view where the backend has views."""
     if not _is_cuda_python(array):
         return array[index]
-    from .backends.cuda_python_backend import DeviceArray
-
     strides = array.strides or _c_strides(array.shape, array.dtype.itemsize)
     offset = array.offset
     shape: list[int] = []
@@ -48,19 +45,19 @@ def slice_view(array: Any, index: tuple[slice, ...]) -> Any:
         new_strides.append(strides[axis] * step)
         offset += start * strides[axis]
     contiguous = tuple(new_strides) == _c_strides(tuple(shape), array.dtype.itemsize)
-    return DeviceArray(array.buffer, tuple(shape), np.dtype(array.dtype),
-                       None if contiguous else tuple(new_strides), offset)
+    # replace() keeps the array's class (a read-only variant stays read-only) and
+    # the stream its data was written on.
+    return dataclasses.replace(array, shape=tuple(shape),
+                               strides=None if contiguous else tuple(new_strides), offset=offset)
 
 
 def transpose_view(array: Any) -> Any:
     """The transpose of a 2-D device array, as a view where the backend has views."""
     if not _is_cuda_python(array):
         return array.T
-    from .backends.cuda_python_backend import DeviceArray
-
     strides = array.strides or _c_strides(array.shape, array.dtype.itemsize)
-    return DeviceArray(array.buffer, tuple(reversed(array.shape)), np.dtype(array.dtype),
-                       tuple(reversed(strides)), array.offset)
+    return dataclasses.replace(array, shape=tuple(reversed(array.shape)),
+                               strides=tuple(reversed(strides)))
 
 
 def layout_of(array: Any) -> str:

@@ -51,6 +51,8 @@ class CudaDevice:
     name: str
     compute_capability: tuple[int, int]
     total_memory: int
+    #: ``0000:3B:00.0``: names the physical GPU whatever CUDA_VISIBLE_DEVICES renumbers.
+    pci_bus_id: str = ""
 
     def describe(self) -> str:
         major, minor = self.compute_capability
@@ -126,12 +128,16 @@ def cuda_driver() -> CudaDriver:
             ctypes.byref(minor), _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle
         )
         lib.cuDeviceTotalMem_v2(ctypes.byref(memory), handle)
+        bus = ctypes.create_string_buffer(64)
+        if lib.cuDeviceGetPCIBusId(bus, 64, handle) != 0:
+            bus.value = b""
         devices.append(
             CudaDevice(
                 ordinal,
                 name.value.decode(errors="replace"),
                 (major.value, minor.value),
                 memory.value,
+                bus.value.decode(errors="replace"),
             )
         )
     if not devices:

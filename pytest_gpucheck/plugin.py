@@ -16,7 +16,12 @@ import pytest
 
 from . import fixtures
 from .backends import BACKENDS, GPU_BACKENDS
-from .child_env import CONFTESTS_VARIABLE, REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+from .child_env import (
+    CONFTESTS_VARIABLE,
+    REPORT_SINK_VARIABLE,
+    SIMULATOR_CHILD_VARIABLE,
+    apply_jax_memory_policy,
+)
 from .options import add_options, parse_backend_spec
 from .selection import configure_selection, get_selection
 
@@ -70,6 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     selection = configure_selection(config)
+    if any(name.startswith("jax-") for name in selection.names):
+        # Before any child process starts, so simulator children, MPI ranks and
+        # probe children inherit it (the JAX backends apply it in-process too).
+        apply_jax_memory_policy()
     # The child-process machinery is imported only by runs that use it.
     if os.environ.get(REPORT_SINK_VARIABLE):
         from .isolation import install_report_sink

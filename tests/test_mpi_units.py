@@ -118,7 +118,7 @@ def test_a_skip_on_one_rank_skips_every_rank_and_passes_stay_passes() -> None:
 def test_oversubscription_is_reported() -> None:
     bindings = [RankBinding(r, "node1", r, 2, 0, 1, "auto") for r in range(2)]
     lines = describe_bindings(bindings)
-    assert any("2 ranks share 1 GPU(s) on node1" in line for line in lines)
+    assert any("2 ranks share GPU visible device 0 on node1" in line for line in lines)
     fits = [RankBinding(r, "node1", r, 2, r, 2, "auto") for r in range(2)]
     assert not any("WARNING" in line for line in describe_bindings(fits))
 

@@ -163,13 +163,17 @@ def _uniform_pairs(seed: Any, n: int, dtype: str) -> Any:
 
 
 def _monte_carlo_pi(seed: int, n: int, dtype: Any, platform: str | None) -> Any:
+    import contextlib
+
     import jax
     import numpy as np
 
     # No array argument tells jit where to run: place the computation explicitly
-    # on the CPU for jax-cpu; jax-gpu uses JAX's default device (a GPU when present).
-    device = jax.devices(platform)[0] if platform else None
-    with jax.default_device(device):
+    # on the CPU for jax-cpu.  jax-gpu must not enter default_device(None): that
+    # would override the jax_default_device its probe set from --gpu-device or the
+    # MPI local rank, and run on GPU 0 whatever this process was given.
+    where = jax.default_device(jax.devices(platform)[0]) if platform else contextlib.nullcontext()
+    with where:
         # jax.random.key takes a 64-bit signed seed; fold larger ones into range.
         return _uniform_pairs_jit()(int(seed) % 2**63, n=int(n), dtype=np.dtype(dtype).name)
 
@@ -185,7 +189,7 @@ def monte_carlo_pi(seed: int, n: int, dtype: Any = "float64") -> Any:
 
 @implements("monte_carlo_pi", backend="jax-gpu", name=NAME, origin="bundled")
 def monte_carlo_pi_gpu(seed: int, n: int, dtype: Any = "float64") -> Any:
-    """:func:`monte_carlo_pi` on JAX's default device."""
+    """:func:`monte_carlo_pi` on the device the jax-gpu probe made JAX's default."""
     return _monte_carlo_pi(seed, n, dtype, None)
 
 

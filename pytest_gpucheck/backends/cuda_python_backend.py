@@ -36,6 +36,8 @@ class DeviceArray:
     dtype: np.dtype
     strides: tuple[int, ...] | None = None  # bytes; None means C-contiguous
     offset: int = 0  # bytes from the start of the buffer
+    #: The ``cuda.core`` Stream the data is written on (None: synchronized, no stream).
+    stream: Any = None
 
     @property
     def ptr(self) -> int:
@@ -50,15 +52,32 @@ class DeviceArray:
         return self.size * self.dtype.itemsize
 
     @property
+    def readonly(self) -> bool:
+        """False: kernels write these arrays (a read-only variant overrides it)."""
+        return False
+
+    @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
+        """CAI v3 with the producing stream, so a consumer orders its work after ours."""
         return {
             "shape": self.shape,
             "typestr": self.dtype.str,
-            "data": (self.ptr, False),
+            "data": (self.ptr, self.readonly),
             "strides": self.strides,
             "version": 3,
-            "stream": None,
+            "stream": stream_handle(self.stream),
         }
+
+
+def stream_handle(stream: Any) -> int | None:
+    """The CAI v3 ``stream`` value of a ``cuda.core`` Stream (None for no stream).
+
+    v3 forbids 0: the legacy default stream is spelt 1.
+    """
+    if stream is None:
+        return None
+    handle = int(stream.handle)
+    return handle if handle else 1
 
 
 class CudaPythonBackend(Backend):
@@ -109,33 +128,55 @@ class CudaPythonBackend(Backend):
         dtype = np.dtype(dtype)
         nbytes = max(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, 1)
         buffer = self.device.allocate(nbytes, stream=self.stream)
-        return DeviceArray(buffer, tuple(shape), dtype)
+        return DeviceArray(buffer, tuple(shape), dtype, stream=self.stream)
 
     def to_device(self, host: np.ndarray) -> DeviceArray:
-        from cuda.bindings import driver
-
         host = np.ascontiguousarray(host)
         array = self.empty(host.shape, host.dtype)
         if host.nbytes:
-            self.stream.sync()
-            (err,) = driver.cuMemcpyHtoD(array.ptr, host.ctypes.data, host.nbytes)
-            _check(err)
+            copy_to_device(self.stream, array.ptr, host)
         return array
 
     def to_host(self, array: Any) -> np.ndarray:
-        from cuda.bindings import driver
-
-        self.synchronize()
         if array.strides is not None and array.strides != _c_strides(array.shape, array.dtype):
             raise ValueError("to_host takes C-contiguous cuda-python arrays")
         out = np.empty(array.shape, dtype=array.dtype)
         if out.nbytes:
-            (err,) = driver.cuMemcpyDtoH(out.ctypes.data, array.ptr, out.nbytes)
-            _check(err)
+            copy_to_host(self.stream, out, array.ptr)
+        else:
+            self.synchronize()
         return out
 
     def synchronize(self) -> None:
         self.stream.sync()
+
+
+def copy_to_device(stream: Any, address: int, host: np.ndarray) -> None:
+    """Copy the contiguous ``host`` to device ``address`` on ``stream``, and wait for it.
+
+    The copy is queued on the stream the kernels run on: cuda.core streams are
+    non-blocking (``StreamOptions.nonblocking=True``), so they do not wait for a
+    copy on the legacy default stream (plain ``cuMemcpyHtoD``), and a kernel
+    could read the buffer before the copy landed.  Waiting afterwards keeps
+    ``host`` (pageable, possibly a temporary) alive until the driver is done.
+    """
+    from cuda.bindings import driver
+
+    (err,) = driver.cuMemcpyHtoDAsync(address, host.ctypes.data, host.nbytes, stream.handle)
+    _check(err)
+    stream.sync()
+
+
+def copy_to_host(stream: Any, host: np.ndarray, address: int) -> None:
+    """Copy ``host.nbytes`` from device ``address`` into the contiguous ``host``, on ``stream``.
+
+    Queued after the stream's kernels, then waited for, so ``host`` holds their result.
+    """
+    from cuda.bindings import driver
+
+    (err,) = driver.cuMemcpyDtoHAsync(host.ctypes.data, address, host.nbytes, stream.handle)
+    _check(err)
+    stream.sync()
 
 
 def _c_strides(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..child_env import apply_jax_memory_policy
 from ._cuda_build import device_line, driver_problem
 from .base import Backend, Probe
 
@@ -22,6 +23,8 @@ class _JaxBackend(Backend):
     platform: str = "cpu"
 
     def _jax(self) -> Any:
+        # Before JAX's first operation creates its clients, on every platform at once.
+        apply_jax_memory_policy()
         import jax
 
         jax.config.update("jax_enable_x64", True)
@@ -62,6 +65,7 @@ class JaxCpuBackend(_JaxBackend):
     platform = "cpu"
 
     def _probe(self) -> Probe:
+        apply_jax_memory_policy()
         jax = self._import("jax")
         jax.config.update("jax_enable_x64", True)
         device = jax.devices("cpu")[0]
@@ -82,6 +86,7 @@ class JaxGpuBackend(_JaxBackend):
         problem = driver_problem()
         if problem:
             return Probe.missing(problem)
+        apply_jax_memory_policy()
         jax = self._import("jax")
         try:
             devices = jax.devices("gpu")

@@ -117,6 +117,9 @@ class NumbaCudaBackend(_NumbaCudaArrays):
         if problem:
             return Probe.missing(problem)
         cuda = self._cuda()
+        nvvm = nvvm_problem()
+        if nvvm:
+            return Probe.missing(f"{nvvm}; install {self.install_hint}")
         if not cuda.is_available():
             return Probe.missing(
                 "numba.cuda.is_available() is False (no usable CUDA toolkit "
@@ -124,6 +127,23 @@ class NumbaCudaBackend(_NumbaCudaArrays):
             )
         cuda.select_device(self.device_index)
         return Probe(True, version=self.version(), device=device_line(self.device_index))
+
+
+def nvvm_problem() -> str | None:
+    """Why libNVVM (numba-cuda's compiler, from the ``cu12``/``cu13`` extra) cannot load.
+
+    Without it every ``@cuda.jit`` launch fails at compile time, so the probe says
+    so instead.  Recent numba-cuda's ``cuda.is_available()`` includes this check
+    but only answers False; older ones do not check at all.
+    """
+    try:
+        from numba.cuda.cudadrv import nvvm
+
+        nvvm.NVVM()
+    except Exception as exc:  # NvvmSupportError, or an import failure of the binding
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return f"libNVVM cannot be loaded ({type(exc).__name__}: {first})"
+    return None
 
 
 class NumbaCudasimBackend(_NumbaCudaArrays):

@@ -1,10 +1,19 @@
-"""The producer side of the CUDA Array Interface (v3): is ``__cuda_array_interface__`` true?
+"""The producer side of the CUDA Array Interface: is ``__cuda_array_interface__`` true?
 
 The dictionary must describe the array it belongs to: ``shape``, ``typestr``
 (the dtype, byte order included), ``data`` as (pointer, read-only flag),
-``strides`` in bytes or None only for C-contiguous data, ``version`` 3, and a
-``stream`` that is None or a stream handle — never 0, which v3 forbids because
-it is ambiguous between the legacy and per-thread default streams.
+``strides`` in bytes or None only for C-contiguous data, and ``version``.
+It is judged by the rules of the version it declares:
+
+- **v2** (PyTorch and JAX export it): no ``stream`` key; the consumer cannot
+  know which stream wrote the data, so the producer must have synchronized.
+  A stream handle under v2 is reported: a v2 consumer ignores it, so the
+  producer should declare version 3.
+- **v3**: an optional ``stream``, None or a stream handle, never 0 (ambiguous
+  between the legacy and per-thread default streams, so v3 forbids it).
+
+Sources: numba-cuda's "CUDA Array Interface (Version 3)" page and its v2
+predecessor (numba 0.46 documentation).
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ if TYPE_CHECKING:
     from .facts import ArrayFacts
 
 REQUIRED_KEYS = ("shape", "typestr", "data", "version")
+#: The versions whose rules are checked here (v0 and v1 are long obsolete).
+KNOWN_VERSIONS = (2, 3)
 
 
 def cai_problems(interface: dict[str, Any], facts: ArrayFacts) -> list[str]:
@@ -26,8 +37,10 @@ def cai_problems(interface: dict[str, Any], facts: ArrayFacts) -> list[str]:
     problems = [f"missing key {key!r}" for key in REQUIRED_KEYS if key not in interface]
     if problems:
         return problems
-    if interface["version"] != 3:
-        problems.append(f"version is {interface['version']!r}, not 3")
+    version = interface["version"]
+    if version not in KNOWN_VERSIONS:
+        problems.append(f"version is {version!r}, not one of the CUDA Array Interface "
+                        f"versions {KNOWN_VERSIONS} this check knows")
     if tuple(interface["shape"]) != facts.shape:
         problems.append(f"shape {tuple(interface['shape'])} != the array's {facts.shape}")
     if np.dtype(interface["typestr"]) != facts.dtype:
@@ -46,6 +59,20 @@ def cai_problems(interface: dict[str, Any], facts: ArrayFacts) -> list[str]:
     ):
         what = "strides None (C-contiguous)" if strides is None else f"strides {described}"
         problems.append(f"{what} != the array's {facts.strides}")
-    if interface.get("stream") == 0:
-        problems.append("stream is 0, which CAI v3 forbids (use 1 or 2, or None)")
+    problems += _stream_problems(interface, version)
     return problems
+
+
+def _stream_problems(interface: dict[str, Any], version: Any) -> list[str]:
+    """The ``stream`` entry under the rules of the declared version."""
+    stream = interface.get("stream")
+    if stream is None:
+        return []  # optional in v3 (None: no synchronization needed); v2 has no stream
+    if version == 2:
+        return [f"stream {stream!r} given under version 2, which has no stream key "
+                "(a v2 consumer ignores it; declare version 3)"]
+    if stream == 0:
+        return ["stream is 0, which CAI v3 forbids (use 1 or 2, or None)"]
+    if stream is not None and not isinstance(stream, int):
+        return [f"stream is a {type(stream).__name__}, not None or an int handle"]
+    return []

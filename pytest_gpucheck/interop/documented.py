@@ -52,7 +52,7 @@ def producer_readonly(case: Case, result: Exchange) -> bool:
 
 @dataclass(frozen=True)
 class Trigger:
-    """A CPU-tier exchange that shows the behaviour."""
+    """An exchange that shows the behaviour (GPU ones reproduce where both sides run)."""
 
     producer: str
     consumer: str
@@ -168,6 +168,18 @@ DOCUMENTED: tuple[Documented, ...] = (
         trigger=Trigger("numpy", "jax-cpu", Case("float64", (3,), readonly=True)),
     ),
     Documented(
+        key="cuda-core-refuses-cai-v2",
+        outcome=Outcome.REFUSES,
+        summary="cuda.core's StridedMemoryView imports only CUDA Array Interface v3; PyTorch "
+        "and JAX export v2 (BufferError: only CUDA Array Interface v3 or above is supported)",
+        source="https://github.com/NVIDIA/cuda-python/blob/main/cuda_core/cuda/core/"
+        "_memoryview.pyx",
+        protocols=("cai",),
+        consumers="cuda-python",
+        error=r"^BufferError: only CUDA Array Interface v3 or above is supported",
+        trigger=Trigger("torch-cuda", "cuda-python", Case("float64", (3,)), "cai"),
+    ),
+    Documented(
         key="dlpack-nocopy-buffererror",
         outcome=Outcome.REFUSES,
         summary="from_dlpack(copy=False) raises BufferError when only a copy would do "
@@ -183,14 +195,54 @@ DOCUMENTED: tuple[Documented, ...] = (
         key="torch-ignores-readonly",
         outcome=Outcome.WRONG,
         summary="PyTorch has no read-only tensors: it imports read-only memory as a writable "
-        "tensor (from a read-only NumPy array, and from JAX, whose unversioned capsules "
-        "cannot say read-only)",
+        "tensor (from a read-only NumPy array, from JAX, whose unversioned capsules "
+        "cannot say read-only, and through torch.as_tensor from a CUDA Array Interface "
+        "whose data[1] says read-only)",
         source="https://github.com/pytorch/pytorch/issues/44027",
-        protocols=DLPACK,
+        protocols=(*DLPACK, "cai"),
         consumers="torch-*",
         when=producer_readonly,
         problem="read-only lost",
         trigger=Trigger("numpy", "torch-cpu", Case("float64", (3,), readonly=True)),
+    ),
+    Documented(
+        key="cupy-ignores-readonly",
+        outcome=Outcome.WRONG,
+        summary="CuPy has no read-only arrays: cupy.from_dlpack imports a read-only capsule "
+        "as writable (its read-only check in dlpack.pyx is commented out) and cupy.asarray "
+        "ignores the read-only flag of a CUDA Array Interface",
+        source="https://github.com/cupy/cupy/blob/v14.2.0/cupy/_core/dlpack.pyx",
+        protocols=(*DLPACK, "cai"),
+        consumers="cupy",
+        when=producer_readonly,
+        problem="read-only lost",
+        trigger=Trigger("jax-gpu", "cupy", Case("float64", (3,))),
+    ),
+    Documented(
+        key="numba-cuda-cai-ignores-readonly",
+        outcome=Outcome.WRONG,
+        summary="numba.cuda.as_cuda_array makes a writable DeviceNDArray of read-only memory "
+        "(from_cuda_array_interface reads only data[0], never the read-only flag data[1])",
+        source="https://github.com/NVIDIA/numba-cuda/blob/main/numba_cuda/numba/cuda/api.py",
+        protocols=("cai",),
+        consumers="numba-cuda",
+        when=producer_readonly,
+        problem="read-only lost",
+        trigger=Trigger("cuda-python", "numba-cuda", Case("float64", (3,), readonly=True),
+                        "cai"),
+    ),
+    Documented(
+        key="cuda-core-legacy-capsule-writable",
+        outcome=Outcome.WRONG,
+        summary="JAX exports unversioned (pre-1.0) DLPack capsules, which have no read-only "
+        "flag, so cuda.core's StridedMemoryView of a JAX array says writable",
+        source="https://dmlc.github.io/dlpack/latest/c_api.html#c.DLManagedTensorVersioned",
+        protocols=DLPACK,
+        producers="jax-*",
+        consumers="cuda-python",
+        when=producer_readonly,
+        problem="read-only lost",
+        trigger=Trigger("jax-gpu", "cuda-python", Case("float64", (3,))),
     ),
     Documented(
         key="jax-copy-true-aliases",

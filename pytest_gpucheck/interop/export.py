@@ -51,12 +51,30 @@ class ExportReport:
     problems: list[str] = field(default_factory=list)
 
 
+def missing_dlpack(adapter: Adapter, array: Any) -> str | None:
+    """Why ``array`` is no DLPack producer at all (None when it is one).
+
+    Not every device array speaks DLPack: numba-cuda's ``DeviceNDArray`` and the
+    cuda-python backend's ``DeviceArray`` export only the CUDA Array Interface.
+    That is a fact to report (n/a, with this reason), not a failure; an array
+    with only one of the two methods is a broken producer and is checked.
+    """
+    if not hasattr(array, "__dlpack__") and not hasattr(array, "__dlpack_device__"):
+        return f"{adapter.name} arrays ({type(array).__qualname__}) have no __dlpack__"
+    return None
+
+
 def check_dlpack_export(adapter: Adapter, case: Case) -> ExportReport:
-    """Ask ``adapter``'s array for DLPack capsules in every way its signature allows."""
+    """Ask ``adapter``'s array for DLPack capsules in every way its signature allows.
+
+    Call it only for producers :func:`missing_dlpack` accepts.
+    """
     array = adapter.produce(case)
     report = ExportReport()
-    if not hasattr(array, "__dlpack__") or not hasattr(array, "__dlpack_device__"):
-        report.problems.append(f"{adapter.name} arrays have no __dlpack__/__dlpack_device__")
+    for method in ("__dlpack__", "__dlpack_device__"):
+        if not hasattr(array, method):
+            report.problems.append(f"{adapter.name} arrays have no {method} (DLPack needs both)")
+    if report.problems:
         return report
     device_type, device_id = array.__dlpack_device__()
     report.device = (int(device_type), int(device_id))

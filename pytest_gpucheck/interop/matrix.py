@@ -141,6 +141,9 @@ class PairMatrix:
         for name, export in sorted(self.exports.items()):
             versioned = {True: "versioned", False: "legacy (unversioned)", None: "?"}[
                 export.get("versioned")]
+            if export.get("missing"):
+                lines.append(f"{name}: n/a, {export['missing']}")
+                continue
             status = "ok" if export.get("passed") else "FAILED"
             lines.append(f"{name}: {status}, device {tuple(export.get('device') or ())}, "
                          f"{versioned}, keywords {', '.join(export.get('keywords') or [])}")

@@ -22,15 +22,17 @@ def _adapter_for(array: Any) -> Adapter:
             continue  # an array of a framework that was never imported cannot be here
         try:
             adapter = get_adapter(get_backend(name))
-            if adapter.owns(array) and _on_device(adapter, array):
+            if not adapter.owns(array):
+                continue
+            # The array may live on any GPU of the node: take the adapter of its device.
+            device = adapter.facts(array).device
+            if device.startswith("cuda:"):
+                adapter = get_adapter(get_backend(name, int(device.split(":")[1])))
+            if adapter.device == device:
                 return adapter
         except Exception:  # a framework that cannot judge this array is not its owner
             continue
     raise TypeError(f"assert_shares_memory: no interop adapter knows {type(array).__name__}")
-
-
-def _on_device(adapter: Adapter, array: Any) -> bool:
-    return adapter.facts(array).device == adapter.device
 
 
 def assert_shares_memory(a: Any, b: Any) -> None:

@@ -31,11 +31,22 @@ class RankBinding:
     device_index: int
     device_count: int
     how: str
+    #: The physical GPU (PCI bus id), filled in on the rank that makes the binding.
+    #: Visible indices cannot tell: under SLURM each task may see its own GPU as 0.
+    device_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.device_id and self.device_count:
+            from ..devices import cuda_driver
+
+            devices = cuda_driver().devices
+            if self.device_index < len(devices) and devices[self.device_index].pci_bus_id:
+                object.__setattr__(self, "device_id", devices[self.device_index].pci_bus_id)
 
     @property
-    def oversubscribed(self) -> bool:
-        """More ranks on this node than visible GPUs (devices are shared round robin)."""
-        return self.device_count > 0 and self.local_size > self.device_count
+    def gpu(self) -> str:
+        """The GPU this rank uses, as comparable across ranks as the driver allows."""
+        return self.device_id or f"visible device {self.device_index}"
 
 
 def node_local_rank(world: Any) -> tuple[int, int]:
@@ -63,14 +74,45 @@ def describe_bindings(bindings: list[RankBinding]) -> list[str]:
             f"  rank {b.rank}: host {b.host}, local rank {b.local_rank}/{b.local_size}, {device} "
             f"({b.how})"
         )
-    seen: set[str] = set()
+    sharing: dict[tuple[str, str], list[int]] = {}
     for b in bindings:
-        if b.oversubscribed and b.host not in seen:
-            seen.add(b.host)
+        if b.device_count:
+            sharing.setdefault((b.host, b.gpu), []).append(b.rank)
+    for (host, gpu), ranks in sharing.items():
+        if len(ranks) > 1:
             lines.append(
-                f"  WARNING: {b.local_size} ranks share {b.device_count} GPU(s) on {b.host}: "
-                f"oversubscribed, devices assigned round robin"
+                f"  WARNING: {len(ranks)} ranks share GPU {gpu} on {host} (ranks "
+                f"{', '.join(map(str, ranks))}): oversubscribed, devices assigned round robin"
             )
+    return lines
+
+
+def agree_on_backends(world: Any, selection: Any) -> list[str]:
+    """Make every rank see the same backends as available; collective, call on every rank.
+
+    A backend that probes available on one rank and not on another (exclusive-
+    process compute mode, a device another job holds, a missing library on one
+    node) would let rank 0 enter a test's collectives while the others skip it:
+    the job hangs until the watchdog.  So the probes are compared before
+    collection, and such a backend is made unavailable everywhere, with the
+    first failing rank's reason.  Returns one header line per backend changed.
+    """
+    from ..backends.base import Probe
+
+    mine = {name: (probe.available, probe.reason) for name, probe in selection.probes.items()}
+    everyone: list[dict[str, tuple[bool, str]]] = world.allgather(mine)
+    lines = []
+    for name, (available, _) in mine.items():
+        failing = [(rank, answers.get(name, (False, "not selected there"))[1])
+                   for rank, answers in enumerate(everyone)
+                   if not answers.get(name, (False, ""))[0]]
+        if available and failing:
+            rank, reason = failing[0]
+            selection.backend(name)._probe_result = Probe.missing(
+                f"unavailable on rank {rank} ({reason}); an MPI run uses a backend only "
+                "where every rank can")
+            lines.append(f"  {name}: unavailable on rank {rank}, so skipped on every rank")
+    selection.__dict__.pop("probes", None)  # the cached probes are re-read from the backends
     return lines
 
 

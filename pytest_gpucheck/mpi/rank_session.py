@@ -20,6 +20,7 @@ from ..child_env import REPORT_SINK_VARIABLE
 from ..isolation import SIMULATOR_CHILD_VARIABLE, needs_simulator
 from .binding import (
     RankBinding,
+    agree_on_backends,
     describe_bindings,
     export_local_rank,
     node_local_rank,
@@ -79,6 +80,7 @@ class RankSession:
                                  session_so_far=None if os.environ.get(REPORT_SINK_VARIABLE)
                                  else self.session_so_far)  # spawned: the parent has them
         self.bindings: list[RankBinding] = []
+        self.backend_notes: list[str] = []
         self._running = ""
         self._guard_exit()
         self.other_failures: list[OtherRankFailure] = []
@@ -110,6 +112,7 @@ class RankSession:
         mine = RankBinding(self.rank, self.host, self.local_rank, self.local_size, device.index,
                            len(cuda_driver().devices), device.how)
         self.bindings = self.world.allgather(mine)
+        self.backend_notes = agree_on_backends(self.world, get_selection(self.config))
         if self.rank == 0:
             from dataclasses import asdict
 
@@ -131,7 +134,7 @@ class RankSession:
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = [f"gpucheck mpi: {self.size} rank(s) under a launcher ({self.launched.launcher}); "
                  f"output from rank 0"]
-        return lines + describe_bindings(self.bindings)
+        return lines + describe_bindings(self.bindings) + self.backend_notes
 
     # -- collection ------------------------------------------------------------------
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:

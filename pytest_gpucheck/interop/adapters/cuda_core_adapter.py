@@ -42,10 +42,8 @@ def _read_only_class() -> Any:
         """A DeviceArray whose CUDA Array Interface marks the data read-only."""
 
         @property
-        def __cuda_array_interface__(self) -> dict[str, Any]:
-            interface = dict(super().__cuda_array_interface__)
-            interface["data"] = (self.ptr, True)
-            return interface
+        def readonly(self) -> bool:
+            return True
 
     return ReadOnlyDeviceArray
 
@@ -55,11 +53,6 @@ def _span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tu
     low = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides, strict=False))
     high = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides, strict=False)) + itemsize
     return low, high
-
-
-def _check(err: Any) -> None:
-    if int(err) != 0:
-        raise RuntimeError(f"CUDA driver call failed: {err!r}")
 
 
 class CudaCoreAdapter(Adapter):
@@ -73,16 +66,18 @@ class CudaCoreAdapter(Adapter):
         return f"cuda:{self.backend.device_index}"
 
     def upload(self, host: np.ndarray) -> Any:
-        from cuda.bindings import driver  # type: ignore[import-untyped, unused-ignore]
+        from ...backends.cuda_python_backend import copy_to_device
 
         backend = self.backend
         buffer = backend.device.allocate(max(host.nbytes, 1), stream=backend.stream)
-        backend.stream.sync()
+        if not (host.flags.c_contiguous or host.flags.f_contiguous):
+            raise ValueError("upload takes C- or Fortran-contiguous arrays")
         if host.nbytes:
-            (err,) = driver.cuMemcpyHtoD(int(buffer.handle), host.ctypes.data, host.nbytes)
-            _check(err)
+            # Byte for byte in either order: the strides below describe the layout.
+            copy_to_device(backend.stream, int(buffer.handle), host)
         strides = None if host.flags.c_contiguous else tuple(host.strides)
-        return _device_array_class()(buffer, tuple(host.shape), host.dtype, strides, 0)
+        return _device_array_class()(buffer, tuple(host.shape), host.dtype, strides, 0,
+                                     stream=backend.stream)
 
     def view(self, array: Any, slices: tuple[slice, ...]) -> Any:
         from ...device_views import slice_view
@@ -91,7 +86,7 @@ class CudaCoreAdapter(Adapter):
 
     def make_readonly(self, array: Any) -> Any:
         return _read_only_class()(array.buffer, array.shape, array.dtype, array.strides,
-                                  array.offset)
+                                  array.offset, stream=array.stream)
 
     def _stream_pointer(self) -> int:
         return int(self.backend.stream.handle)
@@ -129,12 +124,13 @@ class CudaCoreAdapter(Adapter):
             shape=shape,
             strides=tuple(array.strides or c_strides(shape, dtype.itemsize)),
             dtype=dtype,
-            device=self.device,
-            readonly=bool(array.__cuda_array_interface__["data"][1]),
+            # The buffer's own device: the array may come from another GPU's backend.
+            device=f"cuda:{int(array.buffer.device_id)}",
+            readonly=bool(array.readonly),
         )
 
     def to_host(self, array: Any) -> np.ndarray:
-        from cuda.bindings import driver  # type: ignore[import-untyped, unused-ignore]
+        from ...backends.cuda_python_backend import copy_to_host
 
         facts = self.facts(array)
         self.synchronize()
@@ -147,22 +143,21 @@ class CudaCoreAdapter(Adapter):
 
             ctypes.memmove(raw.ctypes.data, facts.pointer + low, high - low)
         else:
-            (err,) = driver.cuMemcpyDtoH(raw.ctypes.data, facts.pointer + low, high - low)
-            _check(err)
+            copy_to_host(self.backend.stream, raw, facts.pointer + low)
         return np.ndarray(facts.shape, dtype=facts.dtype, buffer=raw, offset=-low,
                           strides=facts.strides).copy()
 
     def write(self, array: Any, index: tuple[int, ...], value: np.ndarray) -> None:
-        from cuda.bindings import driver  # type: ignore[import-untyped, unused-ignore]
+        from ...backends.cuda_python_backend import copy_to_device
 
         facts = self.facts(array)
         if facts.readonly:
             raise ValueError("the view is read-only")
         host = np.ascontiguousarray(np.asarray(value, dtype=facts.dtype).reshape(()))
         address = facts.pointer + sum(i * s for i, s in zip(index, facts.strides, strict=False))
-        self.synchronize()
-        (err,) = driver.cuMemcpyHtoD(address, host.ctypes.data, host.nbytes)
-        _check(err)
+        # On the backend's stream, after everything queued there (a consumer's
+        # view of the same memory is read through this stream too).
+        copy_to_device(self.backend.stream, address, host)
 
 
 def memory_view_facts(view: Any) -> ArrayFacts:

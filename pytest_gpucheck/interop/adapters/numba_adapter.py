@@ -90,7 +90,7 @@ class NumbaCudaAdapter(Adapter):
             shape=tuple(array.shape),
             strides=tuple(int(s) for s in array.strides),
             dtype=np.dtype(array.dtype),
-            device=self.device,
+            device=self.device if self.simulated else _device_of(array, self.device),
             readonly=False,
         )
 
@@ -100,3 +100,10 @@ class NumbaCudaAdapter(Adapter):
     def write(self, array: Any, index: tuple[int, ...], value: np.ndarray) -> None:
         array[index] = np.asarray(value).reshape(())
         self.synchronize()
+
+
+def _device_of(array: Any, default: str) -> str:
+    """``cuda:N`` of the context a DeviceNDArray was allocated in (``default`` if it has none)."""
+    context = getattr(getattr(array, "gpu_data", None), "context", None)
+    device = getattr(context, "device", None)
+    return f"cuda:{int(device.id)}" if device is not None else default
