@@ -141,4 +141,8 @@ def parse_require_spec(text: str) -> tuple[bool, tuple[str, ...]]:
 def check_report_path(path: str | None) -> None:
     """``--gpu-report`` must end in .json or .md."""
     if path is not None and not path.endswith(REPORT_SUFFIXES):
-        raise pytest.UsageError(f"{REPORT_OPTION}={path!r}: the file name must end in .json or .md")
+        raise pytest.UsageError(
+            f"{REPORT_OPTION}={path!r}: the file name must end in .json or .md (for the "
+            "GitHub job summary give no option: $GITHUB_STEP_SUMMARY is appended to "
+            "automatically; elsewhere use --gpu-summary=PATH)"
+        )
