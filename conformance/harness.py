@@ -121,7 +121,7 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
     run_seed = choose_seed(nodeid)
     profile, current = conformance_settings()
     _check_signature(spec, impl, backend)
-    notes: dict[str, str] = {}
+    notes: dict[str, str] = {"gpucheck.seed": str(run_seed)}  # a JUnit property
     if not backend.mutable_arrays:
         notes["guard_bands"] = IMMUTABLE_NOTE.format(backend=backend.name)
     invocation = rerun_invocation(request.config)

@@ -151,7 +151,11 @@ def check_report_path(path: str | None) -> None:
         raise pytest.UsageError(f"{REPORT_OPTION}={path!r} is a directory; give a file path in "
                                 f"it, e.g. {REPORT_OPTION}={target / 'gpucheck-report.md'}")
     if not path.endswith(REPORT_SUFFIXES):
-        raise pytest.UsageError(f"{REPORT_OPTION}={path!r}: the file name must end in .json or .md")
+        raise pytest.UsageError(
+            f"{REPORT_OPTION}={path!r}: the file name must end in .json or .md (for the "
+            "GitHub job summary give no option: $GITHUB_STEP_SUMMARY is appended to "
+            "automatically; elsewhere use --gpu-summary=PATH)"
+        )
     # Missing folders are created when the report is written; the nearest one that
     # exists must be a folder this process can write in.
     folder = target.parent.absolute()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from . import fixtures
+from . import ci, fixtures
 from .backends import BACKENDS, GPU_BACKENDS
 from .child_env import (
     CONFTESTS_VARIABLE,
@@ -58,6 +58,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    ci.add_options(parser.getgroup("gpucheck"))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -196,6 +197,13 @@ def pytest_runtest_makereport(
     cell = cell_of(item)
     if cell is not None:
         report.gpucheck_cell = cell  # type: ignore[attr-defined]
+        if call.when == "setup":
+            # Written by --junitxml with the teardown report, which shares this list.
+            item.user_properties.extend(ci.junit_properties(item, cell))
+    if report.failed:
+        # Where a CI annotation points: the user's implementation, else the test.
+        report.gpucheck_where = ci.blame_location(item)  # type: ignore[attr-defined]
+        report.gpucheck_target = ci.rerun_target(item)  # type: ignore[attr-defined]
     return report
 
 
@@ -206,7 +214,8 @@ class MatrixRecorder:
         self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if getattr(report, "gpucheck_cell", None):
+        # Failures outside the matrix are kept too: the job summary lists them.
+        if getattr(report, "gpucheck_cell", None) or report.failed:
             from .report import get_matrix
 
             get_matrix(self.config).record(report)
@@ -219,7 +228,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     # was loaded: a plain run ends without importing it.
     if selection.in_simulator_child or (not path and "pytest_gpucheck.report" not in sys.modules):
         return
-    from .report import get_matrix, write_report
+    from .report import get_matrix, run_facts, write_report
 
     matrix = get_matrix(config)
     if selection.explicit_option:
@@ -227,6 +236,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             name: {"version": probe.version, "device": probe.device, "reason": probe.reason}
             for name, probe in selection.probes.items()
         }
+    if path or ci.summary_path(config) is not None:
+        matrix.run = run_facts(config.rootpath)
     order = list(BACKENDS)
     lines = matrix.terminal_lines(order)
     if lines:
@@ -236,9 +247,24 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for section in matrix.sections.values():
         for line in section.terminal_lines:
             terminalreporter.write_line(line)
+    if lines:
+        for line in matrix.failure_lines():
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(matrix.headline())
     if path:
-        write_report(matrix, Path(path), order)
-        terminalreporter.write_line(f"gpucheck: report written to {path}")
+        try:
+            write_report(matrix, Path(path), order)
+        except OSError as exc:
+            # A report that was asked for and not written fails the run, in one line.
+            terminalreporter.write_line(
+                f"gpucheck: could not write --gpu-report={path}: {exc.strerror or exc}; "
+                "choose a writable path", red=True)
+            session = getattr(terminalreporter, "_session", None)
+            if session is not None:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        else:
+            terminalreporter.write_line(f"gpucheck: report written to {path}")
+    ci.publish(config, terminalreporter, matrix, order)
 
 
 __all__ = ["FEATURE_PLUGINS", "SIMULATOR_CHILD_VARIABLE", "gpu_backend", "gpu_device", "xp"]

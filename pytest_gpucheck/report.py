@@ -4,13 +4,29 @@ Each test report carries its cell (``report.gpucheck_cell``, a dict of
 strings), set from the item when the report is made, so the matrix is also
 right under pytest-xdist and for items run in a child process: those reports
 are serialized with their attributes and rebuilt in this process.
+
+One vocabulary everywhere (terminal, Markdown, JSON, job summary):
+
+* ``pass`` -- the item ran and passed;
+* ``fail`` -- it ran and failed (each failure is listed with its id, a one-line
+  reason and the command that reruns it);
+* ``skip`` -- it could not run here, with the reason (a backend that is not
+  available, no implementation registered, ...);
+* ``n/a`` -- the backend cannot express the kernel (``not_applicable``), with
+  the reason.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
+import os
+import platform
+import re
+import shlex
+import subprocess
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +36,18 @@ from .atomic_files import write_text_atomically
 
 CELL_KEY = pytest.StashKey[dict[str, str]]()
 MATRIX_KEY = pytest.StashKey["Matrix"]()
-OUTCOMES = ("passed", "failed", "skipped")
+#: Outcomes of an item in the matrix, in the order they are shown.
+STATUSES = ("pass", "fail", "skip", "n/a")
+REPORT_FORMAT = "pytest-gpucheck/report/v2"
+NOT_APPLICABLE_PREFIX = "not applicable"
+#: A failure's reason is cut here: the full message is in the test log.
+REASON_WIDTH = 240
+
+LEGEND = (
+    "pass N: N items passed | fail F/N: F of N items run failed (listed with rerun "
+    "commands) | +K skip, +K n/a: K more items did not run (reasons listed) | skip: "
+    "could not run here | n/a: the backend cannot express the kernel | -: no such test"
+)
 
 
 def set_cell(item: pytest.Item, *, backend: str, family: str) -> None:
@@ -55,33 +82,112 @@ class Section:
     terminal_lines: list[str]
 
 
+@dataclass(frozen=True)
+class Failure:
+    """One failing item: what failed, why (one line), how to rerun it, where to look."""
+
+    nodeid: str
+    reason: str
+    rerun: str
+    #: ``when`` of the failing report: setup, call or teardown.
+    phase: str
+    backend: str = ""
+    family: str = ""
+    #: Absolute path and 1-based line of the code to blame: the user's registered
+    #: implementation when the item checks one, else the test function.
+    file: str = ""
+    line: int = 0
+
+
+def one_line_reason(report: pytest.TestReport) -> str:
+    """The first line of the failure's message (``AssertionError: out differs ...``)."""
+    longrepr = report.longrepr
+    crash: Any = getattr(longrepr, "reprcrash", None)
+    if crash is not None and crash.message:
+        text = str(crash.message)
+    elif isinstance(longrepr, tuple):
+        text = str(longrepr[2])
+    else:  # a plain string (a child process that died, the benchmark gate)
+        text = str(longrepr or "")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    reason = lines[0] if lines else f"failed in {report.when}"
+    if report.when != "call":
+        reason = f"error in {report.when}: {reason}"
+    if len(reason) > REASON_WIDTH:
+        reason = reason[: REASON_WIDTH - 3] + "..."
+    return reason
+
+
+_HYPOTHESIS_OPTION = re.compile(r"--hypothesis-(?:seed|profile)=\S+")
+
+
+def rerun_command(report: pytest.TestReport, backend: str, options: tuple[str, ...]) -> str:
+    """``pytest TARGET --gpu-backends=BACKEND [options]``, with the hypothesis seed and
+    profile when the failure's reproducer printed them.
+
+    The target is the node id, or for a file outside the rootdir (the bundled
+    suites under ``--gpu-conformance``, whose node ids name no file the user
+    has) ``-k 'FILE and TEST[ID]'`` (``report.gpucheck_target``).
+    """
+    target = getattr(report, "gpucheck_target", None) or [report.nodeid]
+    parts = ["pytest", *target]
+    if backend:
+        parts.append(f"--gpu-backends={backend}")
+    for line in reversed(report.longreprtext.splitlines()):
+        if "rerun: pytest " in line:
+            parts.extend(_HYPOTHESIS_OPTION.findall(line))
+            break
+    parts.extend(options)
+    return " ".join(shlex.quote(part) for part in parts)
+
+
 @dataclass
 class Matrix:
-    """Outcome counts per (family, backend), plus skip reasons and extra sections."""
+    """Outcome counts per (family, backend), failures, skip reasons and extra sections."""
 
     counts: dict[tuple[str, str], Counter[str]] = field(
         default_factory=lambda: defaultdict(Counter)
     )
-    skip_reasons: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (family, backend) -> reason -> how many skip / n/a items gave it.
+    skip_reasons: dict[tuple[str, str], Counter[str]] = field(
+        default_factory=lambda: defaultdict(Counter)
+    )
+    failures: list[Failure] = field(default_factory=list)
     sections: dict[str, Section] = field(default_factory=dict)
     backends_info: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: When, where and with what the run was made (see :func:`run_facts`).
+    run: dict[str, Any] = field(default_factory=dict)
+    #: Options a rerun needs besides the node id (``--gpu-conformance`` ...).
+    rerun_options: tuple[str, ...] = ()
 
     def record(self, report: pytest.TestReport) -> None:
-        cell = getattr(report, "gpucheck_cell", None)
-        if not cell:
-            return
-        # One outcome per test: the call phase, or setup when it failed/skipped,
-        # or teardown when only it failed.
+        """Count ``report`` once per item: its call, or setup when it did not pass, or a
+        failing teardown; keep the failure of any item, in the matrix or not."""
         if report.when == "call" or (report.when == "setup" and not report.passed):
             outcome = report.outcome
         elif report.when == "teardown" and report.failed:
             outcome = "failed"
         else:
             return
-        key = (cell["family"], cell["backend"])
-        self.counts[key][outcome] += 1
-        if outcome == "skipped" and isinstance(report.longrepr, tuple):
-            self.skip_reasons.setdefault(key, str(report.longrepr[2]).removeprefix("Skipped: "))
+        cell = getattr(report, "gpucheck_cell", None) or {}
+        backend, family = cell.get("backend", ""), cell.get("family", "")
+        if outcome == "failed":
+            where = getattr(report, "gpucheck_where", None) or {}
+            self.failures.append(Failure(
+                nodeid=report.nodeid, reason=one_line_reason(report),
+                rerun=rerun_command(report, backend, self.rerun_options), phase=report.when,
+                backend=backend, family=family, file=str(where.get("file", "")),
+                line=int(where.get("line", 0) or 0)))
+        if not cell:
+            return
+        key = (family, backend)
+        status = {"passed": "pass", "failed": "fail", "skipped": "skip"}[outcome]
+        if status == "skip":
+            reason = _skip_reason(report)
+            if reason.startswith(NOT_APPLICABLE_PREFIX):
+                status = "n/a"
+            self.skip_reasons[key][reason] += 1
+        self.counts[key][status] += 1
 
     @property
     def families(self) -> list[str]:
@@ -91,18 +197,41 @@ class Matrix:
         present = {backend for _, backend in self.counts}
         return [name for name in order if name in present] + sorted(present - set(order))
 
+    def totals(self) -> dict[str, int]:
+        """Items per status over the whole matrix, and failures outside it."""
+        total: Counter[str] = Counter()
+        for counts in self.counts.values():
+            total.update(counts)
+        result = {status: total[status] for status in STATUSES}
+        result["items"] = sum(result.values())
+        result["failures_listed"] = len(self.failures)
+        return result
+
+    def status(self, family: str, backend: str) -> str:
+        """The cell's status: fail if any item failed, pass if any passed, else n/a or skip."""
+        counts = self.counts.get((family, backend), Counter())
+        if counts["fail"]:
+            return "fail"
+        if counts["pass"]:
+            return "pass"
+        if counts["n/a"] and not counts["skip"]:
+            return "n/a"
+        return "skip" if counts["skip"] else "-"
+
     def summary(self, family: str, backend: str) -> str:
-        """``5 passed``, ``2 failed / 3 passed``, ``skipped``, or ``-``."""
+        """``pass 5``, ``pass 5 +4 skip``, ``fail 2/5``, ``skip``, ``n/a`` or ``-``."""
         counts = self.counts.get((family, backend))
         if not counts:
             return "-"
-        if counts["failed"]:
-            return f"FAIL {counts['failed']}/{sum(counts.values())}"
-        if counts["passed"]:
-            extra = f" +{counts['skipped']}s" if counts["skipped"] else ""
-            return f"ok {counts['passed']}{extra}"
-        reason = self.skip_reasons.get((family, backend), "")
-        return "n/a" if reason.startswith("not applicable") else "skip"
+        status = self.status(family, backend)
+        ran = counts["pass"] + counts["fail"]
+        if status in ("pass", "fail"):
+            text = f"pass {counts['pass']}" if status == "pass" else f"fail {counts['fail']}/{ran}"
+            for other in ("skip", "n/a"):
+                if counts[other]:
+                    text += f" +{counts[other]} {other}"
+            return text
+        return status
 
     def to_json(self, order: list[str]) -> dict[str, Any]:
         cells = []
@@ -111,13 +240,18 @@ class Matrix:
                 {
                     "family": family,
                     "backend": backend,
-                    **{outcome: counts[outcome] for outcome in OUTCOMES},
-                    "status": _status(counts),
-                    "skip_reason": self.skip_reasons.get((family, backend), ""),
+                    **{status: counts[status] for status in STATUSES},
+                    "status": self.status(family, backend),
+                    "summary": self.summary(family, backend),
+                    "skip_reasons": dict(self.skip_reasons.get((family, backend), {})),
                 }
             )
         return {
-            "format": "pytest-gpucheck/report/v1",
+            "format": REPORT_FORMAT,
+            "legend": LEGEND,
+            "run": self.run,
+            "totals": self.totals(),
+            "failures": [asdict(failure) for failure in self.failures],
             "backends": self.backends_info,
             "families": self.families,
             "backend_order": self.backends(order),
@@ -125,83 +259,229 @@ class Matrix:
             "sections": {name: section.data for name, section in self.sections.items()},
         }
 
-    def to_markdown(self, order: list[str]) -> str:
+    def headline(self) -> str:
+        """``gpucheck: 2 fail, 310 pass, 12 skip, 4 n/a`` (the matrix's totals)."""
+        totals = self.totals()
+        parts = [f"{totals[status]} {status}" for status in ("fail", "pass", "skip", "n/a")
+                 if totals[status]]
+        outside = totals["failures_listed"] - totals["fail"]
+        if outside > 0:
+            parts.insert(0, f"{outside} fail outside the matrix")
+        return "gpucheck: " + (", ".join(parts) if parts else "no items")
+
+    def matrix_markdown(self, order: list[str]) -> list[str]:
         backends = self.backends(order)
-        lines = ["## GPU conformance matrix", ""] if self.counts or self.backends_info else []
+        if not backends:
+            return []
+        lines = ["| family | " + " | ".join(backends) + " |",
+                 "| --- |" + " --- |" * len(backends)]
+        for family in self.families:
+            row = [_markdown_cell(self.summary(family, b), self.status(family, b))
+                   for b in backends]
+            lines.append(f"| {family} | " + " | ".join(row) + " |")
+        return lines
+
+    def failures_markdown(self, limit: int | None = None) -> list[str]:
+        if not self.failures:
+            return []
+        shown = self.failures if limit is None else self.failures[:limit]
+        lines = [f"### Failures ({len(self.failures)})", ""]
+        for failure in shown:
+            lines.append(f"- ❌ `{failure.nodeid}`: {_escape_markdown(failure.reason)}")
+            lines.append(f"  rerun: `{failure.rerun}`")
+        if len(shown) < len(self.failures):
+            lines.append(f"- ... and {len(self.failures) - len(shown)} more in the full report")
+        return [*lines, ""]
+
+    def to_markdown(self, order: list[str]) -> str:
+        lines = ["## GPU conformance matrix", "", self.headline(), ""]
+        lines += self.failures_markdown()
+        if self.run:
+            lines += [_run_line(self.run), ""]
         if self.backends_info:
             lines += ["| backend | version | device / reason |", "| --- | --- | --- |"]
             for name, info in self.backends_info.items():
-                where = info.get("device") or f"skipped: {info.get('reason', '')}"
+                where = info.get("device") or f"skip: {info.get('reason', '')}"
                 lines.append(f"| {name} | {info.get('version', '')} | {where} |")
             lines.append("")
-        if backends:
-            lines.append("| family | " + " | ".join(backends) + " |")
-            lines.append("| --- |" + " --- |" * len(backends))
-            for family in self.families:
-                row = [_markdown_cell(self.summary(family, b)) for b in backends]
-                lines.append(f"| {family} | " + " | ".join(row) + " |")
+        matrix = self.matrix_markdown(order)
+        if matrix:
+            lines += [*matrix, "", f"Legend: {LEGEND}", ""]
+        reasons = self.reason_lines(self.backends(order))
+        if reasons:
+            lines += ["Why items did not run:", "", *(f"- {line.strip()}" for line in reasons), ""]
         for section in self.sections.values():
-            lines += ["", section.markdown.rstrip()]
-        return "\n".join(lines) + "\n"
+            lines += [section.markdown.rstrip(), ""]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def to_job_summary(self, order: list[str], max_failures: int = 20) -> str:
+        """The CI page's version: headline, failures first, the matrix, the rest collapsed."""
+        icon = "❌" if self.failures else "✅"
+        lines = [f"## {icon} {self.headline()}", ""]
+        lines += self.failures_markdown(max_failures)
+        matrix = self.matrix_markdown(order)
+        if matrix:
+            lines += [*matrix, ""]
+        details: list[tuple[str, list[str]]] = []
+        reasons = self.reason_lines(self.backends(order))
+        if reasons:
+            details.append(("Why items did not run", [f"- {line.strip()}" for line in reasons]))
+        for key, section in self.sections.items():
+            if section.markdown.strip():
+                details.append((_section_title(key, section.markdown),
+                                section.markdown.rstrip().splitlines()))
+        facts = []
+        if self.run:
+            facts.append(_run_line(self.run))
+        if self.backends_info:
+            facts += ["", "| backend | version | device / reason |", "| --- | --- | --- |"]
+            for name, info in self.backends_info.items():
+                where = info.get("device") or f"skip: {info.get('reason', '')}"
+                facts.append(f"| {name} | {info.get('version', '')} | {where} |")
+        if matrix:
+            facts += ["", f"Legend: {LEGEND}"]
+        if facts:
+            details.append(("Run, versions and legend", facts))
+        for title, body in details:
+            lines += ["<details>", f"<summary>{title}</summary>", "", *body, "", "</details>", ""]
+        return "\n".join(lines).rstrip() + "\n\n"
 
     def terminal_lines(self, order: list[str]) -> list[str]:
         backends = self.backends(order)
         if not backends:
             return []
         width = max([len("family"), *map(len, self.families)])
-        cols = [max(len(b), 10) for b in backends]
+        cols = [max(len(b), 10, *(len(self.summary(f, b)) for f in self.families))
+                for b in backends]
         header = (
             "family".ljust(width)
             + "  "
             + "  ".join(b.ljust(c) for b, c in zip(backends, cols, strict=False))
-        )
+        ).rstrip()
         lines = [header]
         for family in self.families:
             cells = [self.summary(family, b).ljust(c) for b, c in zip(backends, cols, strict=False)]
-            lines.append(family.ljust(width) + "  " + "  ".join(cells))
-        lines.extend(self._skip_lines(backends))
+            lines.append((family.ljust(width) + "  " + "  ".join(cells)).rstrip())
+        lines.extend(self.reason_lines(backends))
+        lines.append(f"legend: {LEGEND}")
         return lines
 
-    def _skip_lines(self, backends: list[str]) -> list[str]:
-        """Why each all-skipped cell was skipped; one line per backend when one reason covers it."""
+    def reason_lines(self, backends: list[str]) -> list[str]:
+        """Why items did not run: one line per backend when one reason covers all of its
+        skip / n/a items, else one per family and reason."""
         lines = []
         for backend in backends:
-            families = [f for f in self.families if (f, backend) in self.counts]
-            skipped = {
-                family: self.skip_reasons.get((family, backend), "")
-                for family in families
-                if not self.counts[(family, backend)]["passed"]
-                and not self.counts[(family, backend)]["failed"]
+            per_family = {
+                family: self.skip_reasons[(family, backend)]
+                for family in self.families
+                if self.skip_reasons.get((family, backend))
             }
-            if not skipped:
+            if not per_family:
                 continue
-            if len(skipped) == len(families) and len(set(skipped.values())) == 1:
-                lines.append(f"  {backend} skipped: {next(iter(skipped.values()))}")
-                continue
-            lines.extend(
-                f"  {backend} skipped in {family}: {reason}" for family, reason in skipped.items()
+            reasons = {reason for found in per_family.values() for reason in found}
+            families = [f for f in self.families if (f, backend) in self.counts]
+            whole = all(
+                not self.counts[(f, backend)]["pass"] and not self.counts[(f, backend)]["fail"]
+                for f in families
             )
+            if len(reasons) == 1 and whole:
+                reason = next(iter(reasons))
+                lines.append(f"  {backend} {_label(reason)}: {reason}")
+                continue
+            for family, found in per_family.items():
+                for reason, count in found.items():
+                    lines.append(f"  {backend} in {family}: {count} {_label(reason)}: {reason}")
+        return lines
+
+    def failure_lines(self) -> list[str]:
+        """Terminal lines: each failure with its one-line reason and rerun command."""
+        lines = []
+        for failure in self.failures:
+            lines.append(f"FAIL {failure.nodeid}: {failure.reason}")
+            lines.append(f"  rerun: {failure.rerun}")
         return lines
 
 
-def _status(counts: Counter[str]) -> str:
-    if counts["failed"]:
-        return "fail"
-    return "pass" if counts["passed"] else "skip"
+def _label(reason: str) -> str:
+    return "n/a" if reason.startswith(NOT_APPLICABLE_PREFIX) else "skip"
 
 
-def _markdown_cell(summary: str) -> str:
-    if summary.startswith("FAIL"):
-        return f"❌ {summary}"
-    if summary.startswith("ok"):
-        return f"✅ {summary}"
-    return summary
+def _skip_reason(report: pytest.TestReport) -> str:
+    if isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    return str(report.longrepr or "")
+
+
+def _markdown_cell(summary: str, status: str) -> str:
+    icon = {"fail": "❌ ", "pass": "✅ "}.get(status, "")
+    return f"{icon}{summary}"
+
+
+def _escape_markdown(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _section_title(key: str, markdown: str) -> str:
+    """The section's own heading (``## Interop matrix``) or its key."""
+    for line in markdown.splitlines():
+        if line.startswith("#"):
+            return line.lstrip("#").strip()
+    return key.replace("_", " ")
+
+
+def _run_line(run: dict[str, Any]) -> str:
+    versions = ", ".join(f"{name} {version}" for name, version in run.get("versions", {}).items())
+    commit = run.get("commit") or "unknown commit"
+    return (f"Run at {run.get('timestamp', '?')} on {run.get('host', '?')}, commit {commit}; "
+            f"{versions}")
+
+
+def run_facts(rootpath: Path) -> dict[str, Any]:
+    """When and on what the run was made: UTC timestamp, commit, host, versions."""
+    from importlib import metadata
+
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return {
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": current_commit(rootpath),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "versions": {
+            "python": platform.python_version(),
+            "pytest": pytest.__version__,
+            "pytest-gpucheck": version("pytest-gpucheck"),
+        },
+    }
+
+
+def current_commit(rootpath: Path) -> str:
+    """The commit under test: the CI's variable (GitHub, GitLab), else ``git``, else ""."""
+    for variable in ("GITHUB_SHA", "CI_COMMIT_SHA"):
+        if os.environ.get(variable):
+            return os.environ[variable]
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=rootpath, capture_output=True,
+                              text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def get_matrix(config: pytest.Config) -> Matrix:
     """The run's matrix (created on first use)."""
     if MATRIX_KEY not in config.stash:
-        config.stash[MATRIX_KEY] = Matrix()
+        options = []
+        if config.getoption("gpu_conformance", False):
+            options.append("--gpu-conformance")
+        impls = config.getoption("gpu_impls", "all")
+        if impls != "all":
+            options.append(f"--gpu-impls={impls}")
+        config.stash[MATRIX_KEY] = Matrix(rerun_options=tuple(options))
     return config.stash[MATRIX_KEY]
 
 
@@ -229,3 +509,14 @@ def write_report(matrix: Matrix, path: Path, order: list[str]) -> None:
     else:
         text = matrix.to_markdown(order)
     write_atomically(path, text)
+
+
+def append_job_summary(matrix: Matrix, path: Path, order: list[str]) -> None:
+    """Append the job-summary Markdown to ``path`` (GitHub's ``GITHUB_STEP_SUMMARY``) in
+    one write, so earlier steps' content stays and a reader sees all of ours or none."""
+    text = matrix.to_job_summary(order)
+    with open(path, "a", encoding="utf-8") as stream:
+        stream.write(text)
+
+
+__all__ = ["Failure", "Matrix", "add_section", "cell_of", "get_matrix", "set_cell"]

@@ -129,5 +129,7 @@ def test_report_path_needs_a_known_extension(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--gpu-report=out.txt")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert result.stderr.lines[0] == (
-        "ERROR: --gpu-report='out.txt': the file name must end in .json or .md"
+        "ERROR: --gpu-report='out.txt': the file name must end in .json or .md (for the GitHub "
+        "job summary give no option: $GITHUB_STEP_SUMMARY is appended to automatically; "
+        "elsewhere use --gpu-summary=PATH)"
     )

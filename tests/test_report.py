@@ -34,27 +34,56 @@ def test_terminal_matrix_counts_each_backend_and_family(pytester: pytest.Pyteste
     start = lines.index(next(line for line in lines if "gpucheck conformance matrix" in line))
     table = lines[start + 1 : start + 4]
     assert table[0].split() == ["family", "numpy", "torch-cpu"]
-    assert table[1].split() == ["kernels", "ok", "1", "FAIL", "1/1"]
-    assert table[2].split() == ["things", "ok", "1", "ok", "1"]
+    assert table[1].split() == ["kernels", "pass", "1", "fail", "1/1"]
+    assert table[2].split() == ["things", "pass", "1", "pass", "1"]
+    result.stdout.fnmatch_lines([
+        "legend: pass N: N items passed | fail F/N:*",
+        "FAIL test_things.py::test_bad[[]torch-cpu[]]: AssertionError: assert 'torch-cpu' != *",
+        "  rerun: pytest 'test_things.py::test_bad[[]torch-cpu[]]' --gpu-backends=torch-cpu",
+        "gpucheck: 1 fail, 3 pass",
+    ])
 
 
 def test_json_and_markdown_reports(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_things=TESTS)
     pytester.runpytest("--gpu-backends=numpy,torch-cpu,gpu", "--gpu-report=out/report.json")
     data = json.loads((pytester.path / "out" / "report.json").read_text())
-    assert data["format"] == "pytest-gpucheck/report/v1"
+    assert data["format"] == "pytest-gpucheck/report/v2"
     cells = {(c["family"], c["backend"]): c for c in data["cells"]}
     assert cells[("kernels", "torch-cpu")]["status"] == "fail"
-    assert cells[("kernels", "numpy")]["passed"] == 1
-    if data["backends"]["cupy"]["reason"]:  # no usable cupy here
+    assert cells[("kernels", "torch-cpu")]["summary"] == "fail 1/1"
+    assert cells[("kernels", "numpy")]["pass"] == 1
+    cupy_reason = data["backends"]["cupy"]["reason"]
+    if cupy_reason:  # no usable cupy here
         assert cells[("things", "cupy")]["status"] == "skip"
-    assert cells[("things", "cupy")]["skip_reason"] == data["backends"]["cupy"]["reason"]
+        assert cells[("things", "cupy")]["skip_reasons"] == {cupy_reason: 1}
     assert data["backends"]["numpy"]["device"] == "cpu"
+    # Totals over the matrix, the failures with what reruns them, and the run's facts.
+    assert data["totals"]["fail"] == 1
+    assert data["totals"]["pass"] == 3
+    statuses = ("pass", "fail", "skip", "n/a")
+    assert data["totals"]["items"] == sum(data["totals"][s] for s in statuses)
+    (failure,) = data["failures"]
+    assert failure["nodeid"] == "test_things.py::test_bad[torch-cpu]"
+    assert failure["reason"].startswith("AssertionError: assert 'torch-cpu' != 'torch-cpu'")
+    assert failure["rerun"] == (
+        "pytest 'test_things.py::test_bad[torch-cpu]' --gpu-backends=torch-cpu")
+    assert failure["file"].endswith("test_things.py")
+    written = (pytester.path / "test_things.py").read_text().splitlines()
+    assert written[failure["line"] - 1].startswith("@pytest.mark.gpu_family")  # the test
+    assert data["run"]["timestamp"].endswith("+00:00")
+    assert set(data["run"]["versions"]) >= {"python", "pytest", "pytest-gpucheck"}
+    assert "commit" in data["run"]
+    assert data["legend"].startswith("pass N")
 
     pytester.runpytest("--gpu-backends=numpy,torch-cpu", "--gpu-report=summary.md")
     markdown = (pytester.path / "summary.md").read_text()
     assert "| family | numpy | torch-cpu |" in markdown
-    assert "| kernels | ✅ ok 1 | ❌ FAIL 1/1 |" in markdown
+    assert "| kernels | ✅ pass 1 | ❌ fail 1/1 |" in markdown
+    assert "- ❌ `test_things.py::test_bad[torch-cpu]`: AssertionError: assert" in markdown
+    assert "  rerun: `pytest 'test_things.py::test_bad[torch-cpu]' --gpu-backends=torch-cpu`" \
+        in markdown
+    assert "Legend: pass N" in markdown
     assert not list(pytester.path.glob(".summary.md.*.tmp")), "temporary file left behind"
 
 
