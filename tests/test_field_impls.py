@@ -17,7 +17,8 @@ from reference_kernels import CORE_KERNELS, KERNELS
 
 ROOT = Path(__file__).parent.parent
 NEW_KERNELS = [k for k in KERNELS if k not in CORE_KERNELS]
-MODULES = ("ufunc_impls", "transform_impls", "multi_device_impls", "grid_sync_impls")
+MODULES = ("ufunc_impls", "transform_impls", "multi_device_impls", "grid_sync_impls",
+           "cupy_fuse_impls")
 
 
 def test_the_new_families_have_kernels() -> None:

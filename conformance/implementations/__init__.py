@@ -29,6 +29,7 @@ MODULES: tuple[str, ...] = (
     "transform_impls",
     "multi_device_impls",
     "grid_sync_impls",
+    "cupy_fuse_impls",
 )
 
 for _module in MODULES:
