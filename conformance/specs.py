@@ -10,6 +10,7 @@ The argument names and order are those of ``docs/kernels.md``.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -784,6 +785,13 @@ SPECS: dict[str, KernelSpec] = {
                                        kinds=(NEGATIVE, SUBNORMAL))),
     )
 }
+
+
+#: Modules adding the specs of further families (each has a ``SPECS`` table).
+FAMILY_SPEC_MODULES = ("conformance.specs_ufuncs", "conformance.specs_transforms",
+                       "conformance.specs_multi_device")
+for _module in FAMILY_SPEC_MODULES:
+    SPECS.update(importlib.import_module(_module).SPECS)
 
 
 def spec_for(kernel: str) -> KernelSpec:

@@ -31,6 +31,7 @@ FEATURE_PLUGINS: tuple[str, ...] = (
     "pytest_gpucheck.mpi.plugin",
     "pytest_gpucheck.hypothesis_profiles",
     "pytest_gpucheck.interop.plugin",
+    "pytest_gpucheck.multi_device",
 )
 
 MARKERS = (

@@ -20,7 +20,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import elementwise, indexing, linalg, reductions, stencils
+from . import (
+    cooperative,
+    elementwise,
+    indexing,
+    linalg,
+    multi_device,
+    reductions,
+    stencils,
+    transforms,
+    ufuncs,
+)
 
 #: Family of each kernel, in the order the contract lists them.
 FAMILIES: dict[str, str] = {
@@ -64,4 +74,15 @@ KERNELS: dict[str, Callable[..., Any]] = {
     name: getattr(_MODULE_OF_FAMILY[family], name) for name, family in FAMILIES.items()
 }
 
-__all__ = ["FAMILIES", "KERNELS", "elementwise", "indexing", "linalg", "reductions", "stencils"]
+#: The kernels of the families above: every framework's main implementation module
+#: covers these (or says why not); the families below have modules of their own.
+CORE_KERNELS: tuple[str, ...] = tuple(FAMILIES)
+
+# Families whose module lists its own kernels (a ``FAMILIES`` table of the module).
+for _module in (ufuncs, transforms, multi_device, cooperative):
+    for _name, _family in _module.FAMILIES.items():
+        FAMILIES[_name] = _family
+        KERNELS[_name] = getattr(_module, _name)
+
+__all__ = ["CORE_KERNELS", "FAMILIES", "KERNELS", "cooperative", "elementwise", "indexing",
+           "linalg", "multi_device", "reductions", "stencils", "transforms", "ufuncs"]

@@ -25,7 +25,7 @@ import conformance.implementations.jax_impls as jax_impls
 import conformance.implementations.torch_impls as torch_impls
 from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.registry import implementations, not_applicable_reason
-from reference_kernels import KERNELS
+from reference_kernels import CORE_KERNELS as KERNELS
 
 OUR_MODULES = {jax_impls.__name__: ("jax-cpu", "jax-gpu"),
                torch_impls.__name__: ("torch-cpu", "torch-cuda")}

@@ -27,7 +27,7 @@ from conformance.implementations.cuda_c import drivers
 from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.guards import GuardedBuffer
 from pytest_gpucheck.launch import LaunchConfig
-from reference_kernels import KERNELS
+from reference_kernels import CORE_KERNELS as KERNELS
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C++ compiler (g++ or clang++)")
 

@@ -78,7 +78,8 @@ def test_every_contract_kernel_has_a_reference_and_a_family() -> None:
     assert set(KERNELS) == documented
     assert set(FAMILIES) == documented
     assert set(FAMILIES.values()) == {
-        "elementwise", "indexing", "reductions", "stencils", "halos", "linalg"
+        "elementwise", "indexing", "reductions", "stencils", "halos", "linalg",
+        "ufuncs", "transforms", "multi-device", "grid-sync",
     }
     for name, reference in KERNELS.items():
         assert reference.__name__ == name
@@ -86,7 +87,8 @@ def test_every_contract_kernel_has_a_reference_and_a_family() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["", ".elementwise", ".indexing", ".reductions", ".stencils", ".linalg"]
+    "module", ["", ".elementwise", ".indexing", ".reductions", ".stencils", ".linalg",
+               ".ufuncs", ".transforms", ".multi_device", ".cooperative"]
 )
 def test_docstring_examples_run(module: str) -> None:
     found = doctest.testmod(importlib.import_module(f"reference_kernels{module}"))

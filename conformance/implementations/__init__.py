@@ -24,6 +24,12 @@ MODULES: tuple[str, ...] = (
     "jax_impls",
     "torch_impls",
     "cuda_python_impls",
+    # Families added later, one module each:
+    "ufunc_impls",
+    "transform_impls",
+    "multi_device_impls",
+    "grid_sync_impls",
+    "cupy_fuse_impls",
 )
 
 for _module in MODULES:

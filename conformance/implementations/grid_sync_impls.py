@@ -1,0 +1,94 @@
+"""Bundled cooperative kernel: ``heat_steps_grid_sync`` with ``@cuda.jit`` and
+``cuda.cg.this_grid().sync()``, registered for ``numba-cuda`` and ``numba-cudasim``.
+
+One launch computes every step: each thread updates its cells (a grid-stride
+loop) from one buffer into the other, then the whole grid synchronises before
+the next step reads what the others wrote.  A kernel that calls
+``grid.sync()`` is launched cooperatively by Numba, and every block of a
+cooperative grid must be resident on the device at once, so the grid is at
+most ``kernel.max_cooperative_grid_blocks(block)`` blocks (on a GPU) and the
+grid-stride loop covers the rest of the field.
+
+Never run on a GPU in this project's CI; the simulator runs it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from pytest_gpucheck.registry import implements
+
+from ._applicability import not_applicable_elsewhere
+
+KERNELS = ("heat_steps_grid_sync",)
+BACKENDS = ("numba-cuda", "numba-cudasim")
+#: Threads per block: small in the simulator (one Python thread per CUDA thread) so
+#: that the drawn sizes span several blocks, and grid.sync() has blocks to synchronise.
+SIMULATOR_BLOCK = 8
+GPU_BLOCK = 128
+
+
+def simulated() -> bool:
+    """True when ``numba.cuda`` is the simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
+    from numba import config
+
+    # numba.config sets its attributes at run time.
+    return bool(getattr(config, "ENABLE_CUDASIM", False))
+
+
+@functools.cache
+def kernels() -> Any:
+    """The cooperative kernel (imports ``numba.cuda`` on first call)."""
+    from . import _grid_sync_kernels
+
+    return _grid_sync_kernels.heat_steps
+
+
+def cooperative_grid(kernel: Any, n: int, block: int) -> int:
+    """Blocks for ``n`` cells: one cell per thread, at most what can be resident at once
+    on a GPU (the simulator runs any grid)."""
+    wanted = max(1, math.ceil(n / block))
+    if simulated():
+        return wanted
+    return max(1, min(wanted, int(kernel.max_cooperative_grid_blocks(block))))
+
+
+def launch_heat_steps(kernel: Any, u: Any, alpha: Any, steps: Any, out: Any) -> None:
+    """Launch ``kernel`` (the bundled one, or a variant with the same signature) cooperatively
+    on two scratch buffers; the result lands in ``out``."""
+    from numba import cuda
+
+    n = int(u.shape[0])
+    if n == 0:
+        return
+    block = SIMULATOR_BLOCK if simulated() else GPU_BLOCK
+    a = cuda.device_array(n, dtype=out.dtype)
+    b = cuda.device_array(n, dtype=out.dtype)
+    grid = cooperative_grid(kernel, n, block)
+    kernel[grid, block](u, a, b, out, np.dtype(out.dtype).type(alpha), int(steps))
+    cuda.synchronize()
+
+
+@implements("heat_steps_grid_sync", backend="numba-cuda", name="grid-sync", origin="bundled")
+@implements("heat_steps_grid_sync", backend="numba-cudasim", name="grid-sync",
+            origin="bundled")
+def heat_steps_grid_sync(u: Any, alpha: Any, steps: Any, out: Any) -> None:
+    """Every step in one cooperative launch, ``grid.sync()`` between steps."""
+    launch_heat_steps(kernels(), u, alpha, steps, out)
+
+
+not_applicable_elsewhere(
+    KERNELS, BACKENDS,
+    {"cupy": "not yet bundled: CuPy reaches grid synchronisation through RawKernel with "
+             "cooperative groups (cooperative launch), which this suite has no "
+             "implementation of yet",
+     "cuda-python": "not yet bundled: a cooperative cuda.core launch "
+                    "(LaunchConfig(cooperative_launch=True)) has no implementation here yet"},
+    "grid synchronisation inside one kernel launch is a CUDA cooperative-groups feature; "
+    "this framework has no user-level kernel launch")
+
+__all__ = ["KERNELS", "cooperative_grid", "kernels", "launch_heat_steps", "simulated"]

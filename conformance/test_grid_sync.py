@@ -1,0 +1,19 @@
+"""Conformance of cooperative kernels: ``heat_steps_grid_sync`` computes every heat step in
+one launch, the whole grid synchronised (``cuda.cg.this_grid().sync()``) between steps.
+
+The drawn sizes span several blocks, so a kernel that synchronises only its block
+(``cuda.syncthreads()``) reads neighbours' cells from the wrong step.  The checks
+every launch gets are listed in :mod:`conformance.harness`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.harness import Cell, check_implementation
+
+
+@pytest.mark.gpu_kernel("heat_steps_grid_sync")
+def test_heat_steps_grid_sync(impl: Cell, request: pytest.FixtureRequest) -> None:
+    """``steps`` heat steps in one cooperative launch equal ``heat_steps_1d``."""
+    check_implementation(impl, request)
