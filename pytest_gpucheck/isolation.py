@@ -744,7 +744,7 @@ class SimulatorRouter:
             self.deaths.append(f"{what} {describe_exit(run.returncode)}" + (
                 f" while running {crashed.nodeid}" if crashed is not None
                 else " after its last test" if not remaining else " before running a test"))
-        elif run.returncode != 0 and not any(
+        elif run.returncode != 0 and not remaining and not any(
             r.failed for item in batch for r in self.results.get(item.nodeid, [])
         ):
             # Exit code 1 with every test passed: something failed outside the tests
