@@ -166,7 +166,8 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
         if problem:
             raise AssertionError(problem + "\n" + context.reproducer())
 
-    examples = max(2, current.max_examples // sizing.example_divisor)
+    divisor = sizing.statistical_divisor if spec.statistical else sizing.example_divisor
+    examples = max(2, current.max_examples // divisor)
     test = settings(
         parent=current,
         max_examples=examples,

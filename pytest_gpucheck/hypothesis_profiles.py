@@ -17,8 +17,9 @@ this choice applies to the conformance suites only, so the user's own
 hypothesis tests keep their settings.  All three set ``deadline=None``: the
 first example of each new shape or dtype includes JIT compilation (Numba,
 JAX, NVRTC), which says nothing about the kernel.  The numbers are the
-examples of CPU and GPU backends; the CUDA simulator gets a quarter (see
-:mod:`pytest_gpucheck.strategies`).
+examples of CPU and GPU backends; the CUDA simulator gets half (see
+:mod:`pytest_gpucheck.strategies`).  Every profile runs the suites' boundary
+sweep (fixed edge cases, the same on every backend) before these examples.
 """
 
 from __future__ import annotations

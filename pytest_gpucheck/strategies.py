@@ -53,6 +53,9 @@ class Sizing:
     max_threads: int
     #: Hypothesis examples are divided by this (the simulator is slow).
     example_divisor: int = 1
+    #: ... and by this for statistical kernels (monte_carlo_pi), whose every example
+    #: draws thousands of samples and runs its tests at a fixed false-alarm rate.
+    statistical_divisor: int = 1
     #: Number of Monte Carlo samples (large enough for a statistical test).
     samples: tuple[int, ...] = (4096, 10007)
     #: The boundary sweep's block (a power of two) and its non-power-of-two partner.
@@ -105,6 +108,7 @@ SIMULATOR = Sizing(
     # Half the examples (a quarter starved it: 2 per test on the dev profile), on top
     # of the boundary sweep that every backend runs in full.
     example_divisor=2,
+    statistical_divisor=4,
     samples=(1031, 2048),
     sweep_block=8,
     odd_block=3,

@@ -7,7 +7,10 @@ family (and a correct twin where useful).  One pytest run of the bundled
 suites with ``--gpu-impls=user`` on numpy, numba-cpu and
 numba-cudasim checks them all; each test below then asserts that one
 implementation failed with the message of the check that exists to catch its
-bug, or that a correct one passed.
+bug, or that a correct one passed.  The runs use the derandomized ``ci``
+profile: each bug must be caught by what every CI run checks, which for the
+escape classes (edge sizes, odd blocks, distinct axes, wide ghosts, NaN
+inputs, small grids, launch-dependent results) is the boundary sweep.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def _run_suites(workdir: Path, backends: str) -> dict[str, Outcome]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(REPO)]),
            # Loaded like a conftest.py, in this run and in the simulator child.
            "PYTEST_PLUGINS": "broken_implementations"}
-    env.pop("CI", None)  # the proof profile is chosen explicitly
+    env.pop("CI", None)  # the ci profile is chosen explicitly, as CI would
     env.pop("PYTEST_ADDOPTS", None)
     command = [
         sys.executable, "-m", "pytest",
