@@ -324,6 +324,18 @@ def test_jax_has_what_the_backend_adapter_and_implementations_call() -> None:
     assert jax.config.jax_default_device is None or jax.config.jax_default_device
 
 
+def test_jax_exports_legacy_capsules_that_cannot_say_read_only() -> None:
+    """The fact behind cuda-core-legacy-capsule-writable: asked for DLPack 1.0, JAX
+    still hands out an unversioned capsule, which has no flags field.  One code
+    path for every platform (``jax/_src/dlpack.py``: DLPACK_VERSION is (0, 8),
+    and its docstring says the buffers "cannot be marked as immutable")."""
+    jax = _need("jax")
+    from pytest_gpucheck.interop.export import capsule_name
+
+    array = jax.device_put(np.arange(3.0), jax.devices("cpu")[0])
+    assert capsule_name(array.__dlpack__(max_version=(1, 0))) == "dltensor"
+
+
 def test_jax_reads_the_allocator_variables_the_plugin_sets() -> None:
     """The names in child_env's policy are the ones jaxlib's GPU client reads."""
     _need("jax")

@@ -236,7 +236,7 @@ DOCUMENTED: tuple[Documented, ...] = (
         outcome=Outcome.WRONG,
         summary="JAX exports unversioned (pre-1.0) DLPack capsules, which have no read-only "
         "flag, so cuda.core's StridedMemoryView of a JAX array says writable",
-        source="https://dmlc.github.io/dlpack/latest/c_api.html#c.DLManagedTensorVersioned",
+        source="https://github.com/jax-ml/jax/blob/main/jax/_src/dlpack.py",
         protocols=DLPACK,
         producers="jax-*",
         consumers="cuda-python",
