@@ -1,0 +1,158 @@
+"""The example CI workflows run as written: their commands come from the files.
+
+``docs/ci/github-actions.yml`` and ``docs/ci/gitlab-ci.yml`` are what users
+copy.  Every ``python -m pytest`` command of their CPU jobs runs here (restricted
+with ``PYTEST_ADDOPTS=-k`` to the user's kernel and test, to stay cheap), in a
+temporary project laid out as the workflows expect (a ``conftest.py`` that
+registers implementations, a ``tests/`` folder), with the variables the CI
+sets; every command of the GPU jobs runs too and must stop at once with the
+``--gpu-require=gpu`` error, since this machine has no GPU: a runner that lost
+its GPU fails.  The install commands cannot run here (no network beyond the
+package index), so their extras are checked against ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomllib
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+GITHUB = REPO / "docs" / "ci" / "github-actions.yml"
+GITLAB = REPO / "docs" / "ci" / "gitlab-ci.yml"
+
+USER_CONFTEST = '''
+import pytest_gpucheck
+
+
+@pytest_gpucheck.implements("vector_add", backend="numpy", name="mine")
+def vector_add(a, b, out):
+    out[...] = a + b
+
+
+@pytest_gpucheck.implements("vector_add", backend="torch-cpu", name="mine")
+def vector_add_torch(a, b, out):
+    out.copy_(a + b)
+'''
+USER_TEST = '''
+import numpy as np
+
+
+def test_scale(gpu_backend, xp):
+    x = gpu_backend.to_device(np.arange(8, dtype=np.float32))
+    y = xp.multiply(x, 2)
+    gpu_backend.synchronize()
+    np.testing.assert_array_equal(gpu_backend.to_host(y), np.arange(8, dtype=np.float32) * 2)
+'''
+
+
+def _commands(script: str) -> list[str]:
+    """Shell lines of a ``run:`` block or a ``script:`` list, ``&&`` chains split."""
+    lines = []
+    for line in script.splitlines():
+        lines.extend(part.strip() for part in line.split("&&") if part.strip())
+    return lines
+
+
+def github_commands(job: str) -> tuple[dict[str, str], list[str]]:
+    workflow = yaml.safe_load(GITHUB.read_text())
+    steps = workflow["jobs"][job]["steps"]
+    commands = [line for step in steps if "run" in step for line in _commands(step["run"])]
+    return {k: str(v) for k, v in workflow.get("env", {}).items()}, commands
+
+
+def gitlab_commands(job: str) -> tuple[dict[str, str], list[str]]:
+    pipeline = yaml.safe_load(GITLAB.read_text())
+    commands = [line for entry in pipeline[job]["script"] for line in _commands(entry)]
+    return {k: str(v) for k, v in pipeline.get("variables", {}).items()}, commands
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "conftest.py").write_text(USER_CONFTEST)
+    (project / "tests" / "test_scale.py").write_text(USER_TEST)
+    return project
+
+
+def _run(command: str, project: Path,
+         variables: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("GITHUB_", "PYTEST_", "CI"))}
+    env.update(variables)
+    # The workflow's `python` is the environment the install step made: here, this one.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    return subprocess.run(["bash", "-c", command], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+EXTRAS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+
+@pytest.mark.parametrize("source", [github_commands, gitlab_commands], ids=["github", "gitlab"])
+def test_install_commands_name_existing_extras_and_the_cpu_wheels(source: Any) -> None:
+    _, cpu = source("cpu")
+    _, gpu = source("gpu")
+    installs = [c for c in cpu + gpu if c.startswith("python -m pip install")]
+    assert len(installs) == 3
+    for command in installs:
+        for extras in re.findall(r"pytest-gpucheck\[([^\]]+)\]", command):
+            assert set(extras.split(",")) <= set(EXTRAS), command
+    # The CPU job takes PyTorch from its CPU wheel index first; the cpu extra
+    # then finds torch installed and downloads no CUDA build, no nvidia-* library.
+    assert cpu[0] == ("python -m pip install torch --index-url "
+                      "https://download.pytorch.org/whl/cpu")
+    assert "pytest-gpucheck[cpu]" in cpu[1]
+    assert any(dep.startswith("torch") for dep in EXTRAS["cpu"])
+    assert not any(dep.startswith(("nvidia", "triton")) for dep in EXTRAS["cpu"])
+
+@pytest.mark.parametrize("source", [github_commands, gitlab_commands], ids=["github", "gitlab"])
+def test_cpu_job_commands_pass_here(source: Any, tmp_path: Path) -> None:
+    variables, commands = source("cpu")
+    project = _project(tmp_path)
+    summary = tmp_path / "step_summary"
+    summary.write_text("")
+    variables.update(GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary),
+                     GITHUB_WORKSPACE=str(project))
+    # Only the user's own kernel and test, not every bundled suite (the main CI job
+    # runs those): the commands, options, reports and summary are what is tested.
+    variables["PYTEST_ADDOPTS"] += " -k 'vector_add or test_scale'"
+    pytest_commands = [c for c in commands if c.startswith("python -m pytest")]
+    assert len(pytest_commands) == 2
+    for command in pytest_commands:
+        result = _run(command, project, variables)
+        assert result.returncode == 0, (command, result.stdout[-3000:], result.stderr[-2000:])
+        # test_scale runs on the four CPU backends with an array namespace; the
+        # conformance run (no path: the project and the suites) adds the two
+        # user implementations of vector_add.
+        passed = "6 passed" if "--gpu-conformance" in command else "4 passed"
+        assert re.search(rf"\b{passed}\b", result.stdout), result.stdout[-2000:]
+        for report in re.findall(r"--(?:gpu-report|junitxml)=(\S+)", command):
+            assert (project / report).stat().st_size > 0, report
+    assert summary.read_text().count("## ✅ gpucheck:") == 2
+
+
+@pytest.mark.parametrize("source", [github_commands, gitlab_commands], ids=["github", "gitlab"])
+def test_gpu_job_commands_fail_fast_without_a_gpu(source: Any, tmp_path: Path) -> None:
+    variables, commands = source("gpu")
+    project = _project(tmp_path)
+    (project / "benchmarks").mkdir()
+    for command in commands:
+        if command.startswith("mkdir "):
+            assert _run(command, project, variables).returncode == 0
+    pytest_commands = [c for c in commands if c.startswith("python -m pytest ")]
+    assert len(pytest_commands) == 3
+    for command in pytest_commands:
+        assert "--gpu-require=gpu" in shlex.split(command)
+        result = _run(command, project, variables)
+        assert result.returncode == 4, (command, result.stdout[-2000:], result.stderr[-2000:])
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith("ERROR: --gpu-require=gpu:"), line
