@@ -14,10 +14,14 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 from conformance.harness import Cell, check_implementation
+from pytest_gpucheck import tolerance as tol
+from pytest_gpucheck.finite_differences import directional_check
 from pytest_gpucheck.registry import implementations
+from reference_kernels.stencils import heat_step_1d
 
 
 @pytest.mark.gpu_kernel("grad_sum_of_squares")
@@ -42,6 +46,20 @@ def test_grad_sigmoid(impl: Cell, request: pytest.FixtureRequest) -> None:
 def test_grad_heat_step_1d(impl: Cell, request: pytest.FixtureRequest) -> None:
     """``d/du sum(g * heat_step_1d(u, alpha)) = H^T g``, walls included."""
     check_implementation(impl, request)
+
+
+@pytest.mark.gpu_kernel("grad_sigmoid")
+def test_grad_sigmoid_finite_differences(impl: Cell, request: pytest.FixtureRequest) -> None:
+    """The gradient of ``sum(sigmoid(x))`` along random directions agrees with central
+    differences (step ``(3E/M3)^(1/3)``, ``M3 = sum|v|^3 / 8``)."""
+    _check_finite_differences(impl, request)
+
+
+@pytest.mark.gpu_kernel("grad_heat_step_1d")
+def test_grad_heat_step_1d_finite_differences(impl: Cell,
+                                              request: pytest.FixtureRequest) -> None:
+    """The heat step is linear: central differences are exact up to rounding."""
+    _check_finite_differences(impl, request)
 
 
 @pytest.mark.gpu_kernel("vmap_saxpy")
@@ -83,3 +101,84 @@ def _eagerly(func: Callable[..., Any]) -> Callable[..., Any]:
             return func(*args, **kwargs)
 
     return run
+
+
+# -- finite differences ------------------------------------------------------------------------
+
+
+def _sigmoid64(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _heat_magnitude(x: np.ndarray, case: Any) -> float:
+    alpha = float(case.inputs["alpha"])
+    g = np.abs(case.inputs["g"].astype(np.float64))
+    return float(np.sum(g) * (1 + 4 * alpha) * np.max(x, initial=0.0))
+
+
+#: Per gradient kernel: the float64 forward ``f(x, case)`` whose gradient the kernel returns;
+#: the sum of its terms' magnitudes at ``|x|`` (what its rounding error scales with); and a
+#: bound on its third directional derivative along ``v`` (linear and quadratic forwards
+#: have 0; the third derivative of sigmoid is at most 1/8 in magnitude).
+FORWARDS: dict[str, tuple[Callable[[np.ndarray, Any], float],
+                          Callable[[np.ndarray, Any], float],
+                          Callable[[np.ndarray], float]]] = {
+    "grad_sum_of_squares": (lambda x, case: float(np.sum(x * x)),
+                            lambda x, case: float(np.sum(x * x)), lambda v: 0.0),
+    "grad_weighted_sum": (lambda x, case: float(np.sum(case.inputs["w"] * x)),
+                          lambda x, case: float(np.sum(np.abs(case.inputs["w"]) * x)),
+                          lambda v: 0.0),
+    "grad_sigmoid": (lambda x, case: float(np.sum(_sigmoid64(x))),
+                     lambda x, case: float(x.size),
+                     lambda v: float(np.sum(np.abs(v) ** 3)) / 8.0),
+    "grad_heat_step_1d": (
+        lambda x, case: float(np.sum(case.inputs["g"].astype(np.float64)
+                                     * heat_step_1d(x, float(case.inputs["alpha"])))),
+        _heat_magnitude, lambda v: 0.0),
+}
+
+#: Rounded operations per term of a forward (the heat step's six, a product, a sum).
+FORWARD_OPS = 8
+
+
+def _check_finite_differences(impl: Cell, request: pytest.FixtureRequest) -> None:
+    """The implementation's gradient, dotted with random directions, agrees with central
+    differences of the float64 forward within the derived tolerance of
+    :mod:`pytest_gpucheck.finite_differences` (the gradient's own allowance is the
+    kernel's tolerance rule, summed along the direction)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from conformance.specs import spec_for
+    from pytest_gpucheck import strategies as gst
+    from pytest_gpucheck.selection import get_selection
+
+    spec = spec_for(impl.implementation.kernel)
+    backend = get_selection(request.config).backend(impl.backend)
+    forward, magnitude, third = FORWARDS[spec.name]
+
+    @settings(max_examples=6, deadline=None, database=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(case=spec.cases(gst.sizing_for(backend.name)), seed=st.integers(0, 2**16))
+    def example(case: Any, seed: int) -> None:
+        args = [backend.to_device(v) if isinstance(v, np.ndarray) else v
+                for v in (case.inputs[name] for name in spec.arguments)]
+        gradient = np.asarray(backend.to_host(impl.implementation.func(*args)))
+        x = case.inputs[spec.arguments[0]].astype(np.float64)
+        expected = spec.expected(case)
+        bound = spec.rule(case, expected).bound
+        per_element = np.zeros(x.shape) if bound is None else np.broadcast_to(bound, x.shape)
+        v = np.random.default_rng(seed).standard_normal(x.shape)
+        # One float64 evaluation at x +- h v: n terms of FORWARD_OPS roundings each, summed,
+        # within gamma_(n + FORWARD_OPS) * sum|terms| (Higham).  The step is 1 for forwards
+        # without a third derivative and far below 1 otherwise, so |x +- h v| <= |x| + |v|.
+        reach = np.abs(x) + np.abs(v)
+        evaluation_error = tol.gamma(x.size + FORWARD_OPS, np.float64) * magnitude(reach, case)
+        check = directional_check(lambda y: forward(y, case), gradient, x, v,
+                                  third_derivative=third(v), evaluation_error=evaluation_error,
+                                  allowance=float(np.sum(per_element * np.abs(v))))
+        problem = check.problem()
+        assert problem is None, (f"{problem} [{spec.name}({case.describe}) on "
+                                 f"{impl.id}; direction seed {seed}]")
+
+    example()
