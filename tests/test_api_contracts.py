@@ -200,9 +200,14 @@ def test_cupy_arrays_have_no_read_only_flag() -> None:
 
 
 def _cupy_kernel_header() -> tuple[str, list[str]]:
+    import cupy
     from cupy._core import core
 
-    includes = [o[2:] for o in core.assemble_cupy_compiler_options(()) if o.startswith("-I")]
+    # CuPy's own headers (and its bundled CCCL) only: a CUDA toolkit on this machine
+    # must not decide the result; NVRTC's built-in headers cover the rest, as on CI.
+    package = os.path.dirname(cupy.__file__)
+    includes = [o[2:] for o in core.assemble_cupy_compiler_options(())
+                if o.startswith("-I") and o[2:].startswith(package)]
     header = "".join(f"#include <{name}>\n" for name in core._cupy_header_list)
     return header, includes
 

@@ -64,7 +64,7 @@ def test_one_run_writes_matrix_json_and_its_markdown_twin(pytester: pytest.Pytes
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_scale=TEST_FILE)
     monkeypatch.setenv("PYTHONPATH", str(SCRIPTS))
-    args = ["-p", "no:cacheprovider", "--gpu-backends=numpy,jax-cpu"]
+    args = ["-p", "no:cacheprovider", "--gpu-backends=numpy,numba-cpu"]
     result = pytester.runpytest_subprocess(*args, "-p", "gpu_tier_report",
                                            "--gpu-report=run/matrix.json")
     result.assert_outcomes(passed=2)
@@ -75,4 +75,4 @@ def test_one_run_writes_matrix_json_and_its_markdown_twin(pytester: pytest.Pytes
     pytester.runpytest_subprocess(*args, "--gpu-report=direct.md").assert_outcomes(passed=2)
     assert markdown == (pytester.path / "direct.md").read_text()
     assert "numpy" in markdown
-    assert "jax-cpu" in markdown
+    assert "numba-cpu" in markdown
