@@ -11,10 +11,16 @@ the backend's timer) and asks the gate for a verdict:
   (median of the fastest half of 100 rounds: the uncontended time), an
   injected regression the gate should catch.
 
+Every round is paired with a device copy of the same bytes (``--reference
+copy``, the default, as the ``gpu_benchmark`` fixture does for a benchmark
+that declares its bytes); the gate then compares the ratios saxpy / copy, so a
+machine-wide slowdown between the two windows cancels.  ``--reference none``
+measures the gate on the times alone.
+
 Null and slowdown comparisons are interleaved so slow drifts of a shared
 machine affect both alike.  Usage::
 
-    python scripts/measure_gate.py [--comparisons 100] [--rounds 30] [--backend numpy]
+    python scripts/measure_gate.py [--comparisons 200] [--rounds 30] [--size 4194304]
 
 Prints the false-alarm rate, the detection rate and the settings used; exits
 non-zero when false alarms exceed 1% or detection is below 90%.
@@ -36,8 +42,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.bench.environment import describe
 from pytest_gpucheck.bench.gate import GateSettings, compare
-from pytest_gpucheck.bench.measure import RoundRunner, calibrate_iterations, warm_up
+from pytest_gpucheck.bench.measure import (
+    Reference,
+    RoundRunner,
+    calibrate_iterations,
+    copy_reference,
+    warm_up,
+)
 from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.bench.settings import DEFAULT_ROUNDS
 from pytest_gpucheck.bench.timing import RoundTimer, timer_for
 
 
@@ -49,28 +62,36 @@ def spin(seconds: float) -> None:
 
 
 def window(timer: RoundTimer, call: Callable[[], Any], iterations: int, rounds: int,
-           name: str, backend: Any) -> BenchmarkRecord:
+           name: str, backend: Any, reference: Reference | None = None) -> BenchmarkRecord:
     """Time ``rounds`` rounds of ``call`` into a record, as the fixture does."""
     first = warm_up(timer, call, 1)
-    runner = RoundRunner(timer, call, iterations)
+    paired = None if reference is None else Reference(reference.call, reference.iterations,
+                                                      reference.description)
+    runner = RoundRunner(timer, call, iterations, reference=paired)
     for _ in range(rounds):
         runner()
     return BenchmarkRecord(name=name, environment=describe(backend), method=timer.method,
                            samples=runner.samples, iterations=iterations, warmup_rounds=1,
-                           first_call_seconds=first, l2_flushed=False)
+                           first_call_seconds=first, l2_flushed=False,
+                           reference=paired.description if paired else "",
+                           reference_samples=paired.samples if paired else [])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--comparisons", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--comparisons", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
     parser.add_argument("--size", type=int, default=1 << 19, help="saxpy elements")
     parser.add_argument("--slowdown", type=float, default=0.10)
     parser.add_argument("--backend", default="numpy")
     parser.add_argument("--cpu-clock", default="auto", choices=("auto", "process", "wall"))
+    parser.add_argument("--reference", default="copy", choices=("copy", "none"),
+                        help="calibration workload paired with every round (default copy)")
     parser.add_argument("--alpha", type=float, default=GateSettings().alpha)
     parser.add_argument("--min-effect", type=float, default=GateSettings().min_effect)
     parser.add_argument("--keep-fraction", type=float, default=GateSettings().keep_fraction)
+    parser.add_argument("--relative-min-effect", type=float,
+                        default=GateSettings().relative_min_effect)
     args = parser.parse_args(argv)
 
     backend = get_backend(args.backend)
@@ -100,17 +121,20 @@ def main(argv: list[str] | None = None) -> int:
         spin(extra)
         return result
 
+    reference = copy_reference(backend, timer, 12 * args.size) \
+        if args.reference == "copy" else None
     settings = GateSettings(alpha=args.alpha, min_effect=args.min_effect,
-                            keep_fraction=args.keep_fraction)
+                            keep_fraction=args.keep_fraction,
+                            relative_min_effect=args.relative_min_effect)
     settings.validate()
     false_alarms = detections = 0
     null_changes, slow_changes = [], []
     started = time.perf_counter()
     for _ in range(args.comparisons):
         for slowdown in (False, True):
-            base = window(timer, saxpy, iterations, args.rounds, "saxpy", backend)
+            base = window(timer, saxpy, iterations, args.rounds, "saxpy", backend, reference)
             new = window(timer, slowed if slowdown else saxpy, iterations, args.rounds,
-                         "saxpy", backend)
+                         "saxpy", backend, reference)
             verdict = compare(base, new, settings)
             if slowdown:
                 slow_changes.append(verdict.change or 0.0)
@@ -125,8 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"backend {backend.name} on {describe(backend).device_model}; timer {timer.method}")
     print(f"workload saxpy n={args.size} float32, {median * 1e6:.1f} us/call uncontended, "
           f"{iterations} call(s)/round, {args.rounds} rounds per window")
-    print(f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} and median change > "
-          f"{settings.min_effect:.0%}, on the fastest {settings.keep_fraction:.0%} of rounds")
+    if reference is not None:
+        print(f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} on the per-round ratios "
+              f"saxpy / {reference.description} ({reference.iterations} call(s)/round, "
+              f"interleaved), and median ratio change > {settings.relative_min_effect:.0%}")
+    else:
+        print(f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} and median change > "
+              f"{settings.min_effect:.0%}, on the fastest {settings.keep_fraction:.0%} of rounds")
     print(f"null comparisons:     {n}, false alarms {false_alarms} ({false_rate:.1%}); "
           f"median change spread p1..p99 {np.percentile(null_changes, 1):+.1%} .. "
           f"{np.percentile(null_changes, 99):+.1%}")

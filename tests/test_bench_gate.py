@@ -141,3 +141,50 @@ def test_override_line_syntax() -> None:
         "a*", {"alpha": "0.01", "min_effect": "0.2"})
     with pytest.raises(ValueError, match="key=value"):
         parse_override_line("a* alpha")
+
+
+def paired(level: float, machine: float, seed: int, rounds: int = 60) -> BenchmarkRecord:
+    """A benchmark and its interleaved copy, both slowed by ``machine`` (the whole
+    machine's slowdown in that run), each round with its own noise."""
+    rng = np.random.default_rng(seed)
+    drift = machine * (1 + rng.normal(0, 0.03, rounds))  # shared by both members of a pair
+    samples = level * drift * (1 + rng.normal(0, 0.02, rounds))
+    reference = 1e-3 * drift * (1 + rng.normal(0, 0.02, rounds))
+    return record(samples, reference="copy of 12582912 B",
+                  reference_samples=[float(r) for r in reference])
+
+
+def test_a_machine_wide_slowdown_cancels_against_the_interleaved_copy() -> None:
+    baseline, loaded = paired(2e-3, 1.0, 1), paired(2e-3, 1.4, 2)
+    # On the times alone, a neighbour slowing the whole machine by 40% is a regression ...
+    times_only = dataclasses.replace(loaded, reference_samples=[], reference="")
+    assert compare(dataclasses.replace(baseline, reference_samples=[], reference=""),
+                   times_only, GateSettings()).status == "regression"
+    # ... relative to the copy that slowed down with it, nothing changed.
+    verdict = compare(baseline, loaded, GateSettings())
+    assert verdict.status == "unchanged", format_verdict(verdict)
+    assert verdict.relative_to == "copy of 12582912 B"
+    assert abs(verdict.change or 1.0) < 0.03
+
+
+def test_a_slower_kernel_is_a_regression_even_while_the_machine_speeds_up() -> None:
+    slower = paired(2.2e-3, 0.8, 3)  # 10% slower code on a 20% faster machine
+    verdict = compare(paired(2e-3, 1.0, 4), slower, GateSettings())
+    assert verdict.status == "regression", format_verdict(verdict)
+    assert 0.07 < (verdict.change or 0.0) < 0.13
+    assert "relative to an interleaved copy of 12582912 B" in format_verdict(verdict)
+    assert "min effect 5%" in format_verdict(verdict)
+
+
+def test_references_of_different_workloads_are_not_compared_by_ratio() -> None:
+    other = dataclasses.replace(paired(2e-3, 1.0, 5), reference="copy of 999 B")
+    verdict = compare(paired(2e-3, 1.0, 6), other, GateSettings())
+    assert verdict.relative_to == ""
+
+
+def test_a_framework_upgrade_is_named_and_compared_all_the_same() -> None:
+    newer = dataclasses.replace(ENV, framework_version="14.0.0")
+    verdict = compare(record(noisy(1e-3, 7)),
+                      record(noisy(1.3e-3, 8), environment=newer), GateSettings())
+    assert verdict.status == "regression"
+    assert "baseline recorded with cupy 13.6.0, this run 14.0.0" in format_verdict(verdict)

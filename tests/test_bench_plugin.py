@@ -335,7 +335,8 @@ def test_benchmark_disable_runs_once_without_records(pytester: pytest.Pytester,
 
 def test_bundled_suite_records_and_compares_on_the_cpu_tier(pytester: pytest.Pytester) -> None:
     """The acceptance flow on the bundled kernels (numpy here; --gpu-backends=all on a GPU)."""
-    pytester.makeini("[pytest]\ngpu_bench_rounds = 20\ngpu_bench_min_effect = 1.0\n")
+    pytester.makeini("[pytest]\ngpu_bench_rounds = 20\ngpu_bench_min_effect = 1.0\n"
+                     "gpu_bench_relative_min_effect = 1.0\n")
     suite = str(ROOT / "conformance" / "bench_kernels.py")
     base = pytester.path / "b"
     args = ["-p", "no:cacheprovider", "-c", str(pytester.path / "tox.ini"),

@@ -156,3 +156,9 @@ def test_gpu_job_commands_fail_fast_without_a_gpu(source: Any, tmp_path: Path) -
         assert result.returncode == 4, (command, result.stdout[-2000:], result.stderr[-2000:])
         (line,) = result.stderr.strip().splitlines()
         assert line.startswith("ERROR: --gpu-require=gpu:"), line
+    # The history step needs no GPU: on the (empty) baseline folder it says so.
+    for command in commands:
+        if command.startswith("python -m pytest_gpucheck.bench.history"):
+            result = _run(command, project, variables)
+            assert result.returncode == 0, result.stderr
+            assert "no stored runs in .gpucheck-baselines" in result.stdout

@@ -87,6 +87,10 @@ class BaselineStore:
         for runs in self._runs.values():
             runs.sort(key=lambda run: (run.saved_at, run.path.name))
 
+    def all_runs(self) -> dict[tuple[str, str], list[StoredRun]]:
+        """Every loaded run by (device folder, backend folder), oldest first."""
+        return dict(self._runs)
+
     def runs(self, device_model: str, backend: str) -> list[StoredRun]:
         """Stored runs for this device model and backend, oldest first."""
         return self._runs.get((slugify(device_model), slugify(backend)), [])

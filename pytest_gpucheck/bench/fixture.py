@@ -18,7 +18,7 @@ import pytest
 from .ceiling import copy_ceiling
 from .device_copy import L2Flusher, default_flush_bytes
 from .environment import describe
-from .measure import RoundRunner, calibrate_iterations, warm_up
+from .measure import RoundRunner, calibrate_iterations, copy_reference, warm_up
 from .records import BenchmarkRecord
 from .settings import DEFAULT_ROUNDS, DEFAULT_WARMUP_ROUNDS, MEASURE_KEYS, SETTING_NAMES
 from .timing import timer_for
@@ -122,7 +122,13 @@ class GpuBenchmark:
         iterations = iterations or self._marker.get("iterations") or self._baseline_iterations(
             environment.device_model) or calibrate_iterations(timer, call)
         flusher = (L2Flusher(self.backend, default_flush_bytes(self.backend)) if flush else None)
-        runner = RoundRunner(timer, call, int(iterations), flusher)
+        # A benchmark that declares its bytes is paired, round by round, with a
+        # device copy of as many bytes: the gate compares the ratios, so a
+        # machine-wide slowdown between baseline and run cancels, and the copy's
+        # fastest round is the bandwidth ceiling at this size (same cache regime).
+        reference = copy_reference(self.backend, timer, int(self.bytes)) \
+            if self.bytes and flusher is None else None
+        runner = RoundRunner(timer, call, int(iterations), flusher, reference)
         # pytest-benchmark reads this clock around each round: it sees device time.
         self.benchmark._timer = runner.clock
         result = self.benchmark.pedantic(runner, rounds=rounds, iterations=1, warmup_rounds=0)
@@ -131,7 +137,11 @@ class GpuBenchmark:
             # round above; the gate and the baselines still need every round.
             for _ in range(rounds - 1):
                 result = runner()
-        ceiling = copy_ceiling(self.backend, self._defaults.cpu_clock).gbps if self.bytes else None
+        if reference is not None and reference.samples:
+            ceiling: float | None = reference.nbytes / min(reference.samples) / 1e9
+        else:
+            ceiling = copy_ceiling(self.backend, self._defaults.cpu_clock).gbps \
+                if self.bytes else None
         self.record = BenchmarkRecord(
             name=self.name,
             environment=environment,
@@ -145,6 +155,8 @@ class GpuBenchmark:
             flops=self.flops,
             ceiling_gbps=ceiling,
             extra=dict(self.extra),
+            reference=reference.description if reference is not None else "",
+            reference_samples=list(reference.samples) if reference is not None else [],
         )
         self.benchmark.extra_info["gpucheck"] = _extra_info(self.record)
         self._on_record(self.record)

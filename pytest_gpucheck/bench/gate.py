@@ -4,7 +4,18 @@ A benchmark is a *regression* when both hold:
 
 1. the Mann-Whitney U test on the per-round samples rejects "same
    distribution" at level ``alpha`` (strict by default, as in asv), and
-2. the median got slower by more than ``min_effect`` (a fraction: 0.07 = 7%).
+2. the median got slower by more than ``min_effect`` (a fraction: 0.07 = 7%;
+   ``relative_min_effect``, 5%, for ratios to a reference, below).
+
+**Relative to a reference.**  When both records carry a calibration
+workload timed beside every round (``reference_samples``: by default a
+device copy of the bytes the benchmark declares), the gate compares the
+per-round ratios benchmark / reference instead of the times: a machine-wide
+slowdown between the two runs (memory contention from another tenant, a
+clock change) slows the copy alike and cancels, a change of the benchmark's
+own code does not.  Every round's ratio is used: contention that hits only
+one member of a pair moves the ratio either way, so no tail is dropped.
+Without a reference on both sides the gate compares the times as they are:
 
 Both look at the fastest ``keep_fraction`` of each side's rounds (half by
 default).  Contention on a shared machine (other processes, cache thrashing
@@ -35,6 +46,7 @@ from .settings import (
     DEFAULT_KEEP_FRACTION,
     DEFAULT_MIN_EFFECT,
     DEFAULT_MIN_ROUNDS,
+    DEFAULT_RELATIVE_MIN_EFFECT,
     SETTING_NAMES,
 )
 from .stats import mann_whitney_u
@@ -51,6 +63,8 @@ class GateSettings:
     min_effect: float = DEFAULT_MIN_EFFECT
     min_rounds: int = DEFAULT_MIN_ROUNDS
     keep_fraction: float = DEFAULT_KEEP_FRACTION
+    #: ``min_effect`` of a comparison relative to an interleaved reference.
+    relative_min_effect: float = DEFAULT_RELATIVE_MIN_EFFECT
 
     def with_overrides(self, overrides: dict[str, Any]) -> GateSettings:
         """A copy with ``alpha``/``min_effect``/``min_rounds`` replaced where given."""
@@ -66,8 +80,9 @@ class GateSettings:
     def validate(self) -> None:
         if not 0.0 < self.alpha < 1.0:
             raise ValueError(f"gate alpha must be in (0, 1), got {self.alpha}")
-        if self.min_effect < 0.0:
-            raise ValueError(f"gate min_effect must be >= 0, got {self.min_effect}")
+        if self.min_effect < 0.0 or self.relative_min_effect < 0.0:
+            raise ValueError(f"gate min_effect and relative_min_effect must be >= 0, got "
+                             f"{self.min_effect}, {self.relative_min_effect}")
         if self.min_rounds < 2:
             raise ValueError(f"gate min_rounds must be >= 2, got {self.min_rounds}")
         if not 0.0 < self.keep_fraction <= 1.0:
@@ -93,10 +108,17 @@ class Verdict:
     pvalue: float | None = None
     settings: GateSettings = GateSettings()
     reason: str = ""
+    #: The reference the change is measured against (``copy of 12582912 B``), or "".
+    relative_to: str = ""
+    #: With a reference: the change of the median ratio benchmark / reference.
+    relative_change: float | None = None
 
     @property
     def change(self) -> float | None:
-        """Relative change of the median (+0.10 = 10% slower)."""
+        """Relative change (+0.10 = 10% slower): of the median ratio to the reference
+        when there is one, else of the median time."""
+        if self.relative_change is not None:
+            return self.relative_change
         if self.baseline_median is None or self.new_median is None or self.baseline_median <= 0:
             return None
         return self.new_median / self.baseline_median - 1.0
@@ -119,8 +141,11 @@ class Verdict:
             "confidence": self.confidence,
             "alpha": self.settings.alpha,
             "min_effect": self.settings.min_effect,
+            "relative_min_effect": self.settings.relative_min_effect,
             "keep_fraction": self.settings.keep_fraction,
             "reason": self.reason,
+            "relative_to": self.relative_to,
+            "relative_change": self.relative_change,
         }
 
 
@@ -142,19 +167,38 @@ def compare(
     if rounds < settings.min_rounds:
         return replace(base, status="not-comparable",
                        reason=f"{rounds} rounds < min_rounds={settings.min_rounds}")
+    note = _version_note(baseline, current)
+    relative = bool(baseline.ratios and current.ratios
+                    and baseline.reference == current.reference)
     old, new = settings.kept(baseline.samples), settings.kept(current.samples)
-    floor = smallest_pvalue(len(new), len(old))
+    tested_old, tested_new = (baseline.ratios, current.ratios) if relative else (old, new)
+    floor = smallest_pvalue(len(tested_new), len(tested_old))
     if floor >= settings.alpha:
         return replace(base, status="not-comparable", reason=(
-            f"{len(new)} vs {len(old)} kept rounds cannot reach alpha={settings.alpha:g} "
-            f"(smallest possible p {floor:.2g}); time more rounds (ini gpu_bench_rounds)"))
-    test = mann_whitney_u(new, old)
-    verdict = replace(base, status="unchanged", pvalue=test.pvalue,
+            f"{len(tested_new)} vs {len(tested_old)} compared rounds cannot reach alpha="
+            f"{settings.alpha:g} (smallest possible p {floor:.2g}); time more rounds "
+            "(ini gpu_bench_rounds)"))
+    test = mann_whitney_u(tested_new, tested_old)
+    verdict = replace(base, status="unchanged", pvalue=test.pvalue, reason=note,
                       baseline_median=float(np.median(old)), new_median=float(np.median(new)))
+    if relative:
+        verdict = replace(verdict, relative_to=current.reference, relative_change=float(
+            np.median(tested_new) / np.median(tested_old) - 1.0))
     change = verdict.change or 0.0
-    if test.pvalue < settings.alpha and abs(change) > settings.min_effect:
+    threshold = settings.relative_min_effect if relative else settings.min_effect
+    if test.pvalue < settings.alpha and abs(change) > threshold:
         return replace(verdict, status="regression" if change > 0 else "improvement")
     return verdict
+
+
+def _version_note(baseline: BenchmarkRecord, current: BenchmarkRecord) -> str:
+    """A note when the framework's version changed since the baseline (compared all the
+    same: a new version is a common cause of a regression, and worth naming)."""
+    old = baseline.environment.framework_version
+    new = current.environment.framework_version
+    if old != new:
+        return f"baseline recorded with {current.backend} {old}, this run {new}"
+    return ""
 
 
 def smallest_pvalue(n1: int, n2: int) -> float:
@@ -215,11 +259,14 @@ def format_verdict(verdict: Verdict) -> str:
     if verdict.new_median is not None:
         parts.append(f"new median {format_seconds(verdict.new_median)}")
     if verdict.change is not None:
-        parts.append(f"change {verdict.change:+.1%}")
+        against = f" relative to an interleaved {verdict.relative_to}" if verdict.relative_to \
+            else ""
+        parts.append(f"change {verdict.change:+.1%}{against}")
     if verdict.confidence is not None:
+        effect = verdict.settings.relative_min_effect if verdict.relative_to \
+            else verdict.settings.min_effect
         parts.append(f"confidence {verdict.confidence:.6f} (p={verdict.pvalue:.2g}, "
-                     f"alpha={verdict.settings.alpha:g}, min effect "
-                     f"{verdict.settings.min_effect:.0%})")
+                     f"alpha={verdict.settings.alpha:g}, min effect {effect:.0%})")
     if verdict.reason:
         parts.append(verdict.reason)
     return ", ".join(parts)

@@ -43,24 +43,79 @@ class DeviceClock:
 
 
 @dataclass
+class Reference:
+    """A calibration workload timed next to every round of a benchmark.
+
+    Whatever slows the whole machine down between two runs (another tenant's
+    memory traffic, a clock change, a noisy neighbour on a shared runner) slows
+    a copy of the same bytes down alike, so the ratio benchmark / reference
+    cancels it while a change of the benchmark's own code moves it.
+    """
+
+    call: Callable[[], Any]
+    iterations: int
+    #: What it is, e.g. ``copy of 12582912 B``: stored so that only runs
+    #: calibrated against the same workload are compared by ratio.
+    description: str
+    #: Bytes one call moves (read + written), for the copy ceiling.
+    nbytes: int = 0
+    samples: list[float] = field(default_factory=list)
+
+
+def copy_reference(backend: Any, timer: RoundTimer, nbytes: int) -> Reference:
+    """A device copy that moves ``nbytes`` (reads and writes ``nbytes / 2`` each)."""
+    import numpy as np
+
+    from .device_copy import device_copy
+
+    count = max(int(nbytes) // 8, 1)
+    src = backend.to_device(np.ones(count, dtype=np.float32))
+    dst = backend.empty((count,), np.float32)
+
+    def copy() -> Any:
+        return device_copy(backend, src, dst)
+
+    warm_up(timer, copy, 2)
+    moved = 2 * count * 4
+    return Reference(copy, calibrate_iterations(timer, copy), f"copy of {moved} B", moved)
+
+
+@dataclass
 class RoundRunner:
-    """Runs timed rounds of ``call`` with ``timer`` and keeps per-call samples."""
+    """Runs timed rounds of ``call`` with ``timer`` and keeps per-call samples.
+
+    With a ``reference``, every round also times the reference right before or
+    after the benchmark (alternating, so neither always runs in the other's
+    wake) and keeps its per-call sample in ``reference.samples``.
+    """
 
     timer: RoundTimer
     call: Callable[[], Any]
     iterations: int = 1
     flusher: L2Flusher | None = None
+    reference: Reference | None = None
     samples: list[float] = field(default_factory=list)
     clock: DeviceClock = field(init=False)
 
     def __post_init__(self) -> None:
         self.clock = DeviceClock(self.timer.method)
 
+    def _time_reference(self) -> None:
+        reference = self.reference
+        if reference is not None:
+            elapsed, _ = self.timer.time_round(reference.call, reference.iterations)
+            reference.samples.append(elapsed / reference.iterations)
+
     def __call__(self) -> Any:
         """One timed round; returns the callable's last result."""
+        reference_first = len(self.samples) % 2 == 0
+        if reference_first:
+            self._time_reference()
         if self.flusher is not None:
             self.flusher.flush()
         elapsed, result = self.timer.time_round(self.call, self.iterations)
+        if not reference_first:
+            self._time_reference()
         per_call = elapsed / self.iterations
         self.samples.append(per_call)
         self.clock.advance(per_call)

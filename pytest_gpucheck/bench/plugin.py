@@ -18,6 +18,7 @@ from .settings import (
     DEFAULT_KEEP_FRACTION,
     DEFAULT_MIN_EFFECT,
     DEFAULT_MIN_ROUNDS,
+    DEFAULT_RELATIVE_MIN_EFFECT,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
 )
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 MARKER = ("gpu_bench(**settings): settings of this benchmark: rounds, warmup_rounds, "
           "iterations, l2_flush, bytes, flops (measurement) and alpha, min_effect, min_rounds, "
-          "keep_fraction (regression gate).")
+          "keep_fraction, relative_min_effect (regression gate).")
 
 FEATURE_KEY: pytest.StashKey[BenchFeature] = pytest.StashKey()
 RECORD_KEY: pytest.StashKey[BenchmarkRecord] = pytest.StashKey()
@@ -71,6 +72,9 @@ INI_KEYS: dict[str, tuple[str, Any]] = {
     "gpu_bench_alpha": ("gate: Mann-Whitney U significance level", str(DEFAULT_ALPHA)),
     "gpu_bench_min_effect": ("gate: smallest median slowdown that fails (0.07=7%)",
                              str(DEFAULT_MIN_EFFECT)),
+    "gpu_bench_relative_min_effect": ("gate: smallest slowdown that fails when compared "
+                                      "relative to the interleaved copy (0.05=5%)",
+                                      str(DEFAULT_RELATIVE_MIN_EFFECT)),
     "gpu_bench_keep_fraction": ("gate: fraction of fastest rounds compared",
                                 str(DEFAULT_KEEP_FRACTION)),
     "gpu_bench_min_rounds": ("gate: fewest rounds a comparison needs", str(DEFAULT_MIN_ROUNDS)),
@@ -169,6 +173,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if record is not None and session is not None and session.compare:
         verdict = session.judge(item, record)
         item.stash[VERDICT_KEY] = verdict
+        # Saved with the record, so the baseline history shows the gate's decisions.
+        record.extra["gate"] = verdict.status
         if verdict.status == "regression":
             from .gate import format_verdict
 

@@ -33,6 +33,10 @@ class BenchmarkRecord:
     ceiling_gbps: float | None = None
     saved_at: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Per-round seconds per call of the calibration workload timed beside each
+    #: round (``reference``, e.g. ``copy of 12582912 B``); empty without one.
+    reference_samples: list[float] = field(default_factory=list)
+    reference: str = ""
 
     @property
     def backend(self) -> str:
@@ -41,6 +45,14 @@ class BenchmarkRecord:
     @property
     def median(self) -> float:
         return float(np.median(self.samples))
+
+    @property
+    def ratios(self) -> list[float]:
+        """Each round's time over its reference's time (empty without a reference)."""
+        if len(self.reference_samples) != len(self.samples):
+            return []
+        return [s / r for s, r in zip(self.samples, self.reference_samples, strict=True)
+                if r > 0]
 
     @property
     def compile_seconds(self) -> float:
@@ -85,6 +97,8 @@ class BenchmarkRecord:
             "fraction_of_ceiling": self.fraction_of_ceiling,
             "saved_at": self.saved_at,
             "extra": self.extra,
+            "reference": self.reference,
+            "reference_samples": list(self.reference_samples),
         }
 
     @classmethod
@@ -107,6 +121,8 @@ class BenchmarkRecord:
             ceiling_gbps=_optional_float(data.get("ceiling_gbps")),
             saved_at=str(data.get("saved_at", "")),
             extra=dict(data.get("extra") or {}),
+            reference=str(data.get("reference", "")),
+            reference_samples=[float(v) for v in data.get("reference_samples") or []],
         )
 
 

@@ -127,6 +127,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
             min_effect=_float_ini(config, "gpu_bench_min_effect"),
             min_rounds=int(_float_ini(config, "gpu_bench_min_rounds")),
             keep_fraction=_float_ini(config, "gpu_bench_keep_fraction"),
+            relative_min_effect=_float_ini(config, "gpu_bench_relative_min_effect"),
         )
         gate.validate()
         overrides = [line for line in config.getini("gpu_bench_overrides") if line.strip()]
@@ -174,11 +175,13 @@ def session_from_config(config: pytest.Config) -> BenchSession:
 
 def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
     settings = GateSettings(alpha=float(data["alpha"]), min_effect=float(data["min_effect"]),
-                            keep_fraction=float(data.get("keep_fraction", 1.0)))
+                            keep_fraction=float(data.get("keep_fraction", 1.0)),
+                            relative_min_effect=float(data.get("relative_min_effect", 0.05)))
     return Verdict(name=data["name"], backend=data["backend"], device=data["device"],
                    status=data["status"], baseline_median=data["baseline_median"],
                    new_median=data["new_median"], pvalue=data["pvalue"], settings=settings,
-                   reason=data.get("reason", ""))
+                   reason=data.get("reason", ""), relative_to=data.get("relative_to", ""),
+                   relative_change=data.get("relative_change"))
 
 
 def _publish(config: pytest.Config, state: BenchSession) -> None:

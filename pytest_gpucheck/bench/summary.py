@@ -24,7 +24,16 @@ def derived_figures(record: BenchmarkRecord) -> str:
     parts.append(f"first call {format_seconds(record.first_call_seconds)}")
     if record.l2_flushed:
         parts.append("L2 flushed")
+    if (record.fraction_of_ceiling or 0.0) > 1.0:
+        parts.append("above 100% of the copy ceiling: a copy of the same bytes is slower than "
+                     "this kernel here, so it is no bound")
     return ", ".join(parts)
+
+
+def _fraction(record: BenchmarkRecord) -> str:
+    """``62%``; a figure above 100% says the copy was no bound for this kernel."""
+    fraction = record.fraction_of_ceiling or 0.0
+    return f"{fraction:.0%}" + (" (above the copy: not a bound here)" if fraction > 1.0 else "")
 
 
 def gate_terminal_lines(results: list[Result], *, compared: bool) -> list[str]:
@@ -73,7 +82,7 @@ def gate_markdown(results: list[Result], *, compared: bool) -> str:
                 record.environment.device_model,
                 format_seconds(record.median),
                 "" if record.gbps is None else f"{record.gbps:.3g}",
-                "" if fraction is None else f"{fraction:.0%}",
+                "" if fraction is None else _fraction(record),
                 "" if record.gflops is None else f"{record.gflops:.3g}",
                 (verdict.status if verdict else ("not compared" if not compared else "")),
                 "" if change is None else f"{change:+.1%}",
