@@ -407,9 +407,14 @@ def _label(reason: str) -> str:
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
+    """The one-line reason of a skip; an expected failure is a skip that says so."""
+    wasxfail = getattr(report, "wasxfail", None)
+    if wasxfail is not None:
+        return f"expected to fail (xfail): {wasxfail}" if wasxfail else "expected to fail (xfail)"
     if isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
-    return str(report.longrepr or "")
+    lines = str(report.longrepr or "").strip().splitlines()
+    return lines[-1] if lines else "skipped"
 
 
 def _markdown_cell(summary: str, status: str) -> str:

@@ -142,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 null_changes.append(verdict.change or 0.0)
                 false_alarms += verdict.status == "regression"
+        done = len(null_changes)
+        if done % 10 == 0:
+            # Running totals, so a long run on a busy machine can be read before it ends.
+            print(f"after {done}: false alarms {false_alarms}/{done}, caught {detections}/{done}, "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
     elapsed = time.perf_counter() - started
 
     n = args.comparisons

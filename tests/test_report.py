@@ -96,3 +96,19 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path) -> N
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
     write_atomically(target, "new")
     assert target.read_text() == "new"
+
+
+def test_expected_failures_count_as_skips_with_a_one_line_reason(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_xf="""
+        import pytest
+
+        @pytest.mark.xfail(reason="known bug 12", strict=True)
+        def test_known(gpu_backend):
+            raise AssertionError("a long message\\nover two lines")
+    """)
+    result = pytester.runpytest("--gpu-backends=numpy", "--gpu-report=r.json")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["  numpy skip: expected to fail (xfail): known bug 12"])
+    (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
+    assert cell["skip_reasons"] == {"expected to fail (xfail): known bug 12": 1}
