@@ -132,6 +132,14 @@ class ReportSink:
         if target is not None:
             self._line({"started": target})
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        # Not every finished item has a teardown report: one replayed by a
+        # router (a spawned MPI job that failed as a whole) may have a call only.
+        target = self._targets.get(nodeid)
+        if target is not None:
+            self._line({"finished": target})
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
@@ -282,6 +290,8 @@ class ChildRun:
     reports: dict[int, list[Any]] = field(default_factory=dict)  # rank -> TestReport/CollectReport
     #: rank -> node ids (this session's) of the items that rank started, in order.
     started: dict[int, list[str]] = field(default_factory=dict)
+    #: rank -> node ids of the items that rank finished (logged to the end).
+    ended: dict[int, list[str]] = field(default_factory=dict)
     #: rank -> faulthandler's dump of a fatal error on that rank ("" if none).
     faults: dict[int, str] = field(default_factory=dict)
     interrupted: bool = False
@@ -298,8 +308,9 @@ class ChildRun:
         return sorted(rank for rank, ids in self.started.items() if nodeid in ids)
 
     def finished(self, nodeid: str) -> bool:
-        """Whether some rank reported ``nodeid``'s teardown (it ran to the end)."""
-        return any(
+        """Whether some rank logged ``nodeid`` to its end (the child wrote a ``finished``
+        line, or at least its teardown report)."""
+        return any(nodeid in ids for ids in self.ended.values()) or any(
             r.when == "teardown" for reports in self.for_nodeid(nodeid).values() for r in reports
         )
 
@@ -349,6 +360,10 @@ def forwarded_options(config: pytest.Config) -> list[str]:
         ("hypothesis_seed", "--hypothesis-seed"),
         ("gpu_device", "--gpu-device"),
         ("gpu_impls", "--gpu-impls"),
+        # The simulator child spawns its own MPI jobs: with the user's launcher.
+        ("gpu_mpi_launcher", "--gpu-mpi-launcher"),
+        ("gpu_mpi_max_ranks", "--gpu-mpi-max-ranks"),
+        ("gpu_mpi_timeout", "--gpu-mpi-timeout"),
     ):
         value = config.getoption(dest, None)
         if value is not None:
@@ -554,15 +569,16 @@ def _read_reports(
         rank = int(path.stem.removeprefix("rank-"))
         reports = run.reports.setdefault(rank, [])
         started = run.started.setdefault(rank, [])
+        ended = run.ended.setdefault(rank, [])
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a rank killed mid-write leaves a partial last line
-            if "started" in entry:
-                nodeid = targets.get(entry["started"])
+            if "started" in entry or "finished" in entry:
+                nodeid = targets.get(entry.get("started") or entry.get("finished") or "")
                 if nodeid is not None:
-                    started.append(nodeid)
+                    (started if "started" in entry else ended).append(nodeid)
                 continue
             report = config.hook.pytest_report_from_serializable(
                 config=config, data=entry["report"]

@@ -127,3 +127,20 @@ def test_a_child_that_dies_after_its_last_test_fails_the_run(tmp_path: Path,
     assert "1 passed" in result.stdout
     assert ("gpucheck: The numba-cudasim child process exited with code 7 after its last test"
             in result.stdout)
+
+
+def test_simulator_mpi_items_of_a_job_that_never_started_are_not_crashes(tmp_path: Path) -> None:
+    # The simulator child spawns these under a "launcher" that exits at once:
+    # every item fails as not run, in one child, and none is taken for a crash.
+    (tmp_path / "test_sim_mpi.py").write_text(
+        "import pytest\n\npytestmark = [pytest.mark.gpu_backends('numba-cudasim'), "
+        "pytest.mark.mpi(ranks=2)]\n\n"
+        "def test_one(gpu_backend, mpi_comm):\n    pass\n\n"
+        "def test_two(gpu_backend, mpi_comm):\n    pass\n")
+    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "--gpu-mpi-launcher=false",
+                        "--gpu-mpi-max-ranks=2")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "2 failed" in result.stdout, output
+    assert output.count("exited with code 1 before running this test") == 2, output
+    assert "while running this test" not in output, output
