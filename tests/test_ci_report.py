@@ -213,9 +213,6 @@ def test_annotation_for_an_implementation_outside_the_repository(tmp_path: Path)
             f"{project.resolve()})") in line
 
 
-@pytest.mark.xfail(reason="the simulator child does not load the user's conftest.py when the "
-                   "items come from the bundled suites (outside the rootdir): it exits with "
-                   "code 4 instead of reporting the implementation's failure", strict=True)
 def test_simulator_failure_of_a_user_implementation_is_annotated(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
