@@ -204,7 +204,7 @@ def pytest_runtest_makereport(
     if report.failed:
         # Where a CI annotation points: the user's implementation, else the test.
         report.gpucheck_where = ci.blame_location(item)  # type: ignore[attr-defined]
-        report.gpucheck_target = ci.rerun_target(item)  # type: ignore[attr-defined]
+        report.gpucheck_rerun = ci.rerun_target(item)  # type: ignore[attr-defined]
     return report
 
 

@@ -127,9 +127,9 @@ def rerun_command(report: pytest.TestReport, backend: str, options: tuple[str, .
 
     The target is the node id, or for a file outside the rootdir (the bundled
     suites under ``--gpu-conformance``, whose node ids name no file the user
-    has) ``-k 'FILE and TEST[ID]'`` (``report.gpucheck_target``).
+    has) ``-k 'FILE and TEST[ID]'`` (``report.gpucheck_rerun``).
     """
-    target = getattr(report, "gpucheck_target", None) or [report.nodeid]
+    target = getattr(report, "gpucheck_rerun", None) or [report.nodeid]
     parts = ["pytest", *target]
     if backend:
         parts.append(f"--gpu-backends={backend}")
