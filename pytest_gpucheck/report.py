@@ -22,7 +22,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import shlex
 import subprocess
 from collections import Counter, defaultdict
@@ -118,25 +117,24 @@ def one_line_reason(report: pytest.TestReport) -> str:
     return reason
 
 
-_HYPOTHESIS_OPTION = re.compile(r"--hypothesis-(?:seed|profile)=\S+")
-
-
 def rerun_command(report: pytest.TestReport, backend: str, options: tuple[str, ...]) -> str:
-    """``pytest TARGET --gpu-backends=BACKEND [options]``, with the hypothesis seed and
-    profile when the failure's reproducer printed them.
+    """The command that reruns a failed item from the folder pytest ran in.
 
-    The target is the node id, or for a file outside the rootdir (the bundled
-    suites under ``--gpu-conformance``, whose node ids name no file the user
-    has) ``-k 'FILE and TEST[ID]'`` (``report.gpucheck_rerun``).
+    A conformance failure prints its own ``rerun:`` line (the harness knows the
+    user's paths, options, hypothesis seed and profile): that line is used as
+    it is, so the report and the traceback never disagree.  Otherwise
+    ``pytest TARGET --gpu-backends=BACKEND [options]``, where the target is the
+    node id, or for a file outside the rootdir (the bundled suites under
+    ``--gpu-conformance``, whose node ids name no file the user has)
+    ``-k 'FILE and TEST[ID]'`` (``report.gpucheck_rerun``).
     """
+    for line in reversed(report.longreprtext.splitlines()):
+        if "rerun: pytest " in line:
+            return line.split("rerun: ", 1)[1].strip()
     target = getattr(report, "gpucheck_rerun", None) or [report.nodeid]
     parts = ["pytest", *target]
     if backend:
         parts.append(f"--gpu-backends={backend}")
-    for line in reversed(report.longreprtext.splitlines()):
-        if "rerun: pytest " in line:
-            parts.extend(_HYPOTHESIS_OPTION.findall(line))
-            break
     parts.extend(options)
     return " ".join(shlex.quote(part) for part in parts)
 
