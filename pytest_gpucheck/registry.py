@@ -95,6 +95,21 @@ CONTRACTS: dict[str, Contract] = {
     "halo_exchange_2d": Contract(("a", "width")),
     "matmul": Contract(("a", "b")),
     "matmul_tiled": Contract(("a", "b")),
+    # ufuncs
+    "ufunc_saxpy": Contract(("alpha", "x", "y")),
+    "gufunc_dot": Contract(("x", "y")),
+    "gufunc_laplacian_2d": Contract(("u",)),
+    # transforms
+    "grad_sum_of_squares": Contract(("x",)),
+    "grad_weighted_sum": Contract(("x", "w")),
+    "grad_sigmoid": Contract(("x",)),
+    "grad_heat_step_1d": Contract(("u", "alpha", "g")),
+    "vmap_saxpy": Contract(("alpha", "x", "y")),
+    # multi-device
+    "sharded_sum": Contract(("x",)),
+    "sharded_heat_step_1d": Contract(("u", "alpha")),
+    # grid-sync
+    "heat_steps_grid_sync": Contract(("u", "alpha", "steps")),
 }
 
 #: In-place kernels update ``a`` and take no ``out`` (docs/kernels.md).
