@@ -109,7 +109,7 @@ def test_each_crash_fails_its_own_test_and_the_others_still_run(
     assert "4 failed, 2 passed" in result.stdout, output
     # The matrix counts the crashes too.
     (cell,) = json.loads((tmp_path / "report.json").read_text())["cells"]
-    assert (cell["status"], cell["failed"], cell["passed"]) == ("fail", 4, 2)
+    assert (cell["status"], cell["fail"], cell["pass"]) == ("fail", 4, 2)
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
