@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from conformance.specs import spec_for
 from pytest_gpucheck.backends.base import Backend
 from pytest_gpucheck.bench.device_copy import device_copy
 from pytest_gpucheck.launch import LaunchConfig
@@ -71,7 +72,7 @@ def launch_for(shape: tuple[int, ...], backend: Backend) -> LaunchConfig:
 
 
 def prepared_call(impl: Implementation, backend: Backend, inputs: dict[str, Any],
-                  out_shape: tuple[int, ...], out_init: float = np.nan) -> tuple[Any, Any]:
+                  out_shape: tuple[int, ...], out_init: Any = np.nan) -> tuple[Any, Any]:
     """Device inputs bound to ``impl``: returns ``(call, read_result)``."""
     args = [backend.to_device(value) if isinstance(value, np.ndarray) else value
             for value in inputs.values()]
@@ -97,9 +98,11 @@ def prepared_call(impl: Implementation, backend: Backend, inputs: dict[str, Any]
 
 def check_then_time(gpu_benchmark: Any, gpu_backend: Backend, request: pytest.FixtureRequest,
                     kernel: str, inputs: dict[str, Any], out_shape: tuple[int, ...], *,
-                    bytes_moved: int, flops: int, rtol: float, out_init: float = np.nan) -> None:
-    """Check one call of the implementation against the reference, then benchmark it."""
+                    bytes_moved: int, flops: int, rtol: float) -> None:
+    """Check one call of the implementation against the reference, then benchmark it.
+    ``out`` starts as the kernel's catalog entry says (poison, or a reduction's identity)."""
     impl = pick_implementation(kernel, gpu_backend, request.config)
+    out_init = spec_for(kernel).initial_output(F32)
     expected = np.asarray(KERNELS[kernel](*inputs.values()))
     check_call, read = prepared_call(impl, gpu_backend, inputs, out_shape, out_init)
     check_call()
@@ -149,7 +152,7 @@ def test_sum(gpu_benchmark: Any, gpu_backend: Backend, request: pytest.FixtureRe
     n = sizes(gpu_backend)["reduce"]
     inputs = {"x": _vector(n, 5)}
     check_then_time(gpu_benchmark, gpu_backend, request, "sum", inputs, (1,),
-                    bytes_moved=n * F32.itemsize, flops=n, rtol=1e-4, out_init=0.0)
+                    bytes_moved=n * F32.itemsize, flops=n, rtol=1e-4)
 
 
 def test_laplacian_2d(gpu_benchmark: Any, gpu_backend: Backend,

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from conformance.specs import Case, KernelSpec, spec_for
-from pytest_gpucheck import hypothesis_profiles
+from pytest_gpucheck import ci, hypothesis_profiles
 from pytest_gpucheck import strategies as gst
 from pytest_gpucheck.assertions import (
     CheckContext,
@@ -225,30 +225,18 @@ def rerun_invocation(config: pytest.Config) -> dict[str, Any]:
     impls = config.getoption("gpu_impls", "all")
     if impls != "all":
         options.append(f"--gpu-impls={impls}")
-    suites = str(SUITES)
-    paths = [arg for arg in config.args if "::" not in arg and arg != suites] \
-        if config.args_source == pytest.Config.ArgsSource.ARGS else []
-    return {"dir": str(invocation.dir), "options": options, "paths": paths,
+    return {"dir": str(invocation.dir), "options": options,
+            "paths": ci.named_paths(config, exclude=(str(SUITES),)),
             "conformance": conformance_option}
 
 
 def rerun_selector(item_path: Path, name: str, invocation: dict[str, Any]) -> tuple[str, ...]:
-    """The arguments that select exactly this item from the user's folder.
-
-    Under ``--gpu-conformance`` the suites directory is added to every run, so
-    a node id would run the whole suite: ``-k`` with the full item name (the
-    brackets keep ``test_sum[`` from matching ``test_sum_of_squares[``) selects
-    it instead, next to the paths the user named (their conftest.py files come
-    with them).  Otherwise the file's path (relative to the folder the user ran
-    in, when inside it) and the item name.
-    """
-    if invocation["conformance"] and SUITES in item_path.parents:
-        return (*invocation["paths"], "-k", name)
-    try:
-        path = str(item_path.relative_to(invocation["dir"]))
-    except ValueError:
-        path = str(item_path)
-    return (f"{path}::{name}",)
+    """The arguments that select exactly this item from the user's folder: the core's one
+    rule (:func:`pytest_gpucheck.ci.rerun_selector`), applied to the user's command
+    (:func:`rerun_invocation`), so this line, the report and the CI annotation agree."""
+    return ci.rerun_selector(item_path, name, invocation_dir=invocation["dir"],
+                             named=invocation["paths"],
+                             added=SUITES if invocation["conformance"] else None)
 
 
 SUITES = Path(__file__).parent
@@ -261,7 +249,7 @@ def sweep(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizi
     ``launch``; fail on the first case that breaks a check, listing every check it
     breaks.  Launches of one case must agree (:func:`launch_differential_problem`)."""
     __tracebackhide__ = True
-    edges = spec.edges(sizing) if spec.edges is not None else []
+    edges = spec.edges(sizing)
     for index, edge in enumerate(edges, start=1):
         case = edge.case
         layouts = {name: (edge.layout if backend.mutable_arrays and

@@ -96,14 +96,57 @@ def blame_location(item: pytest.Item) -> dict[str, Any]:
     return {"file": str(item.path), "line": (line + 1) if line is not None else 0}
 
 
-def rerun_target(item: pytest.Item) -> list[str]:
-    """What selects ``item`` again: its node id, or ``-k 'FILE and NAME'`` for a file
-    outside the rootdir (the bundled suites under ``--gpu-conformance``)."""
+#: The folder of the bundled suites when ``--gpu-conformance`` adds them to the run (set by
+#: the plugin): files under it are not the user's, so a node id cannot select one alone.
+ADDED_SUITES_KEY = pytest.StashKey[Path]()
+
+
+def named_paths(config: pytest.Config, *, exclude: tuple[str, ...] = ()) -> list[str]:
+    """The paths the user named on the command line (node ids and ``exclude`` left out);
+    none when pytest took its arguments from ``testpaths`` or the current folder."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return []
+    return [arg for arg in config.args if "::" not in arg and arg not in exclude]
+
+
+def rerun_selector(item_path: Path, name: str, *, invocation_dir: str | Path,
+                   named: list[str] | tuple[str, ...], added: Path | None) -> tuple[str, ...]:
+    """The arguments that select exactly one item again from the folder pytest ran in: the
+    one rule behind the conformance harness's ``rerun:`` line, the report's rerun column and
+    the CI annotation.
+
+    A file under ``added`` (the bundled suites, which ``--gpu-conformance`` adds to every
+    run) cannot be selected by its node id, which would run the whole suite: ``-k`` with the
+    full item name (the brackets keep ``test_sum[`` from matching ``test_sum_of_squares[``)
+    selects it instead, next to the paths the user ``named`` (their conftest.py files come
+    with them).  Otherwise the file's path (relative to ``invocation_dir`` when inside it)
+    and ``name``, the node id's part after the file (``TestClass::test_x[numpy]``).
+
+    >>> rerun_selector(Path("/p/tests/test_a.py"), "test_x[numpy]", invocation_dir="/p",
+    ...                named=[], added=None)
+    ('tests/test_a.py::test_x[numpy]',)
+    >>> rerun_selector(Path("/site/conformance/test_b.py"), "test_y[numpy:mine]",
+    ...                invocation_dir="/p", named=["tests"], added=Path("/site/conformance"))
+    ('tests', '-k', 'test_y[numpy:mine]')
+    """
+    if added is not None and added in item_path.parents:
+        return (*named, "-k", name.rsplit("::", 1)[-1])
     try:
-        item.path.relative_to(item.config.rootpath)
+        path = str(item_path.relative_to(invocation_dir))
     except ValueError:
-        return ["-k", f"{item.path.name} and {item.name}"]
-    return [item.nodeid]
+        path = str(item_path)
+    return (f"{path}::{name}",)
+
+
+def rerun_target(item: pytest.Item) -> list[str]:
+    """What selects ``item`` again (:func:`rerun_selector` for this run)."""
+    config = item.config
+    added = config.stash.get(ADDED_SUITES_KEY, None)
+    named = named_paths(config, exclude=(str(added),) if added is not None else ())
+    within_file = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
+    return list(rerun_selector(Path(item.path), within_file,
+                               invocation_dir=config.invocation_params.dir, named=named,
+                               added=added))
 
 
 def _source_of(func: Any) -> dict[str, Any] | None:

@@ -99,6 +99,7 @@ def _add_bundled_suites(config: pytest.Config) -> None:
     import conformance
 
     suites = str(Path(conformance.__file__).parent)
+    config.stash[ci.ADDED_SUITES_KEY] = Path(suites)
     if suites not in config.args:
         config.args.append(suites)
 

@@ -58,6 +58,8 @@ class Contract:
     sizes: tuple[str, ...] = ()
     #: True when the kernel has no input to size a result from: it must take ``out``.
     requires_out: bool = False
+    #: The argument an in-place kernel updates (it then takes no ``out``), or None.
+    in_place: str | None = None
 
     def describe(self, kernel: str) -> str:
         """``saxpy(alpha, x, y, out[, launch])`` (and the returning form where allowed)."""
@@ -68,52 +70,28 @@ class Contract:
         return f"{writing}, or {kernel}({returning}[, launch]) returning the result"
 
 
-#: The contract of every bundled kernel; ``conformance/specs.py`` draws its cases in
-#: this argument order (a test checks the two agree).  A kernel missing here is
-#: registered without the signature check.
-CONTRACTS: dict[str, Contract] = {
-    "vector_add": Contract(("a", "b")),
-    "saxpy": Contract(("alpha", "x", "y")),
-    "sigmoid": Contract(("x",)),
-    "add_one_2d": Contract(("a",)),
-    "index_map_1d": Contract((), requires_out=True),
-    "index_map_2d": Contract((), requires_out=True),
-    "index_map_3d": Contract((), requires_out=True),
-    "index_map_grid_stride": Contract((), requires_out=True),
-    "transpose": Contract(("a",)),
-    "sum": Contract(("x",)),
-    "dot": Contract(("x", "y")),
-    "max": Contract(("x",)),
-    "weighted_sum": Contract(("x", "w")),
-    "sum_of_squares": Contract(("x",)),
-    "histogram": Contract(("x",), sizes=("nbins",)),
-    "monte_carlo_pi": Contract(("seed",), sizes=("n", "dtype")),
-    "heat_step_1d": Contract(("u", "alpha")),
-    "heat_steps_1d": Contract(("u", "alpha", "steps")),
-    "laplacian_2d": Contract(("u",)),
-    "halo_exchange_1d": Contract(("a", "width")),
-    "halo_exchange_2d": Contract(("a", "width")),
-    "matmul": Contract(("a", "b")),
-    "matmul_tiled": Contract(("a", "b")),
-    # ufuncs
-    "ufunc_saxpy": Contract(("alpha", "x", "y")),
-    "gufunc_dot": Contract(("x", "y")),
-    "gufunc_laplacian_2d": Contract(("u",)),
-    # transforms
-    "grad_sum_of_squares": Contract(("x",)),
-    "grad_weighted_sum": Contract(("x", "w")),
-    "grad_sigmoid": Contract(("x",)),
-    "grad_heat_step_1d": Contract(("u", "alpha", "g")),
-    "vmap_saxpy": Contract(("alpha", "x", "y")),
-    # multi-device
-    "sharded_sum": Contract(("x",)),
-    "sharded_heat_step_1d": Contract(("u", "alpha")),
-    # grid-sync
-    "heat_steps_grid_sync": Contract(("u", "alpha", "steps")),
-}
+def contract_of(kernel: str) -> Contract | None:
+    """The calling convention of ``kernel``, read from its catalog entry
+    (``reference_kernels.catalog``), or None for a kernel the catalog lacks (registered
+    without the signature check).  Read on use: importing the registry imports no NumPy."""
+    from reference_kernels import CATALOG
 
-#: In-place kernels update ``a`` and take no ``out`` (docs/kernels.md).
-IN_PLACE = frozenset({"add_one_2d", "halo_exchange_1d", "halo_exchange_2d"})
+    entry = CATALOG.get(kernel)
+    if entry is None:
+        return None
+    return Contract(entry.arguments, entry.sizes, entry.requires_out, entry.in_place)
+
+
+def __getattr__(name: str) -> Any:
+    # ``CONTRACTS`` and ``IN_PLACE`` (every kernel's contract, the in-place kernels) are
+    # views of the catalog, built when first read.
+    from reference_kernels import CATALOG
+
+    if name == "CONTRACTS":
+        return {kernel: contract_of(kernel) for kernel in CATALOG}
+    if name == "IN_PLACE":
+        return frozenset(kernel for kernel, entry in CATALOG.items() if entry.in_place)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def contract_problem(kernel: str, func: Callable[..., Any]) -> str | None:
@@ -125,7 +103,7 @@ def contract_problem(kernel: str, func: Callable[..., Any]) -> str | None:
     misplaced parameter is found at registration instead of as a bare
     ``TypeError`` in the middle of a test.
     """
-    contract = CONTRACTS.get(kernel)
+    contract = contract_of(kernel)
     if contract is None:
         return None
     try:
@@ -134,14 +112,14 @@ def contract_problem(kernel: str, func: Callable[..., Any]) -> str | None:
         return None
     parameters = signature.parameters
     writes_out = "out" in parameters
-    if kernel in IN_PLACE and writes_out:
-        return f"{kernel} updates `a` in place and takes no `out`"
+    if contract.in_place is not None and writes_out:
+        return f"{kernel} updates `{contract.in_place}` in place and takes no `out`"
     if contract.requires_out and not writes_out:
         return f"{kernel} has no input to size a result from, so it must take `out`"
     keywords: dict[str, object] = {}
     if writes_out:
         keywords["out"] = _PLACEHOLDER
-    elif kernel not in IN_PLACE:
+    elif contract.in_place is None:
         keywords.update(dict.fromkeys(contract.sizes, _PLACEHOLDER))
     if "launch" in parameters:
         keywords["launch"] = _PLACEHOLDER
@@ -159,12 +137,12 @@ _not_applicable: dict[tuple[str, str], str] = {}
 
 
 def _validate(kernel: str, backend: str) -> None:
-    from reference_kernels import KERNELS
+    from reference_kernels import CATALOG
 
     from .backends import BACKENDS
 
-    if kernel not in KERNELS:
-        raise ValueError(f"unknown kernel {kernel!r}; valid kernels: {', '.join(sorted(KERNELS))}")
+    if kernel not in CATALOG:
+        raise ValueError(f"unknown kernel {kernel!r}; valid kernels: {', '.join(sorted(CATALOG))}")
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
 
@@ -193,7 +171,7 @@ def implements(
             shown = f"{getattr(func, '__qualname__', impl_name)}{_signature_text(func)}"
             raise TypeError(
                 f"{kernel} on {backend}: {shown} does not match the contract ({problem}); "
-                f"expected {CONTRACTS[kernel].describe(kernel)} (docs/kernels.md)"
+                f"expected {_describe(kernel)} (docs/kernels.md)"
             )
         key = (kernel, backend, impl_name)
         new = Implementation(kernel, backend, func, impl_name, origin)
@@ -209,6 +187,11 @@ def implements(
         return func
 
     return register
+
+
+def _describe(kernel: str) -> str:
+    contract = contract_of(kernel)
+    return contract.describe(kernel) if contract is not None else f"{kernel}(...)"
 
 
 def _signature_text(func: Callable[..., Any]) -> str:

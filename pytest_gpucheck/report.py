@@ -123,10 +123,11 @@ def rerun_command(report: pytest.TestReport, backend: str, options: tuple[str, .
     A conformance failure prints its own ``rerun:`` line (the harness knows the
     user's paths, options, hypothesis seed and profile): that line is used as
     it is, so the report and the traceback never disagree.  Otherwise
-    ``pytest TARGET --gpu-backends=BACKEND [options]``, where the target is the
-    node id, or for a file outside the rootdir (the bundled suites under
-    ``--gpu-conformance``, whose node ids name no file the user has)
-    ``-k 'FILE and TEST[ID]'`` (``report.gpucheck_rerun``).
+    ``pytest TARGET --gpu-backends=BACKEND [options]``, where the target
+    (``report.gpucheck_rerun``) comes from the same rule as the harness's line,
+    :func:`pytest_gpucheck.ci.rerun_selector`: ``path::name``, or for the
+    bundled suites under ``--gpu-conformance`` (whose node ids name no file the
+    user has) the user's paths and ``-k 'TEST[ID]'``.
     """
     for line in reversed(report.longreprtext.splitlines()):
         if "rerun: pytest " in line:

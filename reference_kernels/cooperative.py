@@ -10,8 +10,6 @@ import numpy as np
 
 from . import stencils
 
-FAMILIES: dict[str, str] = {"heat_steps_grid_sync": "grid-sync"}
-
 
 def heat_steps_grid_sync(u: np.ndarray, alpha: float, steps: int) -> np.ndarray:
     """``steps`` heat steps, walls held at 0, as :func:`reference_kernels.stencils.heat_steps_1d`.

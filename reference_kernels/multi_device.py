@@ -13,11 +13,6 @@ import numpy as np
 
 from . import reductions, stencils
 
-FAMILIES: dict[str, str] = {
-    "sharded_sum": "multi-device",
-    "sharded_heat_step_1d": "multi-device",
-}
-
 
 def sharded_sum(x: np.ndarray) -> np.ndarray:
     """``[sum(x)]``, shape (1,), as :func:`reference_kernels.reductions.sum`.

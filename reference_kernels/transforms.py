@@ -21,14 +21,6 @@ import numpy as np
 
 from .elementwise import saxpy
 
-FAMILIES: dict[str, str] = {
-    "grad_sum_of_squares": "transforms",
-    "grad_weighted_sum": "transforms",
-    "grad_sigmoid": "transforms",
-    "grad_heat_step_1d": "transforms",
-    "vmap_saxpy": "transforms",
-}
-
 
 def grad_sum_of_squares(x: np.ndarray) -> np.ndarray:
     """``2 x`` (exact in floating point).

@@ -14,13 +14,6 @@ import numpy as np
 
 from .stencils import laplacian_2d
 
-#: Family of each kernel of this module.
-FAMILIES: dict[str, str] = {
-    "ufunc_saxpy": "ufuncs",
-    "gufunc_dot": "ufuncs",
-    "gufunc_laplacian_2d": "ufuncs",
-}
-
 
 def ufunc_saxpy(alpha: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``alpha * x + y`` broadcast over ``x`` and ``y``, in their promoted dtype.

@@ -7,9 +7,13 @@ suites in ``conformance/``: each bundled implementation is called once per
 outputs and in-place arrays inside guard bands, optionally with strided or
 transposed inputs, and every input is compared with its original afterwards.
 
-Inputs are chosen so that the expected result is exact in any evaluation
-order (integer-valued floats, power-of-two scalars), except for ``sigmoid``
-(a ULP bound) and the heat and Laplacian stencils (a small relative bound).
+Each kernel's dtypes, in-place argument and output start are read from its
+catalog entry (``reference_kernels.catalog``).  Inputs are chosen so that the
+expected result is exact in any evaluation order (integer-valued floats,
+power-of-two scalars) and compared bit for bit, except for ``sigmoid`` and
+the heat and Laplacian stencils, whose general float inputs are compared
+under the kernel's own tolerance rule (``pytest_gpucheck.kernel_rules``), the
+one the conformance suites and the MPI checks apply.
 """
 
 from __future__ import annotations
@@ -22,28 +26,36 @@ import numpy as np
 
 from pytest_gpucheck.device_views import slice_view, transpose_view
 from pytest_gpucheck.guards import GuardedBuffer, poison_value, same_bits
+from pytest_gpucheck.kernel_rules import tolerance_of
 from pytest_gpucheck.launch import LaunchConfig
-from reference_kernels import KERNELS
+from reference_kernels import CATALOG, KERNELS
 
-NUMERIC = ("float32", "float64", "int32", "int64")
-FLOATS = ("float32", "float64")
-INDEX = ("int32", "int64")
 SIZES = (0, 1, 7, 33)
 HISTOGRAM_BINS = 7
-SIGMOID_ULPS = 4
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One call: contract-order inputs, the expected result and how ``out`` starts."""
+    """One call: contract-order inputs and the expected result."""
 
     kernel: str
     inputs: dict[str, Any]
     expected: np.ndarray
-    out_init: str = "poison"  # "poison", "zero" or "lowest"
-    in_place: str | None = None
     #: Arguments a return-style callable takes instead of ``out`` (histogram: nbins).
     size_args: dict[str, Any] | None = None
+    #: True when the inputs make the result exact in any evaluation order (compared bit
+    #: for bit); False for general float inputs (compared under the kernel's rule).
+    exact: bool = True
+
+    @property
+    def out_init(self) -> str:
+        """How ``out`` starts: "poison", "zero" or "lowest" (the catalog's)."""
+        return CATALOG[self.kernel].output_init
+
+    @property
+    def in_place(self) -> str | None:
+        """The argument the kernel updates in place (the catalog's), or None."""
+        return CATALOG[self.kernel].in_place
 
     def describe(self) -> str:
         shapes = {k: (v.shape, str(v.dtype)) if isinstance(v, np.ndarray) else v
@@ -61,13 +73,8 @@ def _reference(kernel: str, *args: Any) -> np.ndarray:
 
 
 def dtypes_of(kernel: str) -> tuple[str, ...]:
-    """The dtypes a kernel is checked with here (those of its contract)."""
-    if kernel in ("saxpy", "sigmoid", "heat_step_1d", "heat_steps_1d", "laplacian_2d",
-                  "monte_carlo_pi"):
-        return FLOATS
-    if kernel == "histogram" or kernel.startswith("index_map"):
-        return INDEX
-    return NUMERIC
+    """The dtypes a kernel is checked with here (those of its catalog entry)."""
+    return CATALOG[kernel].dtypes
 
 
 def make_problem(kernel: str, dtype: str, n: int, seed: int = 0) -> Problem | None:
@@ -82,46 +89,45 @@ def make_problem(kernel: str, dtype: str, n: int, seed: int = 0) -> Problem | No
         return Problem(kernel, {"alpha": alpha, "x": x, "y": y}, _reference(kernel, alpha, x, y))
     if kernel == "sigmoid":
         x = rng.uniform(-30, 30, size=n).astype(dtype)
-        return Problem(kernel, {"x": x}, _reference(kernel, x))
+        return Problem(kernel, {"x": x}, _reference(kernel, x), exact=False)
     if kernel == "add_one_2d":
         a = _values(rng, (n, 5), dtype, 1000)
-        return Problem(kernel, {"a": a}, _reference(kernel, a.copy()), in_place="a")
+        return Problem(kernel, {"a": a}, _reference(kernel, a.copy()))
     if kernel == "transpose":
         a = _values(rng, (n, 5), dtype, 1000)
         return Problem(kernel, {"a": a}, _reference(kernel, a))
     if kernel in ("sum", "sum_of_squares"):
         x = _values(rng, (n,), dtype, 8)
-        return Problem(kernel, {"x": x}, _reference(kernel, x), out_init="zero")
+        return Problem(kernel, {"x": x}, _reference(kernel, x))
     if kernel in ("dot", "weighted_sum"):
         x, other = _values(rng, (n,), dtype, 8), _values(rng, (n,), dtype, 8)
         name = "y" if kernel == "dot" else "w"
-        return Problem(kernel, {"x": x, name: other}, _reference(kernel, x, other),
-                       out_init="zero")
+        return Problem(kernel, {"x": x, name: other}, _reference(kernel, x, other))
     if kernel == "max":
         if n == 0:
             return None
         x = _values(rng, (n,), dtype, 10**6)
-        return Problem(kernel, {"x": x}, _reference(kernel, x), out_init="lowest")
+        return Problem(kernel, {"x": x}, _reference(kernel, x))
     if kernel == "histogram":
         x = rng.integers(0, HISTOGRAM_BINS, size=n).astype(dtype)
-        return Problem(kernel, {"x": x}, _reference(kernel, x, HISTOGRAM_BINS), out_init="zero",
+        return Problem(kernel, {"x": x}, _reference(kernel, x, HISTOGRAM_BINS),
                        size_args={"nbins": HISTOGRAM_BINS})
     if kernel == "heat_step_1d":
         u, alpha = rng.standard_normal(n).astype(dtype), t(0.25)
-        return Problem(kernel, {"u": u, "alpha": alpha}, _reference(kernel, u, alpha))
+        return Problem(kernel, {"u": u, "alpha": alpha}, _reference(kernel, u, alpha),
+                       exact=False)
     if kernel == "heat_steps_1d":
         u, alpha, steps = rng.standard_normal(n).astype(dtype), t(0.25), n % 4
         return Problem(kernel, {"u": u, "alpha": alpha, "steps": steps},
-                       _reference(kernel, u, alpha, steps))
+                       _reference(kernel, u, alpha, steps), exact=False)
     if kernel == "laplacian_2d":
         u = rng.standard_normal((n, 6)).astype(dtype)
-        return Problem(kernel, {"u": u}, _reference(kernel, u))
+        return Problem(kernel, {"u": u}, _reference(kernel, u), exact=False)
     if kernel in ("halo_exchange_1d", "halo_exchange_2d"):
         width = n % 3
         shape = (3 * width + n,) if kernel.endswith("1d") else (3 * width + n, 3 * width + n + 1)
         a = rng.permutation(int(np.prod(shape))).reshape(shape).astype(dtype)
-        return Problem(kernel, {"a": a, "width": width}, _reference(kernel, a, width),
-                       in_place="a")
+        return Problem(kernel, {"a": a, "width": width}, _reference(kernel, a, width))
     if kernel in ("matmul", "matmul_tiled"):
         a, b = _values(rng, (n, 17), dtype, 8), _values(rng, (17, 3), dtype, 8)
         return Problem(kernel, {"a": a, "b": b}, _reference(kernel, a, b))
@@ -129,20 +135,19 @@ def make_problem(kernel: str, dtype: str, n: int, seed: int = 0) -> Problem | No
 
 
 def assert_matches(problem: Problem, actual: np.ndarray, context: str) -> None:
-    """``actual`` equals the expected result: exactly, within ULPs, or within a small bound."""
+    """``actual`` equals the expected result: bit for bit where the inputs make it exact,
+    else under the kernel's tolerance rule (the one every other check of it applies)."""
     expected = problem.expected
     label = f"{context} {problem.describe()}"
     assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype} [{label}]"
     assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape} [{label}]"
-    if problem.kernel == "sigmoid":
-        np.testing.assert_array_max_ulp(actual, expected, maxulp=SIGMOID_ULPS)
+    if problem.exact:
+        np.testing.assert_array_equal(actual, expected, err_msg=label)
         return
-    if problem.kernel in ("heat_step_1d", "heat_steps_1d", "laplacian_2d"):
-        eps = float(np.finfo(expected.dtype).eps)
-        scale = float(np.max(np.abs(problem.inputs["u"]), initial=0.0))
-        np.testing.assert_allclose(actual, expected, rtol=0, atol=32 * eps * scale, err_msg=label)
-        return
-    np.testing.assert_array_equal(actual, expected, err_msg=label)
+    rule = tolerance_of(problem.kernel, problem.inputs, expected)
+    wrong = rule.mismatches(actual, expected)
+    assert not wrong.any(), (f"{int(wrong.sum())} of {wrong.size} elements off, first at "
+                             f"{np.argwhere(wrong)[0].tolist()}; rule: {rule} [{label}]")
 
 
 # -- running an implementation ----------------------------------------------------------------
@@ -225,7 +230,7 @@ def check_implementation(backend: Any, func: Callable[..., Any], kernel: str, *,
     """Check ``func`` on every dtype and size of ``kernel``; return how many calls it took."""
     import inspect
 
-    in_place = kernel in ("add_one_2d", "halo_exchange_1d", "halo_exchange_2d")
+    in_place = CATALOG[kernel].in_place is not None
     writes_out = "out" in inspect.signature(func).parameters or (in_place
                                                                   and backend.mutable_arrays)
     calls = 0
@@ -262,7 +267,7 @@ def check_index_map(backend: Any, func: Callable[..., Any], kernel: str) -> None
     """The thread with global index i writes element i, on each launch of ``kernel``."""
     from reference_kernels import indexing
 
-    for dtype in INDEX:
+    for dtype in dtypes_of(kernel):
         for shape, launch in INDEX_MAP_LAUNCHES[kernel]:
             out = GuardedBuffer(backend, "out", shape, dtype, poison_value(dtype))
             func(out=out.view, launch=launch)

@@ -1,0 +1,202 @@
+"""The catalog: one entry per bundled kernel, beside its NumPy reference.
+
+An entry is every fact of a kernel's contract (``docs/kernels.md``) that more
+than one part of the project reads: its family and reference, its inputs in
+call order, the sizes a returning implementation takes instead of ``out``,
+whether it updates an argument in place or must write ``out``, how ``out``
+starts, the dtypes it is checked with, the launch domain a ``launch`` covers,
+whether its bits may follow the launch, its edge cases (the smallest size it
+is defined for, the value classes its boundary sweep draws) and the *name* of
+its tolerance rule.  The conformance specs (``conformance/specs*.py``), the
+registration check (``pytest_gpucheck.registry``), the MPI checks, the
+benchmarks and the project's tests all read these entries; none keeps its own
+copy.
+
+The tolerance rules themselves live in ``pytest_gpucheck.kernel_rules`` (each
+rule derives its bound and says why), named here by a string, so this package
+imports nothing but NumPy.
+
+Adding a kernel: write its reference in the module of its family, add one
+:class:`Entry` below (or in a module of your own, registered with
+:func:`add`), then a conformance spec (how to draw its inputs) in
+``conformance/``; see ``docs/architecture.md``.
+
+>>> CATALOG["heat_steps_1d"].arguments
+('u', 'alpha', 'steps')
+>>> CATALOG["add_one_2d"].in_place
+'a'
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+OutputInit = Literal["poison", "zero", "lowest"]
+LaunchKind = Literal["1d", "2d", "3d", "grid-stride"]
+
+#: Dtype sets of the contracts.
+FLOATS: tuple[str, ...] = ("float32", "float64")
+NUMERIC: tuple[str, ...] = ("float32", "float64", "int32", "int64")
+INDEX_DTYPES: tuple[str, ...] = ("int32", "int64")
+
+#: Value classes of the boundary sweep (``conformance/specs.py`` draws them).  ``specials``
+#: (NaN, +-inf) only where IEEE arithmetic defines the result the contract asks for;
+#: ``subnormal`` only where the tolerance rule allows flushing; ``fractional``: non-integer
+#: floats for the reductions, whose other cases are integer-valued (exact in any order), as
+#: only these show an accumulator narrower than the data.
+MIXED, NEGATIVE, SUBNORMAL, SPECIALS = "mixed", "all negative", "subnormal", "NaN and inf"
+FRACTIONAL = "fractional"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The contract of one kernel, as every checker of it reads it."""
+
+    name: str
+    family: str
+    reference: Callable[..., Any]
+    #: Inputs in call order (``out`` and ``launch`` are passed by keyword).
+    arguments: tuple[str, ...]
+    #: Dtypes the kernel is checked with.
+    dtypes: tuple[str, ...]
+    #: Name of its rule in ``pytest_gpucheck.kernel_rules.RULES``.
+    tolerance: str
+    #: Name of the argument updated in place (such a kernel takes no ``out``), or None.
+    in_place: str | None = None
+    #: True when no input sizes the result (index maps): an implementation must take ``out``.
+    requires_out: bool = False
+    #: Sizes that ``out`` carries, passed by keyword to implementations that return their
+    #: result instead (``histogram(x, nbins)``, ``monte_carlo_pi(seed, n, dtype)``).
+    sizes: tuple[str, ...] = ()
+    #: What ``out`` holds before the call: poison, 0, or the identity of max.
+    output_init: OutputInit = "poison"
+    #: The launch domain drawn for implementations that take ``launch``.
+    launch: LaunchKind = "1d"
+    #: 2-D launches with square blocks only (classic shared-memory tiles).
+    square_blocks: bool = False
+    #: Checked by statistics, not against the reference (``monte_carlo_pi``).
+    statistical: bool = False
+    #: Each output element is computed the same way whatever the launch, so the same
+    #: inputs give the same bits under every launch.  False where the summation order
+    #: legitimately follows the blocks (float reductions, shared-memory tiles).
+    launch_invariant: bool = True
+    #: Edge cases: the smallest size the kernel is defined for (``max`` of nothing is not).
+    min_size: int = 0
+    #: Edge cases: the value classes of its boundary sweep, beyond mixed signs.
+    edge_values: tuple[str, ...] = (NEGATIVE,)
+
+
+CATALOG: dict[str, Entry] = {}
+
+
+def add(entry: Entry) -> Entry:
+    """Put ``entry`` in the catalog (a second entry under one name is a mistake).
+
+    A kernel added after the package's import (a project's own, from its
+    ``conftest.py``) also appears in the package's ``KERNELS`` and ``FAMILIES``.
+    """
+    if entry.name in CATALOG and CATALOG[entry.name] != entry:
+        raise ValueError(f"the catalog already has a kernel named {entry.name!r}")
+    CATALOG[entry.name] = entry
+    package = sys.modules.get(__package__ or "")
+    for view, value in ((getattr(package, "KERNELS", None), entry.reference),
+                        (getattr(package, "FAMILIES", None), entry.family)):
+        if view is not None:
+            view[entry.name] = value
+    return entry
+
+
+def _entry(family: str, module: str, name: str, arguments: tuple[str, ...],
+           dtypes: tuple[str, ...], tolerance: str, **facts: Any) -> None:
+    """Add the bundled kernel ``name``, whose reference is in ``reference_kernels.<module>``."""
+    reference = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    add(Entry(name, family, reference, arguments, dtypes, tolerance, **facts))
+
+
+# The order is the contract's (docs/kernels.md): the report and the suites list kernels in it.
+_ELEMENTWISE_EDGES = (NEGATIVE, SUBNORMAL, SPECIALS)
+_entry("elementwise", "elementwise", "vector_add", ("a", "b"), NUMERIC, "correctly_rounded",
+       edge_values=_ELEMENTWISE_EDGES)
+_entry("elementwise", "elementwise", "saxpy", ("alpha", "x", "y"), FLOATS, "saxpy",
+       edge_values=(NEGATIVE, SUBNORMAL))
+_entry("elementwise", "elementwise", "sigmoid", ("x",), FLOATS, "sigmoid",
+       edge_values=_ELEMENTWISE_EDGES)
+_entry("elementwise", "elementwise", "add_one_2d", ("a",), NUMERIC, "correctly_rounded",
+       in_place="a", launch="2d", edge_values=(NEGATIVE, SPECIALS))
+for _name, _launch in (("index_map_1d", "1d"), ("index_map_2d", "2d"), ("index_map_3d", "3d"),
+                       ("index_map_grid_stride", "grid-stride")):
+    _entry("indexing", "indexing", _name, (), INDEX_DTYPES, "index", requires_out=True,
+           launch=_launch, edge_values=())
+_entry("indexing", "indexing", "transpose", ("a",), NUMERIC, "copy", launch="2d",
+       edge_values=(NEGATIVE, SPECIALS))
+_entry("reductions", "reductions", "sum", ("x",), NUMERIC, "sum", output_init="zero",
+       launch_invariant=False, edge_values=(NEGATIVE, SUBNORMAL, FRACTIONAL))
+for _name, _arguments in (("dot", ("x", "y")), ("weighted_sum", ("x", "w")),
+                          ("sum_of_squares", ("x",))):
+    _entry("reductions", "reductions", _name, _arguments, NUMERIC, _name, output_init="zero",
+           launch_invariant=False, edge_values=(NEGATIVE, FRACTIONAL))
+_entry("reductions", "reductions", "max", ("x",), NUMERIC, "max", output_init="lowest",
+       min_size=1)
+_entry("reductions", "reductions", "histogram", ("x",), INDEX_DTYPES, "counts",
+       output_init="zero", sizes=("nbins",), edge_values=())
+_entry("reductions", "reductions", "monte_carlo_pi", ("seed",), FLOATS, "statistical",
+       statistical=True, sizes=("n", "dtype"), launch_invariant=False, edge_values=())
+_entry("stencils", "stencils", "heat_step_1d", ("u", "alpha"), FLOATS, "heat_step",
+       edge_values=(NEGATIVE, SUBNORMAL))
+_entry("stencils", "stencils", "heat_steps_1d", ("u", "alpha", "steps"), FLOATS, "heat_steps")
+_entry("stencils", "stencils", "laplacian_2d", ("u",), FLOATS, "laplacian_2d", launch="2d",
+       edge_values=(NEGATIVE, SUBNORMAL))
+# The halo exchanges are stencil-shaped code, so they live in ``stencils``.
+for _name, _launch in (("halo_exchange_1d", "1d"), ("halo_exchange_2d", "2d")):
+    _entry("halos", "stencils", _name, ("a", "width"), NUMERIC, "copy", in_place="a",
+           launch=_launch)
+_entry("linalg", "linalg", "matmul", ("a", "b"), NUMERIC, "matmul", launch="2d",
+       edge_values=(NEGATIVE, SUBNORMAL))
+_entry("linalg", "linalg", "matmul_tiled", ("a", "b"), NUMERIC, "matmul", launch="2d",
+       square_blocks=True, launch_invariant=False, edge_values=(NEGATIVE, SUBNORMAL))
+
+#: The kernels of the families above: every framework's main implementation module
+#: covers these (or says why not); the families below have modules of their own.
+CORE_KERNELS: tuple[str, ...] = tuple(CATALOG)
+
+_entry("ufuncs", "ufuncs", "ufunc_saxpy", ("alpha", "x", "y"), FLOATS, "ufunc_saxpy",
+       launch="2d")
+_entry("ufuncs", "ufuncs", "gufunc_dot", ("x", "y"), NUMERIC, "gufunc_dot")
+_entry("ufuncs", "ufuncs", "gufunc_laplacian_2d", ("u",), FLOATS, "gufunc_laplacian_2d",
+       launch="3d")
+_entry("transforms", "transforms", "grad_sum_of_squares", ("x",), FLOATS, "grad_sum_of_squares")
+_entry("transforms", "transforms", "grad_weighted_sum", ("x", "w"), FLOATS, "grad_weighted_sum")
+_entry("transforms", "transforms", "grad_sigmoid", ("x",), FLOATS, "grad_sigmoid")
+_entry("transforms", "transforms", "grad_heat_step_1d", ("u", "alpha", "g"), FLOATS,
+       "grad_heat_step_1d")
+_entry("transforms", "transforms", "vmap_saxpy", ("alpha", "x", "y"), FLOATS, "vmap_saxpy",
+       launch="2d")
+# Sharded and grid-synchronised kernels reproduce their single-device counterparts, so
+# they share those counterparts' inputs and rules.
+_entry("multi-device", "multi_device", "sharded_sum", ("x",), NUMERIC, "sum", output_init="zero")
+_entry("multi-device", "multi_device", "sharded_heat_step_1d", ("u", "alpha"), FLOATS,
+       "heat_step")
+_entry("grid-sync", "cooperative", "heat_steps_grid_sync", ("u", "alpha", "steps"), FLOATS,
+       "heat_steps")
+
+
+#: The kernels this package ships (suites of their own in ``conformance/``); any other entry
+#: is a project's own, checked by ``conformance/test_catalog_kernels.py``.
+BUNDLED: frozenset[str] = frozenset(CATALOG)
+
+
+def entry_for(kernel: str) -> Entry:
+    """The catalog entry of ``kernel``; a one-line error names the known kernels."""
+    try:
+        return CATALOG[kernel]
+    except KeyError:
+        raise KeyError(f"no catalog entry for kernel {kernel!r}; "
+                       f"known: {', '.join(CATALOG)}") from None
+
+
+__all__ = ["BUNDLED", "CATALOG", "CORE_KERNELS", "FLOATS", "INDEX_DTYPES", "NUMERIC", "Entry",
+           "add", "entry_for"]
