@@ -187,7 +187,7 @@ def annotation_lines(failures: list[Failure], root: Path) -> list[str]:
 
 # -- publishing --------------------------------------------------------------------
 def is_rank_other_than_zero() -> bool:
-    from .mpi.environment import launched_rank
+    from .launch_env import launched_rank
 
     rank = launched_rank()
     return rank is not None and rank.rank != 0

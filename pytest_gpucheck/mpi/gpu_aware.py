@@ -11,18 +11,14 @@ would kill a test session, hence the child.  The answer is cached per backend.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from functools import cache
 
-from .environment import RANK_PID_VARIABLE
+from ..launch_env import without_launcher
 
-#: Launcher variables removed from the probe's environment, so it starts as a
-#: singleton MPI process instead of trying to join the job of the rank that ran it.
-_LAUNCHER_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "MPI_LOCAL", "HYDRA_", "MV2_", "SLURM_")
 PROBE_TIMEOUT = 120.0
 
 
@@ -36,9 +32,9 @@ class GpuAwareness:
 
 
 def probe_environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
-    env[RANK_PID_VARIABLE] = ""
-    return env
+    """The probe child's environment: it starts as a singleton MPI process instead of
+    trying to join the job of the rank that ran it."""
+    return without_launcher()
 
 
 @cache
