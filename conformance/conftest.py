@@ -21,7 +21,7 @@ from conformance.harness import Cell
 from conformance.specs import spec_for
 from pytest_gpucheck import hypothesis_profiles
 from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
-from pytest_gpucheck.registry import implementations, not_applicable_reason
+from pytest_gpucheck.registry import implementations, load_bundled, not_applicable_reason
 from pytest_gpucheck.report import add_section, set_cell
 from pytest_gpucheck.selection import get_selection, item_backend, parametrize_backends
 
@@ -191,6 +191,10 @@ def pytest_configure(config: pytest.Config) -> None:
     import os
 
     from conformance.harness import RERUN_VARIABLE, rerun_invocation
+
+    # Implementations registered through entry points load now, so a broken
+    # third-party package stops the run in one line before collection.
+    load_bundled()
     if os.environ.get(SIMULATOR_CHILD_VARIABLE) != "1":
         # The simulator child runs elsewhere with other arguments; it prints rerun
         # commands for this run's folder and command line (it inherits the variable).

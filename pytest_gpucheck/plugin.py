@@ -98,11 +98,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _add_bundled_suites(config: pytest.Config) -> None:
-    import conformance
+    """Add the suites of the ``pytest_gpucheck.suites`` entry points to the run's arguments."""
+    from .registry import load_bundled, suite_folders
 
-    suites = str(Path(conformance.__file__).parent)
-    if suites not in config.args:
-        config.args.append(suites)
+    load_bundled()  # a broken third-party entry point stops the run here, in one line
+    for folder in suite_folders():
+        if str(folder) not in config.args:
+            config.args.append(str(folder))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
