@@ -9,6 +9,8 @@ import pytest
 from pytest_gpucheck.mpi.gpu_aware import gpu_aware
 from pytest_gpucheck.mpi.gpu_aware_probe import INVALID_POINTER
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("mpi4py", reason="needs mpi4py: pip install 'pytest-gpucheck[mpi]'")
 
 
