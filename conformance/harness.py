@@ -43,7 +43,7 @@ from pytest_gpucheck.assertions import (
 )
 from pytest_gpucheck.device_views import layout_of
 from pytest_gpucheck.guards import GuardedBuffer, GuardReadback, same_bits
-from pytest_gpucheck.launch import LaunchConfig
+from pytest_gpucheck.kernel_launch import LaunchConfig
 from pytest_gpucheck.randomness import uniform_samples_problems
 from pytest_gpucheck.registry import Implementation
 

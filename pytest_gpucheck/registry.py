@@ -181,7 +181,7 @@ def implements(
     The calling convention of each kernel is in ``docs/kernels.md``: inputs
     are device arrays of the backend; a parameter named ``out`` receives a
     preallocated output to write (otherwise the result is returned); a
-    parameter named ``launch`` receives a :class:`~pytest_gpucheck.launch.LaunchConfig`.
+    parameter named ``launch`` receives a :class:`~pytest_gpucheck.kernel_launch.LaunchConfig`.
 
     >>> @implements("vector_add", backend="numpy", name="doc_example")
     ... def add(a, b, out):

@@ -22,7 +22,7 @@ import numpy as np
 
 from pytest_gpucheck.device_views import slice_view, transpose_view
 from pytest_gpucheck.guards import GuardedBuffer, poison_value, same_bits
-from pytest_gpucheck.launch import LaunchConfig
+from pytest_gpucheck.kernel_launch import LaunchConfig
 from reference_kernels import KERNELS
 
 NUMERIC = ("float32", "float64", "int32", "int64")

@@ -26,7 +26,7 @@ from cuda_c_host import HostLauncher, Patch, compiler
 from conformance.implementations.cuda_c import drivers
 from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.guards import GuardedBuffer
-from pytest_gpucheck.launch import LaunchConfig
+from pytest_gpucheck.kernel_launch import LaunchConfig
 from reference_kernels import CORE_KERNELS as KERNELS
 
 pytestmark = [

@@ -41,7 +41,7 @@ from pytest_gpucheck.mpi.checks import (
     check_scatter_compute_gather,
 )
 from pytest_gpucheck.mpi.distributed import exchange_axis
-from pytest_gpucheck.mpi.examples import mpi_settings
+from pytest_gpucheck.mpi.hypothesis_lockstep import mpi_settings
 from pytest_gpucheck.mpi.transport import DirectTransport
 
 import numpy as np
