@@ -28,7 +28,7 @@ import pytest
 from conformance.specs import spec_for
 from pytest_gpucheck.backends.base import Backend
 from pytest_gpucheck.bench.device_copy import device_copy
-from pytest_gpucheck.launch import LaunchConfig
+from pytest_gpucheck.kernel_launch import LaunchConfig
 from pytest_gpucheck.registry import Implementation, implementations
 from reference_kernels import KERNELS
 

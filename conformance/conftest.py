@@ -11,7 +11,9 @@ express the kernel (``not_applicable``), or no implementation registered.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,9 +21,9 @@ from conformance.harness import Cell
 from conformance.specs import spec_for
 from pytest_gpucheck import hypothesis_profiles
 from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
-from pytest_gpucheck.registry import implementations, not_applicable_reason
+from pytest_gpucheck.registry import implementations, load_bundled, not_applicable_reason
 from pytest_gpucheck.report import add_section, set_cell
-from pytest_gpucheck.selection import get_selection
+from pytest_gpucheck.selection import get_selection, item_backend, parametrize_backends
 
 # Direct `pytest conformance/` without the feature plugin still needs the profiles.
 hypothesis_profiles.register_profiles()
@@ -54,37 +56,29 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "impl" not in metafunc.fixturenames:
         return
     kernel = _kernel_of(metafunc)
-    config = metafunc.config
-    selection = get_selection(config)
-    origin = config.getoption("gpu_impls", "all")
-    params = []
-    for name in selection.names:
-        probe = selection.probes[name]
+    origin = metafunc.config.getoption("gpu_impls", "all")
+
+    def cells(name: str, skip: Sequence[pytest.MarkDecorator]) -> list[Any]:
+        """One parameter per implementation of ``kernel`` on backend ``name``, or one skip."""
         found = implementations(kernel=kernel, backend=name,
                                 origin=None if origin == "all" else origin)
-        for impl in sorted(found, key=lambda i: (i.origin != "bundled", i.name)):
-            marks = () if probe.available else (pytest.mark.skip(reason=probe.reason),)
-            params.append(pytest.param(Cell(name, impl), id=impl.id, marks=marks))
         if found:
-            continue
+            return [pytest.param(Cell(name, impl), id=impl.id, marks=skip)
+                    for impl in sorted(found, key=lambda i: (i.origin != "bundled", i.name))]
         reason = not_applicable_reason(kernel, name)
-        if not probe.available:
+        if skip:
             # The real reason comes first: nothing could run here anyway.
-            params.append(pytest.param(name, id=f"{name}:none",
-                                       marks=pytest.mark.skip(reason=probe.reason)))
-        elif reason is not None and origin != "user":
-            params.append(pytest.param(name, id=f"{name}:not-applicable",
-                                       marks=pytest.mark.skip(reason=f"not applicable: {reason}")))
-        else:
-            which = {"all": "", "bundled": "bundled ", "user": "user "}[origin]
-            params.append(pytest.param(
-                name, id=f"{name}:none",
-                marks=pytest.mark.skip(reason=f"no {which}implementation of {kernel} "
-                                              f"registered for {name} (--gpu-impls={origin})")))
-    if not params:
-        params.append(pytest.param("none", id="no-backend",
-                                   marks=pytest.mark.skip(reason="no backend selected")))
-    metafunc.parametrize("impl", params, indirect=True)
+            return [pytest.param(name, id=f"{name}:none", marks=skip)]
+        if reason is not None and origin != "user":
+            return [pytest.param(name, id=f"{name}:not-applicable",
+                                 marks=pytest.mark.skip(reason=f"not applicable: {reason}"))]
+        which = {"all": "", "bundled": "bundled ", "user": "user "}[origin]
+        return [pytest.param(
+            name, id=f"{name}:none",
+            marks=pytest.mark.skip(reason=f"no {which}implementation of {kernel} "
+                                          f"registered for {name} (--gpu-impls={origin})"))]
+
+    parametrize_backends(metafunc, "impl", cells)
 
 
 SUITES = Path(__file__).parent
@@ -119,10 +113,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         callspec = getattr(item, "callspec", None)
         if marker is None or callspec is None or "impl" not in callspec.params:
             continue
-        value = callspec.params["impl"]
-        # Skipped cells carry the backend name instead of a Cell.
-        backend = value.backend if isinstance(value, Cell) else str(value)
-        set_cell(item, backend=backend, family=spec_for(str(marker.args[0])).family)
+        backend = item_backend(item)
+        if backend is not None:
+            set_cell(item, backend=backend, family=spec_for(str(marker.args[0])).family)
 
 
 class ConformanceNotes:
@@ -199,6 +192,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     from conformance.harness import RERUN_VARIABLE, rerun_invocation
 
+    # Implementations registered through entry points load now, so a broken
+    # third-party package stops the run in one line before collection.
+    load_bundled()
     if os.environ.get(SIMULATOR_CHILD_VARIABLE) != "1":
         # The simulator child runs elsewhere with other arguments; it prints rerun
         # commands for this run's folder and command line (it inherits the variable).

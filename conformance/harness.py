@@ -43,7 +43,7 @@ from pytest_gpucheck.assertions import (
 )
 from pytest_gpucheck.device_views import layout_of
 from pytest_gpucheck.guards import GuardedBuffer, GuardReadback, same_bits
-from pytest_gpucheck.launch import LaunchConfig
+from pytest_gpucheck.kernel_launch import LaunchConfig
 from pytest_gpucheck.randomness import uniform_samples_problems
 from pytest_gpucheck.registry import Implementation
 
@@ -225,9 +225,10 @@ def rerun_invocation(config: pytest.Config) -> dict[str, Any]:
     impls = config.getoption("gpu_impls", "all")
     if impls != "all":
         options.append(f"--gpu-impls={impls}")
+    added = config.stash.get(ci.ADDED_SUITES_KEY, ())
     return {"dir": str(invocation.dir), "options": options,
-            "paths": ci.named_paths(config, exclude=(str(SUITES),)),
-            "conformance": conformance_option}
+            "paths": ci.named_paths(config, exclude=tuple(str(folder) for folder in added)),
+            "added": added}
 
 
 def rerun_selector(item_path: Path, name: str, invocation: dict[str, Any]) -> tuple[str, ...]:
@@ -235,11 +236,7 @@ def rerun_selector(item_path: Path, name: str, invocation: dict[str, Any]) -> tu
     rule (:func:`pytest_gpucheck.ci.rerun_selector`), applied to the user's command
     (:func:`rerun_invocation`), so this line, the report and the CI annotation agree."""
     return ci.rerun_selector(item_path, name, invocation_dir=invocation["dir"],
-                             named=invocation["paths"],
-                             added=SUITES if invocation["conformance"] else None)
-
-
-SUITES = Path(__file__).parent
+                             named=invocation["paths"], added=invocation["added"])
 
 
 def sweep(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizing,

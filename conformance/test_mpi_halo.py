@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_gpucheck.mpi.checks import check_halo_exchange_1d, check_halo_exchange_2d
-from pytest_gpucheck.mpi.examples import assert_same_example, mpi_settings
+from pytest_gpucheck.mpi.hypothesis_lockstep import assert_same_example, mpi_settings
 
 pytestmark = [pytest.mark.mpi(ranks=[2, 3, 4], timeout=120), pytest.mark.gpu_family("mpi")]
 

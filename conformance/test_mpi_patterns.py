@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_gpucheck.mpi.examples import assert_same_example, mpi_settings
+from pytest_gpucheck.mpi.hypothesis_lockstep import assert_same_example, mpi_settings
 from pytest_gpucheck.mpi.patterns import check_monte_carlo_streams, check_row_block_matmul
 
 pytestmark = [pytest.mark.mpi(ranks=[2, 3], timeout=120), pytest.mark.gpu_family("mpi-patterns")]

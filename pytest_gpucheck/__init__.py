@@ -28,7 +28,7 @@ _LAZY = {
     "implementations": "pytest_gpucheck.registry",
     "implements": "pytest_gpucheck.registry",
     "not_applicable": "pytest_gpucheck.registry",
-    "LaunchConfig": "pytest_gpucheck.launch",
+    "LaunchConfig": "pytest_gpucheck.kernel_launch",
     "CheckContext": "pytest_gpucheck.assertions",
     "assert_matches_reference": "pytest_gpucheck.assertions",
     "assert_dtype": "pytest_gpucheck.assertions",

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from .guards import GuardReadback, same_bits
-from .launch import LaunchConfig
+from .kernel_launch import LaunchConfig
 from .tolerance import Tolerance, abs_error, is_float, ulp_error
 
 #: How many mismatching elements a message lists.

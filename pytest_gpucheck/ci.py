@@ -96,9 +96,10 @@ def blame_location(item: pytest.Item) -> dict[str, Any]:
     return {"file": str(item.path), "line": (line + 1) if line is not None else 0}
 
 
-#: The folder of the bundled suites when ``--gpu-conformance`` adds them to the run (set by
-#: the plugin): files under it are not the user's, so a node id cannot select one alone.
-ADDED_SUITES_KEY = pytest.StashKey[Path]()
+#: The folders of the suites ``--gpu-conformance`` adds to the run (the ``pytest_gpucheck.suites``
+#: entry points; set by the plugin): files under them are not the user's, so a node id cannot
+#: select one alone.
+ADDED_SUITES_KEY = pytest.StashKey[tuple[Path, ...]]()
 
 
 def named_paths(config: pytest.Config, *, exclude: tuple[str, ...] = ()) -> list[str]:
@@ -110,12 +111,13 @@ def named_paths(config: pytest.Config, *, exclude: tuple[str, ...] = ()) -> list
 
 
 def rerun_selector(item_path: Path, name: str, *, invocation_dir: str | Path,
-                   named: list[str] | tuple[str, ...], added: Path | None) -> tuple[str, ...]:
+                   named: list[str] | tuple[str, ...],
+                   added: tuple[Path, ...] = ()) -> tuple[str, ...]:
     """The arguments that select exactly one item again from the folder pytest ran in: the
     one rule behind the conformance harness's ``rerun:`` line, the report's rerun column and
     the CI annotation.
 
-    A file under ``added`` (the bundled suites, which ``--gpu-conformance`` adds to every
+    A file under a folder of ``added`` (the suites, which ``--gpu-conformance`` adds to every
     run) cannot be selected by its node id, which would run the whole suite: ``-k`` with the
     full item name (the brackets keep ``test_sum[`` from matching ``test_sum_of_squares[``)
     selects it instead, next to the paths the user ``named`` (their conftest.py files come
@@ -123,13 +125,13 @@ def rerun_selector(item_path: Path, name: str, *, invocation_dir: str | Path,
     and ``name``, the node id's part after the file (``TestClass::test_x[numpy]``).
 
     >>> rerun_selector(Path("/p/tests/test_a.py"), "test_x[numpy]", invocation_dir="/p",
-    ...                named=[], added=None)
+    ...                named=[])
     ('tests/test_a.py::test_x[numpy]',)
     >>> rerun_selector(Path("/site/conformance/test_b.py"), "test_y[numpy:mine]",
-    ...                invocation_dir="/p", named=["tests"], added=Path("/site/conformance"))
+    ...                invocation_dir="/p", named=["tests"], added=(Path("/site/conformance"),))
     ('tests', '-k', 'test_y[numpy:mine]')
     """
-    if added is not None and added in item_path.parents:
+    if any(folder in item_path.parents for folder in added):
         return (*named, "-k", name.rsplit("::", 1)[-1])
     try:
         path = str(item_path.relative_to(invocation_dir))
@@ -141,8 +143,8 @@ def rerun_selector(item_path: Path, name: str, *, invocation_dir: str | Path,
 def rerun_target(item: pytest.Item) -> list[str]:
     """What selects ``item`` again (:func:`rerun_selector` for this run)."""
     config = item.config
-    added = config.stash.get(ADDED_SUITES_KEY, None)
-    named = named_paths(config, exclude=(str(added),) if added is not None else ())
+    added = config.stash.get(ADDED_SUITES_KEY, ())
+    named = named_paths(config, exclude=tuple(str(folder) for folder in added))
     within_file = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
     return list(rerun_selector(Path(item.path), within_file,
                                invocation_dir=config.invocation_params.dir, named=named,
@@ -230,7 +232,7 @@ def annotation_lines(failures: list[Failure], root: Path) -> list[str]:
 
 # -- publishing --------------------------------------------------------------------
 def is_rank_other_than_zero() -> bool:
-    from .mpi.environment import launched_rank
+    from .launch_env import launched_rank
 
     rank = launched_rank()
     return rank is not None and rank.rank != 0

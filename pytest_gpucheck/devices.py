@@ -13,6 +13,8 @@ over the visible devices:
 2. the launchers' node-local rank variables (Open MPI, MPICH/Hydra, SLURM, ...);
 3. the pytest-xdist worker number (``gw3`` -> 3);
 4. otherwise 0.
+
+(:func:`pytest_gpucheck.launch_env.local_slot` reads them.)
 """
 
 from __future__ import annotations
@@ -24,19 +26,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+# The node-local rank variables live with the other launcher variables; re-exported
+# because the device choice is where users meet them.
+from .launch_env import LOCAL_RANK_VARIABLES as LOCAL_RANK_VARIABLES
+from .launch_env import local_slot as local_slot
+
 if TYPE_CHECKING:
     import ctypes
-
-#: Environment variables that carry the node-local rank, most specific first.
-LOCAL_RANK_VARIABLES = (
-    "PYTEST_GPUCHECK_LOCAL_RANK",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "MPI_LOCALRANKID",
-    "PMI_LOCAL_RANK",
-    "PALS_LOCAL_RANKID",
-    "MV2_COMM_WORLD_LOCAL_RANK",
-    "SLURM_LOCALID",
-)
 
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
@@ -170,18 +166,6 @@ def parse_device_spec(spec: str) -> int | None:
             f"--gpu-device={spec!r} is not valid; use auto or a device index >= 0"
         )
     return int(text)
-
-
-def local_slot(env: Mapping[str, str]) -> tuple[int, str]:
-    """The slot this process should take: node-local rank, xdist worker, or 0."""
-    for variable in LOCAL_RANK_VARIABLES:
-        value = env.get(variable, "")
-        if value.isdigit():
-            return int(value), f"local rank {value} from {variable}"
-    worker = env.get("PYTEST_XDIST_WORKER", "")
-    if worker.startswith("gw") and worker[2:].isdigit():
-        return int(worker[2:]), f"pytest-xdist worker {worker}"
-    return 0, "default"
 
 
 def select_device(

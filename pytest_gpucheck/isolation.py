@@ -79,7 +79,7 @@ def needs_simulator(item: pytest.Item) -> bool:
 
 def current_rank(env: Mapping[str, str] | None = None) -> int:
     """This process's rank under a launcher, from its environment (0 without one)."""
-    from .mpi.environment import launched_rank
+    from .launch_env import launched_rank
 
     launched = launched_rank(env)
     return launched.rank if launched is not None else 0

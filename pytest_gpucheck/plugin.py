@@ -22,8 +22,13 @@ from .child_env import (
     SIMULATOR_CHILD_VARIABLE,
     apply_jax_memory_policy,
 )
-from .options import add_options, parse_backend_spec
-from .selection import configure_selection, get_selection
+from .options import add_options
+from .selection import (
+    MARKER_ERRORS_KEY,
+    configure_selection,
+    get_selection,
+    parametrize_backends,
+)
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
 FEATURE_PLUGINS: tuple[str, ...] = (
@@ -42,9 +47,6 @@ MARKERS = (
     "gpu_family(name): the row of the conformance matrix this test counts in "
     "(default: the module name without test_).",
 )
-
-#: Bad ``gpu_backends`` markers found while parametrizing (reported after collection).
-MARKER_ERRORS_KEY = pytest.StashKey[list[str]]()
 
 # The fixtures live in their own module; re-exporting them here registers them.
 gpu_backend = fixtures.gpu_backend
@@ -96,12 +98,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _add_bundled_suites(config: pytest.Config) -> None:
-    import conformance
+    """Add the suites of the ``pytest_gpucheck.suites`` entry points to the run's arguments."""
+    from .registry import load_bundled, suite_folders
 
-    suites = str(Path(conformance.__file__).parent)
-    config.stash[ci.ADDED_SUITES_KEY] = Path(suites)
-    if suites not in config.args:
-        config.args.append(suites)
+    load_bundled()  # a broken third-party entry point stops the run here, in one line
+    folders = suite_folders()
+    config.stash[ci.ADDED_SUITES_KEY] = tuple(folders)
+    for folder in folders:
+        if str(folder) not in config.args:
+            config.args.append(str(folder))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -120,57 +125,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
-def _marker_backends(item_markers: list[pytest.Mark]) -> set[str] | None:
-    """Backends allowed by ``gpu_backends`` and ``requires_gpu`` markers (None: all)."""
-    allowed: set[str] | None = None
-    for mark in item_markers:
-        if mark.name == "gpu_backends":
-            names = set(parse_backend_spec(",".join(mark.args), "@pytest.mark.gpu_backends").names)
-            allowed = names if allowed is None else allowed & names
-        elif mark.name == "requires_gpu":
-            allowed = set(GPU_BACKENDS) if allowed is None else allowed & set(GPU_BACKENDS)
-    return allowed
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "gpu_backend" not in metafunc.fixturenames:
-        return
-    selection = get_selection(metafunc.config)
-    try:
-        allowed = _marker_backends(list(metafunc.definition.iter_markers()))
-    except pytest.UsageError as exc:
-        # Raised here it would be a collection traceback; kept for the end of collection,
-        # where it stops the run as the one-line usage error it is.
-        metafunc.config.stash.setdefault(MARKER_ERRORS_KEY, []).append(
-            f"{metafunc.definition.nodeid}: {exc}")
-        allowed = set()
-    names = [name for name in selection.names if allowed is None or name in allowed]
-    if not names:
-        wanted = ", ".join(sorted(allowed or (), key=list(BACKENDS).index))
-        metafunc.parametrize(
-            "gpu_backend",
-            [
-                pytest.param(
-                    None,
-                    id="no-backend",
-                    marks=pytest.mark.skip(
-                        reason=f"restricted to {wanted}, none of which is selected "
-                        f"(--gpu-backends={selection.spec.text})"
-                    ),
-                )
-            ],
-        )
-        return
-    probes = selection.probes
-    params = [
-        pytest.param(
-            name,
-            id=name,
-            marks=() if probes[name].available else pytest.mark.skip(reason=probes[name].reason),
-        )
-        for name in names
-    ]
-    metafunc.parametrize("gpu_backend", params, indirect=True)
+    if "gpu_backend" in metafunc.fixturenames:
+        parametrize_backends(metafunc, "gpu_backend")
 
 
 @pytest.hookimpl(tryfirst=True)

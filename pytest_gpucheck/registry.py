@@ -9,10 +9,14 @@ so the report shows the cell instead of leaving it silently absent.
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
+
+import pytest
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -155,7 +159,7 @@ def implements(
     The calling convention of each kernel is in ``docs/kernels.md``: inputs
     are device arrays of the backend; a parameter named ``out`` receives a
     preallocated output to write (otherwise the result is returned); a
-    parameter named ``launch`` receives a :class:`~pytest_gpucheck.launch.LaunchConfig`.
+    parameter named ``launch`` receives a :class:`~pytest_gpucheck.kernel_launch.LaunchConfig`.
 
     >>> @implements("vector_add", backend="numpy", name="doc_example")
     ... def add(a, b, out):
@@ -227,23 +231,73 @@ def not_applicable_reason(kernel: str, backend: str) -> str | None:
     return _not_applicable.get((kernel, backend))
 
 
+#: Entry-point group of modules that register implementations when imported: the
+#: bundled ones (this distribution's ``bundled``) and any third-party package's.
+IMPLEMENTATIONS_GROUP = "pytest_gpucheck.implementations"
+#: Entry-point group of packages whose folder holds conformance suites that
+#: ``--gpu-conformance`` adds to the run (this distribution's ``bundled``).
+SUITES_GROUP = "pytest_gpucheck.suites"
+#: This project's distribution: its entry points load first.
+DISTRIBUTION = "pytest-gpucheck"
+
 _bundled_loaded = False
 
 
+def _entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
+    """The group's entry points, this project's first, then by distribution and name."""
+
+    def key(ep: importlib.metadata.EntryPoint) -> tuple[bool, str, str]:
+        dist = _distribution_name(ep)
+        return (dist != DISTRIBUTION, dist, ep.name)
+
+    return sorted(importlib.metadata.entry_points(group=group), key=key)
+
+
+def _distribution_name(ep: importlib.metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return str(dist.metadata["Name"]) if dist is not None else "?"
+
+
+def load_entry_point(ep: importlib.metadata.EntryPoint, group: str) -> Any:
+    """Import ``ep``; a failure is one usage error naming the distribution, not a traceback."""
+    try:
+        return ep.load()
+    except Exception as exc:
+        dist = getattr(ep, "dist", None)
+        where = f"{dist.metadata['Name']} {dist.version}" if dist is not None else "unknown"
+        raise pytest.UsageError(
+            f"gpucheck: the {group} entry point {ep.name!r} = {ep.value!r} of the "
+            f"installed package {where} failed to load ({type(exc).__name__}: {exc}); "
+            "fix or uninstall that package"
+        ) from None
+
+
 def load_bundled() -> None:
-    """Import the bundled implementations (``conformance.implementations``) once.
+    """Import, once, every module registered in the ``pytest_gpucheck.implementations``
+    entry-point group: the bundled implementations and those third-party packages ship.
 
     Their modules import no framework at import time: each kernel body
     imports its framework when first called, so registering them is cheap.
+    Raises :class:`pytest.UsageError` (one line) for an entry point that fails.
     """
     global _bundled_loaded
     if _bundled_loaded:
         return
+    for ep in _entry_points(IMPLEMENTATIONS_GROUP):
+        load_entry_point(ep, IMPLEMENTATIONS_GROUP)
     _bundled_loaded = True
-    import importlib
 
-    try:
-        importlib.import_module("conformance.implementations")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("conformance", "conformance.implementations"):
-            raise
+
+def suite_folders() -> list[Path]:
+    """The folders of the conformance suites registered in ``pytest_gpucheck.suites``."""
+    folders = []
+    for ep in _entry_points(SUITES_GROUP):
+        module = load_entry_point(ep, SUITES_GROUP)
+        where = getattr(module, "__file__", None)
+        if where is None:
+            raise pytest.UsageError(
+                f"gpucheck: the {SUITES_GROUP} entry point {ep.name!r} = {ep.value!r} of "
+                f"{_distribution_name(ep)} is not a package with a folder; point it at the "
+                "package that holds the test modules")
+        folders.append(Path(where).parent)
+    return folders

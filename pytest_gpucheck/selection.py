@@ -9,7 +9,9 @@ asks for a backend, so installing the plugin never slows a plain ``pytest``.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
+from typing import Any
 
 import pytest
 
@@ -34,6 +36,8 @@ from .options import (
 )
 
 SELECTION_KEY = pytest.StashKey["Selection"]()
+#: Bad ``gpu_backends`` markers found while parametrizing (reported after collection).
+MARKER_ERRORS_KEY = pytest.StashKey[list[str]]()
 
 
 class Selection:
@@ -81,6 +85,100 @@ class Selection:
     def unavailable(self) -> dict[str, str]:
         """Selected but unavailable backends, with the reason for each."""
         return {name: probe.reason for name, probe in self.probes.items() if not probe.available}
+
+    @property
+    def child_option(self) -> str:
+        """This selection as the ``--gpu-backends`` argument a child pytest process takes.
+
+        Child processes (simulator children, MPI ranks, workers) re-create the
+        selection from it; the text is the one this run was given (a group such
+        as ``cpu`` stays a group, so the child reports it the same way).
+        """
+        return f"{BACKENDS_OPTION}={self.spec.text}"
+
+
+#: Turns one selected backend into the parameters of one test (the bundled suites'
+#: ``impl`` fixture expands a backend into one parameter per implementation).
+#: ``skip`` holds the skip mark when the backend is unavailable here.
+Expand = Callable[[str, Sequence[pytest.MarkDecorator]], list[Any]]
+
+
+def marker_backends(markers: Iterable[pytest.Mark]) -> set[str] | None:
+    """Backends allowed by ``gpu_backends`` and ``requires_gpu`` markers (None: all).
+
+    Raises :class:`pytest.UsageError` for a marker naming an unknown backend.
+    """
+    allowed: set[str] | None = None
+    for mark in markers:
+        if mark.name == "gpu_backends":
+            names = set(parse_backend_spec(",".join(mark.args), "@pytest.mark.gpu_backends").names)
+            allowed = names if allowed is None else allowed & names
+        elif mark.name == "requires_gpu":
+            allowed = set(GPU_BACKENDS) if allowed is None else allowed & set(GPU_BACKENDS)
+    return allowed
+
+
+def _one_parameter(name: str, skip: Sequence[pytest.MarkDecorator]) -> list[Any]:
+    return [pytest.param(name, id=name, marks=skip)]
+
+
+def parametrize_backends(metafunc: pytest.Metafunc, argname: str,
+                         expand: Expand = _one_parameter) -> None:
+    """Parametrize ``argname`` over the selected backends that the test's markers allow.
+
+    The one path from the selection and the ``gpu_backends``/``requires_gpu``
+    markers to backend parameters, for the ``gpu_backend`` fixture of user tests
+    and the ``impl`` fixture of the bundled suites alike.  Each parameter's value
+    is (or carries, as ``.backend``) its backend name, so :func:`item_backend`
+    reads an item's backend from its parameters, never from its id.  An
+    unavailable backend stays visible as a skip with the probe's reason; a test
+    left with no backend gets one ``no-backend`` skip saying why.
+    """
+    selection = get_selection(metafunc.config)
+    try:
+        allowed = marker_backends(metafunc.definition.iter_markers())
+    except pytest.UsageError as exc:
+        # Raised here it would be a collection traceback; kept for the end of collection,
+        # where it stops the run as the one-line usage error it is.
+        metafunc.config.stash.setdefault(MARKER_ERRORS_KEY, []).append(
+            f"{metafunc.definition.nodeid}: {exc}")
+        allowed = set()
+    names = [name for name in selection.names if allowed is None or name in allowed]
+    params: list[Any] = []
+    for name in names:
+        probe = selection.probes[name]
+        skip = () if probe.available else (pytest.mark.skip(reason=probe.reason),)
+        params.extend(expand(name, skip))
+    if not params:
+        if allowed is not None:
+            wanted = ", ".join(sorted(allowed, key=list(BACKENDS).index))
+            reason = (f"restricted to {wanted}, none of which is selected "
+                      f"({BACKENDS_OPTION}={selection.spec.text})")
+        else:
+            reason = "no backend selected"
+        params.append(pytest.param(None, id="no-backend", marks=pytest.mark.skip(reason=reason)))
+        # A parameter that is never set up: no indirect fixture is asked for it.
+        metafunc.parametrize(argname, params)
+        return
+    metafunc.parametrize(argname, params, indirect=True)
+
+
+def item_backend(item: pytest.Item) -> str | None:
+    """The backend an item was parametrized on (None: not a backend parametrization).
+
+    Read from the parameters :func:`parametrize_backends` made: the
+    ``gpu_backend`` name, or the ``impl`` cell's ``backend`` (a skipped cell
+    carries the name itself).
+    """
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    for argname in ("gpu_backend", "impl"):
+        value = callspec.params.get(argname)
+        name = getattr(value, "backend", value)
+        if isinstance(name, str) and name in BACKENDS:
+            return name
+    return None
 
 
 def get_selection(config: pytest.Config) -> Selection:

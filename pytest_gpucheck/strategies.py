@@ -23,7 +23,7 @@ from numpy.typing import DTypeLike
 
 from .device_views import slice_view, transpose_view
 from .guards import guard_value
-from .launch import LaunchConfig
+from .kernel_launch import LaunchConfig
 
 #: Memory layouts an input can be handed to a kernel in.
 CONTIGUOUS = "contiguous"

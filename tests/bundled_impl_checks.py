@@ -26,8 +26,8 @@ import numpy as np
 
 from pytest_gpucheck.device_views import slice_view, transpose_view
 from pytest_gpucheck.guards import GuardedBuffer, poison_value, same_bits
+from pytest_gpucheck.kernel_launch import LaunchConfig
 from pytest_gpucheck.kernel_rules import tolerance_of
-from pytest_gpucheck.launch import LaunchConfig
 from reference_kernels import CATALOG, KERNELS
 
 SIZES = (0, 1, 7, 33)

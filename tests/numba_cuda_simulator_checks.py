@@ -25,7 +25,7 @@ from bundled_impl_checks import check_implementation, check_monte_carlo_samples
 
 from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.guards import GuardedBuffer, poison_value
-from pytest_gpucheck.launch import LaunchConfig
+from pytest_gpucheck.kernel_launch import LaunchConfig
 from pytest_gpucheck.registry import implementations
 from reference_kernels import indexing
 

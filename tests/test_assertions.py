@@ -12,7 +12,7 @@ from pytest_gpucheck.assertions import (
     assert_matches_reference,
     assert_unchanged,
 )
-from pytest_gpucheck.launch import LaunchConfig
+from pytest_gpucheck.kernel_launch import LaunchConfig
 
 CONTEXT = CheckContext(kernel="vector_add", backend="cupy", implementation="raw",
                        case="n=7, dtype=float64", launch=LaunchConfig((1,), (32,)),

@@ -172,6 +172,7 @@ def _block_saving(pytester: pytest.Pytester, bench_dir: Path, *args: str) -> Pat
     return device
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_a_failed_save_fails_the_run_and_is_never_called_saved(
     pytester: pytest.Pytester, bench_dir: Path, xdist: list[str]
@@ -212,6 +213,7 @@ def test_baseline_of_another_device_is_not_compared(pytester: pytest.Pytester,
     ])
 
 
+@pytest.mark.slow
 def test_two_xdist_workers_save_at_once_and_the_controller_reports(
     pytester: pytest.Pytester, bench_dir: Path
 ) -> None:
@@ -333,6 +335,7 @@ def test_benchmark_disable_runs_once_without_records(pytester: pytest.Pytester,
     assert not bench_dir.exists()
 
 
+@pytest.mark.slow
 def test_bundled_suite_records_and_compares_on_the_cpu_tier(pytester: pytest.Pytester) -> None:
     """The acceptance flow on the bundled kernels (numpy here; --gpu-backends=all on a GPU)."""
     pytester.makeini("[pytest]\ngpu_bench_rounds = 20\ngpu_bench_min_effect = 1.0\n"

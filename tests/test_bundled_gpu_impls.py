@@ -160,6 +160,7 @@ def _nvcc_compile(source: str, tmp_path: Path) -> subprocess.CompletedProcess[st
                            str(path)], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("group", "dtype"), SOURCE_CASES)
 def test_cuda_c_compiles_with_nvcc(group: str, dtype: str, tmp_path: Path) -> None:
     """nvcc compiles each source to PTX without a warning, and every kernel is in it."""

@@ -49,6 +49,7 @@ def _checked(backend: str) -> list[Any]:
             for impl in _ours(backend) if impl.kernel != "monte_carlo_pi"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl", _checked("jax-cpu") + _checked("torch-cpu"))
 def test_matches_reference(impl: Any) -> None:
     """Each implementation equals the reference on every dtype and size (guards, inputs intact)."""
@@ -63,6 +64,7 @@ def test_torch_strided_and_transposed_inputs(impl: Any) -> None:
     assert check_implementation(backend, impl.func, impl.kernel, strided=True) > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", ["jax-cpu", "torch-cpu"])
 def test_monte_carlo_pi(name: str, dtype: str) -> None:
@@ -214,6 +216,7 @@ def test_in_place_kernel_checked_in_place_on_torch() -> None:
         assert_matches(problem, region, "torch-cpu")
 
 
+@pytest.mark.slow
 def test_jax_impls_keep_float64_without_the_backend() -> None:
     """Called directly (no backend probe enabled x64 first), float64 stays float64."""
     import subprocess

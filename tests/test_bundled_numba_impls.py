@@ -28,6 +28,8 @@ from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.registry import implementations, not_applicable_reason
 from reference_kernels import CORE_KERNELS as KERNELS
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 OUR_MODULES = ("numpy_impls", "numba_cpu_impls", "numba_cuda_impls")
 

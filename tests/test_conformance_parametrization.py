@@ -8,6 +8,8 @@ import pytest
 
 import conformance
 
+pytestmark = pytest.mark.slow
+
 SUITES = str(Path(conformance.__file__).parent)
 REPO = str(Path(__file__).parent.parent)
 

@@ -26,6 +26,8 @@ import pytest
 
 import conformance
 
+pytestmark = pytest.mark.slow
+
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
 SUITES = Path(conformance.__file__).parent

@@ -26,10 +26,13 @@ from cuda_c_host import HostLauncher, Patch, compiler
 from conformance.implementations.cuda_c import drivers
 from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.guards import GuardedBuffer
-from pytest_gpucheck.launch import LaunchConfig
+from pytest_gpucheck.kernel_launch import LaunchConfig
 from reference_kernels import CORE_KERNELS as KERNELS
 
-pytestmark = pytest.mark.skipif(compiler() is None, reason="no C++ compiler (g++ or clang++)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(compiler() is None, reason="no C++ compiler (g++ or clang++)"),
+]
 
 #: Sizes up to several reduction blocks (256 threads each), so partial blocks count.
 SIZES = (0, 1, 33, 300)

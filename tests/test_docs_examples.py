@@ -23,6 +23,7 @@ def test_files(path: Path) -> list[str]:
 test_files.__test__ = False  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("document", ["README.md", "docs/getting-started.md"])
 def test_user_test_example_runs_on_every_cpu_backend(
     pytester: pytest.Pytester, document: str

@@ -21,6 +21,8 @@ import pytest
 import conformance
 from pytest_gpucheck.backends import get_backend
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).parent.parent
 DOC = REPO / "docs" / "kernels.md"
 SUITES = Path(conformance.__file__).parent

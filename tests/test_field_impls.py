@@ -49,6 +49,7 @@ def test_registering_imports_no_framework() -> None:
     assert result.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_simulator_reason_is_what_numba_cuda_does() -> None:
     """The simulator cells are not applicable because the installed numba-cuda cannot
     build ``target='cuda'`` ufuncs; when that changes, this fails and the cells can run."""

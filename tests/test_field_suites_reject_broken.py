@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 TESTS = Path(__file__).parent
 SUITES = "test_ufuncs or test_gufunc or test_grad or test_vmap or test_sharded or grid_sync"
 

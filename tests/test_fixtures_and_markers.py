@@ -187,6 +187,7 @@ def test_kernel_fails(gpu_backend):
 """
 
 
+@pytest.mark.slow
 def test_simulator_items_run_in_a_child_process_transparently(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_sim=SIMULATOR_TEST)
     result = pytester.runpytest("--gpu-backends=numba-cpu,numba-cudasim", "-v")
@@ -205,6 +206,7 @@ def test_simulator_items_run_in_a_child_process_transparently(pytester: pytest.P
     assert not numba.config.ENABLE_CUDASIM
 
 
+@pytest.mark.slow
 def test_in_process_items_around_simulator_items_keep_their_fixture_lifecycle(
     pytester: pytest.Pytester,
 ) -> None:

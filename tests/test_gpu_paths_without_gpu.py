@@ -349,6 +349,7 @@ JAX_ENV_TEST = """
 """
 
 
+@pytest.mark.slow
 def test_every_process_of_a_jax_run_has_the_memory_policy(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """The parent and the simulator child (a process the plugin starts) both see it.
@@ -376,6 +377,7 @@ print(sorted(d.id for d in samples.devices()))
 """
 
 
+@pytest.mark.slow
 def test_jax_gpu_monte_carlo_runs_on_the_device_the_probe_chose() -> None:
     pytest.importorskip("jax")
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
@@ -402,6 +404,7 @@ print(numba_backends.NumbaCudaBackend(0).probe().reason)
 """
 
 
+@pytest.mark.slow
 def test_numba_cuda_without_libnvvm_is_unavailable_with_the_reason() -> None:
     pytest.importorskip("numba.cuda")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 

@@ -33,6 +33,7 @@ def user(func: object, name: str) -> Converter:
                      expectation="zero-copy", func=func)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [TRANSPOSED, GAPPED, READ_ONLY, FREED, Case("int8", ()),
                                   Case("bool", (0, 3))], ids=repr)
 def test_honest_converter_is_zero_copy(case: Case) -> None:
@@ -95,6 +96,7 @@ for name, func in BROKEN.items():
 """
 
 
+@pytest.mark.slow
 def test_suite_rejects_every_broken_converter(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.syspathinsert(Path(__file__).parent)
@@ -139,6 +141,7 @@ def test_documented_table_flags_a_library_that_changed() -> None:
     assert "undocumented copy" in judge(case, copied, converter).message
 
 
+@pytest.mark.slow
 def test_freed_torch_producer_is_detected_too() -> None:
     """The same flaw behind PyTorch's CPU allocator, which also hands freed blocks back."""
     pytest.importorskip("torch")

@@ -13,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import conformance
+
+pytestmark = pytest.mark.slow
 
 SUITE = Path(conformance.__file__).parent / "test_interop.py"
 

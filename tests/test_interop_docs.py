@@ -22,6 +22,7 @@ def test_assert_shares_memory_example_passes(pytester: pytest.Pytester) -> None:
     pytester.runpytest().assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_converter_example_passes_the_suite(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(block_with("@converter("))
     profile = settings.get_current_profile_name()

@@ -27,6 +27,7 @@ def run_suite(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
         settings.load_profile(profile)
 
 
+@pytest.mark.slow
 def test_cpu_pairs_fill_the_matrix_in_terminal_and_reports(pytester: pytest.Pytester) -> None:
     report = pytester.path / "report.json"
     result = run_suite(pytester, "--gpu-backends=numpy,torch-cpu", f"--gpu-report={report}",
@@ -42,6 +43,7 @@ def test_cpu_pairs_fill_the_matrix_in_terminal_and_reports(pytester: pytest.Pyte
     assert cells[("dlpack-copy", "torch-cpu", "torch-cpu")]["counts"]["copies"] >= 3
 
 
+@pytest.mark.slow
 def test_markdown_report_has_the_matrix(pytester: pytest.Pytester) -> None:
     report = pytester.path / "report.md"
     run_suite(pytester, "--gpu-backends=numpy", f"--gpu-report={report}",
@@ -51,6 +53,7 @@ def test_markdown_report_has_the_matrix(pytester: pytest.Pytester) -> None:
     assert "| numpy | zero-copy" in text
 
 
+@pytest.mark.slow
 def test_simulator_cells_are_measured_in_its_child_process(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

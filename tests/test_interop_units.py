@@ -36,6 +36,7 @@ def test_case_host_array_has_the_case_layout(case: Case) -> None:
         assert any(step > 1 for _, _, step in case.view)
 
 
+@pytest.mark.slow
 def test_cases_reach_every_layout_and_edge_shape() -> None:
     seen: set[str] = set()
 

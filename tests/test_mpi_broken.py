@@ -15,9 +15,9 @@ import pytest
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     find_executable("mpiexec") is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'"
-)
+)]
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -41,7 +41,7 @@ from pytest_gpucheck.mpi.checks import (
     check_scatter_compute_gather,
 )
 from pytest_gpucheck.mpi.distributed import exchange_axis
-from pytest_gpucheck.mpi.examples import mpi_settings
+from pytest_gpucheck.mpi.hypothesis_lockstep import mpi_settings
 from pytest_gpucheck.mpi.transport import DirectTransport
 
 import numpy as np

@@ -13,9 +13,9 @@ from pytest_gpucheck.mpi.launcher import find_executable
 
 ROOT = Path(__file__).resolve().parents[1]
 MPIEXEC = find_executable("mpiexec")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     MPIEXEC is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'"
-)
+)]
 RUN_LIMIT = 180
 
 

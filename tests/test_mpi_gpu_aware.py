@@ -6,8 +6,9 @@ import importlib.util
 
 import pytest
 
-from pytest_gpucheck.mpi.gpu_aware import gpu_aware
-from pytest_gpucheck.mpi.gpu_aware_probe import INVALID_POINTER
+from pytest_gpucheck.mpi.gpu_aware import INVALID_POINTER, gpu_aware
+
+pytestmark = pytest.mark.slow
 
 pytest.importorskip("mpi4py", reason="needs mpi4py: pip install 'pytest-gpucheck[mpi]'")
 

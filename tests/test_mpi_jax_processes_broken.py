@@ -11,6 +11,8 @@ import pytest
 from pytest_gpucheck.mpi.jax_processes import run_job
 from pytest_gpucheck.mpi.launcher import find_executable
 
+pytestmark = pytest.mark.slow
+
 BROKEN = '''
 import jax.numpy as jnp
 

@@ -17,9 +17,9 @@ import pytest
 from pytest_gpucheck.mpi.launcher import find_executable
 
 MPIEXEC = find_executable("mpiexec")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     MPIEXEC is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'"
-)
+)]
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 

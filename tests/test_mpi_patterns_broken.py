@@ -15,9 +15,9 @@ import pytest
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     find_executable("mpiexec") is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'"
-)
+)]
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 BROKEN = '''
@@ -26,7 +26,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from pytest_gpucheck.backends import get_backend
-from pytest_gpucheck.mpi.examples import mpi_settings
+from pytest_gpucheck.mpi.hypothesis_lockstep import mpi_settings
 from pytest_gpucheck.mpi.patterns import (
     check_monte_carlo_streams, check_row_block_matmul, independent_samples,
 )

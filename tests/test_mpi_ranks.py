@@ -14,7 +14,7 @@ from pytest_gpucheck.mpi.checks import check_allreduce, check_halo_exchange_2d
 from pytest_gpucheck.mpi.transport import DirectTransport, StagedTransport
 from pytest_gpucheck.selection import get_selection
 
-pytestmark = pytest.mark.mpi(ranks=[2, 3, 4], timeout=120)
+pytestmark = [pytest.mark.slow, pytest.mark.mpi(ranks=[2, 3, 4], timeout=120)]
 
 
 def test_fixtures_describe_the_world(mpi_comm: Any, mpi_rank: int, mpi_size: int) -> None:

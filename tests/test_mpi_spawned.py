@@ -15,9 +15,9 @@ import pytest
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     find_executable("mpiexec") is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'"
-)
+)]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

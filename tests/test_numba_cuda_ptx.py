@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow
+
 NUMERIC = ("float32", "float64", "int32", "int64")
 FLOATS = ("float32", "float64")
 INTEGERS = ("int32", "int64")

@@ -22,6 +22,7 @@ def test_groups_and_names_expand_in_report_order() -> None:
     assert parse_backend_spec("gpu,numpy").explicit == {"numpy"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("value", "message"),
     [

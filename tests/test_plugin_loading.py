@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 FRAMEWORKS = ("numba", "cupy", "jax", "torch", "cuda", "mpi4py", "numpy")
 
 PROBE = """

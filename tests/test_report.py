@@ -44,6 +44,7 @@ def test_terminal_matrix_counts_each_backend_and_family(pytester: pytest.Pyteste
     ])
 
 
+@pytest.mark.slow
 def test_json_and_markdown_reports(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_things=TESTS)
     pytester.runpytest("--gpu-backends=numpy,torch-cpu,gpu", "--gpu-report=out/report.json")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 TWO_BACKENDS = """
 import pytest_gpucheck
 

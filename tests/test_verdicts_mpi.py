@@ -16,9 +16,9 @@ import pytest
 from pytest_gpucheck.mpi.launcher import find_executable
 
 MPIEXEC = find_executable("mpiexec")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     MPIEXEC is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'"
-)
+)]
 RUN_LIMIT = 150
 
 TESTS = """

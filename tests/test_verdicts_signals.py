@@ -20,6 +20,8 @@ import pytest
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
+pytestmark = pytest.mark.slow
+
 #: Seconds the run may take to end after the signal (a loaded 2-core CI machine).
 END_WITHIN = 20.0
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 RUN_LIMIT = 240
 
 CRASHING_TESTS = """

@@ -15,9 +15,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from ..devices import LOCAL_RANK_VARIABLES
-
-LOCAL_RANK_VARIABLE = LOCAL_RANK_VARIABLES[0]
+from ..launch_env import LOCAL_RANK_VARIABLE
 
 
 @dataclass(frozen=True)

@@ -6,24 +6,30 @@ job's transport handles device memory).  So a child process allreduces a real
 device buffer of the backend: passing a device pointer to an MPI that is not
 GPU-aware typically crashes (it dereferences the pointer on the host), which
 would kill a test session, hence the child.  The answer is cached per backend.
+
+This module is both sides: :func:`gpu_aware` in the test process, and the
+child it starts, ``python -m pytest_gpucheck.mpi.gpu_aware BACKEND [DEVICE]``
+(:func:`main`), which allreduces a device buffer and prints a JSON verdict.
+The special backend ``invalid-device-pointer`` passes MPI a buffer whose
+pointer no host code may read -- what a device pointer is to an MPI that is
+not GPU-aware -- so the detection of a crash can itself be tested on any machine.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
-from .environment import RANK_PID_VARIABLE
+from ..launch_env import without_launcher
 
-#: Launcher variables removed from the probe's environment, so it starts as a
-#: singleton MPI process instead of trying to join the job of the rank that ran it.
-_LAUNCHER_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "MPI_LOCAL", "HYDRA_", "MV2_", "SLURM_")
 PROBE_TIMEOUT = 120.0
+#: The probe's test of itself: a buffer MPI cannot read on the host.
+INVALID_POINTER = "invalid-device-pointer"
 
 
 @dataclass(frozen=True)
@@ -36,15 +42,15 @@ class GpuAwareness:
 
 
 def probe_environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
-    env[RANK_PID_VARIABLE] = ""
-    return env
+    """The probe child's environment: it starts as a singleton MPI process instead of
+    trying to join the job of the rank that ran it."""
+    return without_launcher()
 
 
 @cache
 def gpu_aware(backend: str, device_index: int = 0, timeout: float = PROBE_TIMEOUT) -> GpuAwareness:
     """Run the probe child for ``backend`` and read its verdict (never raises)."""
-    command = [sys.executable, "-m", "pytest_gpucheck.mpi.gpu_aware_probe", backend,
+    command = [sys.executable, "-m", "pytest_gpucheck.mpi.gpu_aware", backend,
                str(device_index)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
@@ -62,3 +68,65 @@ def gpu_aware(backend: str, device_index: int = 0, timeout: float = PROBE_TIMEOU
     tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
     return GpuAwareness(backend, False,
                         f"the probe exited with code {done.returncode} without a verdict: {tail}")
+
+
+class _UnreadableBuffer:
+    """A CUDA-Array-Interface buffer at an address no process maps (page 0)."""
+
+    __cuda_array_interface__: dict[str, Any] = {  # noqa: RUF012 - the interface is a dict
+        "shape": (4,), "typestr": "<f8", "data": (8, False), "strides": None, "version": 3,
+    }
+
+
+def _verdict(supported: bool, detail: str) -> None:
+    print(json.dumps({"supported": supported, "detail": detail}), flush=True)
+
+
+# -- the child ----------------------------------------------------------------------
+def main(argv: list[str]) -> int:
+    """The probe child: allreduce a device buffer of backend ``argv[0]``, print the verdict."""
+    name = argv[0]
+    device = int(argv[1]) if len(argv) > 1 else 0
+    import numpy as np
+    from mpi4py import MPI
+
+    comm = MPI.COMM_SELF  # a singleton job: the reduction still goes through MPI's copy path
+    if name == INVALID_POINTER:
+        out = np.empty(4)
+        comm.Allreduce(_UnreadableBuffer(), out, op=MPI.SUM)
+        _verdict(True, "MPI read a buffer at address 8 without crashing")
+        return 0
+    from ..backends import get_backend
+
+    backend = get_backend(name, device)
+    probe = backend.probe()
+    if not probe.available:
+        _verdict(False, f"{name} is not available: {probe.reason}")
+        return 0
+    from .device_ops import ops_for
+
+    ops = ops_for(backend)
+    if not ops.receives_in_place:
+        _verdict(False, f"{name} arrays are immutable: MPI cannot receive into them")
+        return 0
+    values = np.arange(1.0, 5.0)
+    send = ops.to_device(values)
+    receive = ops.empty((4,), np.dtype(np.float64))
+    ops.synchronize()
+    comm.Allreduce(send, receive, op=MPI.SUM)
+    # A point-to-point message too, not only the reduction's copy path.
+    strip = ops.take(send, (slice(2, 4),))
+    arrived = ops.empty((2,), np.dtype(np.float64))
+    ops.synchronize()
+    comm.Sendrecv(strip, 0, recvbuf=arrived, source=0)
+    got = np.concatenate([ops.to_host(receive)[:2], ops.to_host(arrived)])
+    if not np.array_equal(got, values):
+        _verdict(False, f"the device-buffer allreduce and sendrecv returned {got.tolist()} "
+                        f"instead of {values.tolist()}")
+        return 0
+    _verdict(True, f"allreduce of {name} device buffers returned the right values")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -16,6 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..launch_env import SLURM_NTASKS_VARIABLE
+
 DEFAULT_LAUNCHER = "mpiexec"
 
 
@@ -63,7 +65,7 @@ def parse_launcher(text: str, max_ranks: int | None, env: dict[str, str] | None 
 def default_max_ranks(env: dict[str, str] | None = None) -> int:
     """Ranks available: the SLURM allocation's task count, else this machine's cores."""
     env = dict(os.environ) if env is None else env
-    ntasks = env.get("SLURM_NTASKS", "")
+    ntasks = env.get(SLURM_NTASKS_VARIABLE, "")
     if ntasks.isdigit():
         return int(ntasks)
     return os.cpu_count() or 1

@@ -1,0 +1,206 @@
+"""Check that the project's imports only point down, and that no subpackages import each other.
+
+Run from the repository root::
+
+    python scripts/check_layers.py
+
+(``tests/test_layers.py`` runs it on this tree and on trees built to break each rule.)
+
+Layers, top to bottom (a module may import its own layer and the layers below)::
+
+    conformance                 the bundled suites and implementations
+    pytest_gpucheck             the plugin: core modules and feature subpackages
+    pytest_gpucheck.backends    one module or folder per framework (may use core
+                                modules, never a feature subpackage)
+    reference_kernels           the NumPy references and their contracts
+
+Every import counts, including imports inside functions and the module names
+given to ``importlib.import_module`` / ``pluginmanager.import_plugin`` as string
+literals: a lazy import is still a dependency.  Besides the layers, the
+*units* (each top-level package, each subpackage of ``pytest_gpucheck`` and
+each module directly in ``pytest_gpucheck``) must not form a cycle.  The rules
+name packages, not files, so modules can move freely within their layer.  Exit
+status 0 when clean; otherwise one line per offending import
+(``file:line: a -> b``) and status 1.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("conformance", "pytest_gpucheck", "reference_kernels")
+#: Layer prefixes, top first; a module belongs to the longest prefix that matches.
+LAYERS = ("conformance", "pytest_gpucheck", "pytest_gpucheck.backends", "reference_kernels")
+#: Calls whose first string argument names a module that gets imported.
+IMPORTING_CALLS = ("import_module", "import_plugin", "__import__")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def project_files() -> Iterator[Path]:
+    for package in PACKAGES:
+        yield from sorted((ROOT / package).rglob("*.py"))
+
+
+def imports(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, imported module) for every import in ``path`` that names a project module."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base)
+                module = f"{prefix}.{node.module}" if node.module else prefix
+            else:
+                module = node.module or ""
+            # `from pkg import sub` may import the submodule pkg.sub.
+            targets = [f"{module}.{alias.name}" for alias in node.names] or [module]
+            targets = [t if _is_module(t) else module for t in targets]
+        elif isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in IMPORTING_CALLS and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    targets = [first.value]
+        for target in targets:
+            if target.split(".")[0] in PACKAGES:
+                yield node.lineno, target
+
+
+def _is_module(dotted: str) -> bool:
+    path = ROOT.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def layer(module: str) -> int:
+    """Index in :data:`LAYERS` (0 is the top) of the longest matching prefix."""
+    best = -1
+    for index, prefix in enumerate(LAYERS):
+        if (module == prefix or module.startswith(prefix + ".")) and (
+            best < 0 or len(prefix) > len(LAYERS[best])
+        ):
+            best = index
+    return best
+
+
+def points_up(source: str, target: str) -> bool:
+    """Does ``source`` importing ``target`` go up a layer?
+
+    The backends sit below the plugin's feature subpackages (bench, mpi, interop,
+    ...), not below its core modules: a backend may use a low-level core module
+    (the CUDA driver probe) as long as that module leads back to no backend,
+    which the cycle check enforces.
+    """
+    if layer(source) == LAYERS.index("pytest_gpucheck.backends"):
+        return is_feature(target) or layer(target) < LAYERS.index("pytest_gpucheck")
+    return layer(target) < layer(source)
+
+
+def unit(module: str) -> str:
+    """The cycle-checked unit: a subpackage of the plugin, a module directly in the
+    plugin's package (each core module is its own unit, so a low-level core module
+    such as the device discovery may serve the backends as long as it imports
+    nothing that leads back to them), or another top-level package."""
+    parts = module.split(".")
+    if parts[0] == "pytest_gpucheck" and len(parts) > 1:
+        return f"{parts[0]}.{parts[1]}"
+    return parts[0]
+
+
+def is_feature(module: str) -> bool:
+    """A module of a plugin subpackage other than the backends (bench, mpi, interop...)."""
+    parts = module.split(".")
+    return (len(parts) > 2 and parts[0] == "pytest_gpucheck" and parts[1] != "backends"
+            and (ROOT / parts[0] / parts[1] / "__init__.py").is_file())
+
+
+def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle through each group of mutually importing units (none: an acyclic graph)."""
+    cycles: list[list[str]] = []
+    covered: set[str] = set()
+    for start in sorted(edges):
+        if start in covered:
+            continue
+        # Breadth-first from `start` back to itself: the shortest cycle through it.
+        previous: dict[str, str] = {}
+        frontier = [start]
+        found = False
+        while frontier and not found:
+            following: list[str] = []
+            for node in frontier:
+                for nxt in sorted(edges.get(node, ())):
+                    if nxt == start:
+                        path = [node]
+                        while path[-1] != start:
+                            path.append(previous[path[-1]])
+                        cycle = [start, *reversed(path[:-1]), start]
+                        cycles.append(cycle)
+                        covered.update(cycle)
+                        found = True
+                        break
+                    if nxt not in previous:
+                        previous[nxt] = node
+                        following.append(nxt)
+                if found:
+                    break
+            frontier = following
+    return cycles
+
+
+def check() -> list[str]:
+    problems: list[str] = []
+    edges: dict[str, set[str]] = {}
+    where: dict[tuple[str, str], str] = {}
+    for path in project_files():
+        source = module_name(path)
+        for line, target in imports(path):
+            location = f"{path.relative_to(ROOT)}:{line}"
+            if points_up(source, target):
+                problems.append(f"{location}: {source} -> {target} imports up a layer")
+            a, b = unit(source), unit(target)
+            if a != b and b != "pytest_gpucheck":
+                edges.setdefault(a, set()).add(b)
+                where.setdefault((a, b), f"{location}: {source} -> {target}")
+    for cycle in find_cycles(edges):
+        problems.append("import cycle: " + " -> ".join(cycle))
+        problems.extend(f"  {where[(a, b)]}" for a, b in itertools.pairwise(cycle))
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    global ROOT
+    if argv[:1] == ["--root"] and len(argv) == 2:
+        ROOT = Path(argv[1]).resolve()  # another tree laid out like this one (the tests')
+    elif argv:
+        print("usage: python scripts/check_layers.py [--root FOLDER]")
+        return 2
+    problems = check()
+    for problem in problems:
+        print(problem)
+    if problems:
+        return 1
+    count = sum(1 for _ in project_files())
+    print(f"layers ok: {count} modules, imports only point down, no cycle between "
+          "subpackages")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

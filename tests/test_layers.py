@@ -1,0 +1,70 @@
+"""Imports only point down the layers; no subpackages import each other (scripts/check_layers.py).
+
+The check reads the tree, so it holds for modules added or moved later; each
+rule is proved on a small tree built to break it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).parent.parent
+SCRIPT = REPO / "scripts" / "check_layers.py"
+
+
+def _check(root: Path | None = None) -> subprocess.CompletedProcess[str]:
+    args = [] if root is None else ["--root", str(root)]
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for package in ("conformance", "pytest_gpucheck", "pytest_gpucheck/backends",
+                    "pytest_gpucheck/mpi", "reference_kernels"):
+        (root / package).mkdir(parents=True, exist_ok=True)
+        (root / package / "__init__.py").write_text("", encoding="utf-8")
+    for name, code in files.items():
+        (root / name).write_text(code, encoding="utf-8")
+    return root
+
+
+def test_this_tree_only_points_down() -> None:
+    result = _check()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "layers ok" in result.stdout
+
+
+CLEAN = {
+    "conformance/test_x.py": "from pytest_gpucheck import core\nimport reference_kernels\n",
+    "pytest_gpucheck/core.py": "from .backends import numpy_backend\n",
+    "pytest_gpucheck/devices.py": "import os\n",
+    "pytest_gpucheck/backends/numpy_backend.py": "from ..devices import os\n"
+                                                 "from reference_kernels import x\n",
+    "pytest_gpucheck/mpi/checks.py": "from ..core import x\nfrom ..backends import y\n",
+    "reference_kernels/x.py": "import numpy\n",
+}
+
+
+@pytest.mark.parametrize(("name", "files", "message"), [
+    ("core imports the suites (lazily)", {"pytest_gpucheck/core.py":
+        "def f():\n    import conformance.test_x\n"}, "core -> conformance.test_x imports up"),
+    ("core imports the suites by name", {"pytest_gpucheck/core.py":
+        "import importlib\nimportlib.import_module('conformance')\n"}, "-> conformance imports up"),
+    ("reference imports the plugin", {"reference_kernels/x.py":
+        "from pytest_gpucheck import core\n"}, "reference_kernels.x -> pytest_gpucheck.core"),
+    ("backend imports a feature", {"pytest_gpucheck/backends/numpy_backend.py":
+        "from ..mpi import checks\n"}, "-> pytest_gpucheck.mpi.checks imports up"),
+    ("core and a subpackage import each other", {"pytest_gpucheck/devices.py":
+        "from .mpi.checks import x\n"}, "import cycle: "),
+])
+def test_a_tree_that_breaks_a_rule_is_rejected(tmp_path: Path, name: str,
+                                               files: dict[str, str], message: str) -> None:
+    clean = _check(_tree(tmp_path / "clean", CLEAN))
+    assert clean.returncode == 0, clean.stdout  # the twin without the bad import passes
+    result = _check(_tree(tmp_path / "broken", {**CLEAN, **files}))
+    assert result.returncode == 1, result.stdout
+    assert message in result.stdout, result.stdout
