@@ -110,6 +110,10 @@ CONTRACTS: dict[str, Contract] = {
     "sharded_heat_step_1d": Contract(("u", "alpha")),
     # grid-sync
     "heat_steps_grid_sync": Contract(("u", "alpha", "steps")),
+    # fused
+    "fused_saxpy": Contract(("alpha", "x", "y")),
+    "fused_sigmoid": Contract(("x",)),
+    "fused_sum_of_squares": Contract(("x",)),
 }
 
 #: In-place kernels update ``a`` and take no ``out`` (docs/kernels.md).

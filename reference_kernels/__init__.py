@@ -23,6 +23,7 @@ from typing import Any
 from . import (
     cooperative,
     elementwise,
+    fused,
     indexing,
     linalg,
     multi_device,
@@ -79,10 +80,11 @@ KERNELS: dict[str, Callable[..., Any]] = {
 CORE_KERNELS: tuple[str, ...] = tuple(FAMILIES)
 
 # Families whose module lists its own kernels (a ``FAMILIES`` table of the module).
-for _module in (ufuncs, transforms, multi_device, cooperative):
+for _module in (ufuncs, transforms, multi_device, cooperative, fused):
     for _name, _family in _module.FAMILIES.items():
         FAMILIES[_name] = _family
         KERNELS[_name] = getattr(_module, _name)
 
-__all__ = ["CORE_KERNELS", "FAMILIES", "KERNELS", "cooperative", "elementwise", "indexing",
-           "linalg", "multi_device", "reductions", "stencils", "transforms", "ufuncs"]
+__all__ = ["CORE_KERNELS", "FAMILIES", "KERNELS", "cooperative", "elementwise", "fused",
+           "indexing", "linalg", "multi_device", "reductions", "stencils", "transforms",
+           "ufuncs"]
