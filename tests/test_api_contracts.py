@@ -373,6 +373,17 @@ def test_every_cupy_fused_kernel_traces_to_the_dtype_and_compiles(kernel: str,
         _nvrtc(_elementwise_source(built, dtype, (alpha,) if alpha else ()), (headers,))
 
 
+def test_cupy_has_what_the_peer_copy_calls_and_copies_to_the_current_device() -> None:
+    """``cupy.asarray`` of an array on another device copies it to the current device: the
+    peer-copy check relies on ``ndarray.copy``'s documented behaviour."""
+    cupy = _need("cupy")
+    assert _attributes(cupy, ["cuda.Device", "cuda.runtime.getDeviceCount",
+                              "cuda.runtime.deviceCanAccessPeer", "asarray", "asnumpy",
+                              "ndarray.device", "ndarray.fill"]) == []
+    assert "in the current device" in (cupy.ndarray.copy.__doc__ or "")
+    _binds(cupy.asarray, np.zeros(1))
+
+
 # -- PyTorch (its CPU build carries the same Python source and torch.cuda API) ----------------
 def test_torch_declares_cai_v2_which_the_checker_judges() -> None:
     torch = _need("torch")
@@ -390,6 +401,17 @@ def test_torch_has_what_the_backend_adapter_and_timer_call() -> None:
         "cuda.synchronize", "cuda.is_available", "cuda.device_count",
     ]) == []
     _binds(torch.cuda.Event, enable_timing=True)
+
+
+def test_torch_has_what_the_peer_copy_calls() -> None:
+    torch = _need("torch")
+    assert _attributes(torch, ["cuda.can_device_access_peer", "cuda.device_count",
+                               "Tensor.to", "Tensor.zero_", "Tensor.cpu", "Tensor.device"]) == []
+    _binds(torch.cuda.can_device_access_peer, 0, 1)
+    # as_tensor is a builtin without a signature: the same call, on the CPU.
+    assert torch.as_tensor(np.zeros(1), device="cpu").device.type == "cpu"
+    # "cuda:1" names device 1 without a GPU (the string the adapter passes to Tensor.to).
+    assert (torch.device("cuda:1").type, torch.device("cuda:1").index) == ("cuda", 1)
 
 
 # -- JAX --------------------------------------------------------------------------------------
