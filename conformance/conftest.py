@@ -94,6 +94,10 @@ def _exercises_no_user_code(item: pytest.Item, user_kernels: set[str]) -> bool:
     fixtures = getattr(item, "fixturenames", ())
     if "gpu_benchmark" in fixtures:
         return False  # bench_kernels times the user's implementation under --gpu-impls=user
+    callspec = getattr(item, "callspec", None)
+    kernel = callspec.params.get("kernel") if callspec is not None else None
+    if "impl" not in fixtures and isinstance(kernel, str):
+        return kernel not in user_kernels  # jit vs eager: every implementation of `kernel`
     marker = item.get_closest_marker("gpu_kernel")
     if "impl" not in fixtures or marker is None:
         return True

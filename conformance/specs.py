@@ -709,7 +709,7 @@ SPECS: dict[str, KernelSpec] = {
 
 #: Modules adding the specs of further families (each has a ``SPECS`` table).
 FAMILY_SPEC_MODULES = ("conformance.specs_ufuncs", "conformance.specs_transforms",
-                       "conformance.specs_multi_device")
+                       "conformance.specs_multi_device", "conformance.specs_fused")
 for _module in FAMILY_SPEC_MODULES:
     SPECS.update(importlib.import_module(_module).SPECS)
 

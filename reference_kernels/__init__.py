@@ -25,6 +25,7 @@ from typing import Any
 from . import (
     cooperative,
     elementwise,
+    fused,
     indexing,
     linalg,
     multi_device,
@@ -42,5 +43,5 @@ FAMILIES: dict[str, str] = {name: entry.family for name, entry in CATALOG.items(
 KERNELS: dict[str, Callable[..., Any]] = {name: entry.reference for name, entry in CATALOG.items()}
 
 __all__ = ["CATALOG", "CORE_KERNELS", "FAMILIES", "KERNELS", "Entry", "cooperative",
-           "elementwise", "entry_for", "indexing", "linalg", "multi_device", "reductions",
+           "elementwise", "entry_for", "fused", "indexing", "linalg", "multi_device", "reductions",
            "stencils", "transforms", "ufuncs"]

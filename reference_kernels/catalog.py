@@ -32,7 +32,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 OutputInit = Literal["poison", "zero", "lowest"]
@@ -182,6 +182,12 @@ _entry("multi-device", "multi_device", "sharded_heat_step_1d", ("u", "alpha"), F
        "heat_step")
 _entry("grid-sync", "cooperative", "heat_steps_grid_sync", ("u", "alpha", "steps"), FLOATS,
        "heat_steps")
+# A fused kernel (``cupy.fuse``) meets its unfused kernel's whole contract under its own name
+# (fusion changes how the kernel is built, not what it computes), in a row of its own.
+for _unfused in ("saxpy", "sigmoid", "sum_of_squares"):
+    add(replace(CATALOG[_unfused], name=f"fused_{_unfused}", family="fused",
+                reference=getattr(importlib.import_module(f"{__package__}.fused"),
+                                  f"fused_{_unfused}")))
 
 
 #: The kernels this package ships (suites of their own in ``conformance/``); any other entry

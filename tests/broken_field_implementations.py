@@ -1,4 +1,4 @@
-"""Deliberately broken (and matching correct) implementations of the ufunc, transforms,
+"""Deliberately broken (and matching correct) implementations of the ufunc, transforms, fused,
 multi-device and grid-sync kernels, written the way a user writes them in a
 ``conftest.py``.
 
@@ -315,3 +315,115 @@ def broken_grid_sync_block_only(u: Any, alpha: Any, steps: Any, out: Any) -> Non
     """Synchronises with ``cuda.syncthreads()``: the block, not the grid, so a block
     reads its neighbour block's edge cell from the wrong step."""
     _run_heat_kernel(_heat_kernel(False), u, alpha, steps, out)
+
+
+# -- fused kernels: a user's own, jitted so that XLA fuses them ----------------------------------
+@functools.cache
+def _jit(function: Any, *static: str) -> Any:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # float64 cases stay float64
+    return jax.jit(function, static_argnames=static)
+
+
+def _fused_saxpy(alpha: Any, x: Any, y: Any) -> Any:
+    return alpha.astype(x.dtype) * x + y
+
+
+def _fused_saxpy_without_alpha(alpha: Any, x: Any, y: Any) -> Any:
+    """Refactored into one fused expression, the scale was lost: ``x + y``."""
+    return x + y
+
+
+def _fused_sum_of_squares(x: Any) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.sum(x * x, dtype=x.dtype).reshape(1)
+
+
+def _fused_sum_forgetting_the_square(x: Any) -> Any:
+    """The map step of the map-reduce was dropped: ``sum(x)``."""
+    import jax.numpy as jnp
+
+    return jnp.sum(x, dtype=x.dtype).reshape(1)
+
+
+@pytest_gpucheck.implements("fused_saxpy", backend="jax-cpu", name="good")
+def good_fused_saxpy(alpha: Any, x: Any, y: Any) -> Any:
+    return _jit(_fused_saxpy)(alpha, x, y)
+
+
+@pytest_gpucheck.implements("fused_saxpy", backend="jax-cpu", name="broken_drops_alpha")
+def broken_fused_saxpy_drops_alpha(alpha: Any, x: Any, y: Any) -> Any:
+    return _jit(_fused_saxpy_without_alpha)(alpha, x, y)
+
+
+@pytest_gpucheck.implements("fused_sum_of_squares", backend="jax-cpu", name="good")
+def good_fused_sum_of_squares(x: Any) -> Any:
+    return _jit(_fused_sum_of_squares)(x)
+
+
+@pytest_gpucheck.implements("fused_sum_of_squares", backend="jax-cpu",
+                            name="broken_forgets_square")
+def broken_fused_sum_of_squares(x: Any) -> Any:
+    return _jit(_fused_sum_forgetting_the_square)(x)
+
+
+# -- jax.jit against eager execution -------------------------------------------------------------
+def _sigmoid_with_a_concrete_fast_path(x: Any) -> Any:
+    """Concrete arrays skip JAX's dispatch through NumPy, in float64 "for accuracy": under
+    ``jax.jit`` the input is a tracer and the JAX path (right) runs; run eagerly the fast
+    path returns float64 for float32 input."""
+    import jax
+    import jax.numpy as jnp
+
+    if not isinstance(x, jax.core.Tracer):
+        with np.errstate(over="ignore"):
+            return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=np.float64)))
+    one = jnp.ones((), dtype=x.dtype)
+    return one / (one + jnp.exp(-x))
+
+
+@pytest_gpucheck.implements("sigmoid", backend="jax-cpu", name="broken_concrete_fast_path")
+def broken_sigmoid_concrete_fast_path(x: Any) -> Any:
+    return _jit(_sigmoid_with_a_concrete_fast_path)(x)
+
+
+def _heat_step(u: Any, alpha: Any) -> Any:
+    import jax.numpy as jnp
+
+    if u.shape[0] < 3:
+        return jnp.zeros_like(u)
+    interior = u[1:-1] + alpha * (u[:-2] - 2 * u[1:-1] + u[2:])
+    zero = jnp.zeros((1,), dtype=u.dtype)
+    return jnp.concatenate([zero, interior, zero])
+
+
+def _heat_steps(u: Any, alpha: Any, steps: Any) -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    alpha = jnp.asarray(alpha, dtype=u.dtype)
+    return jax.lax.fori_loop(0, steps, lambda _, state: _heat_step(state, alpha), u)
+
+
+#: The diffusion number, set by the driver before each run (a module-level setting).
+SETTINGS = {"alpha": 0.25}
+
+
+def _heat_steps_reading_settings(u: Any, steps: Any) -> Any:
+    """Reads ``SETTINGS`` when traced: the jitted function keeps the alpha of its first
+    call for every later call with the same shape and dtype; run eagerly it reads the
+    current one."""
+    return _heat_steps(u, SETTINGS["alpha"], steps)
+
+
+@pytest_gpucheck.implements("heat_steps_1d", backend="jax-cpu", name="good")
+def good_heat_steps(u: Any, alpha: Any, steps: Any) -> Any:
+    return _jit(_heat_steps)(u, alpha, steps)
+
+
+@pytest_gpucheck.implements("heat_steps_1d", backend="jax-cpu", name="broken_stale_global")
+def broken_heat_steps_stale_global(u: Any, alpha: Any, steps: Any) -> Any:
+    SETTINGS["alpha"] = float(alpha)
+    return _jit(_heat_steps_reading_settings)(u, steps)

@@ -234,12 +234,13 @@ def _elementwise_source(kernel: Any, dtype: str, scalars: tuple[str, ...] = ()) 
                                                 kernel.operation, kernel.name, kernel.preamble)
 
 
-def _reduction_source(kernel: Any, dtype: str) -> str:
-    """The CUDA C CuPy generates for a full reduction of 1-D ``dtype`` arrays by ``kernel``."""
+def _reduction_source(kernel: Any, dtype: str, out_dtype: str | None = None) -> str:
+    """The CUDA C CuPy generates for a full reduction of 1-D ``dtype`` arrays by ``kernel``
+    (into a 0-d result of ``out_dtype``, by default ``dtype``)."""
     from cupy._core import _kernel, _reduction
 
     args = ([_arg("array", dtype) for _ in range(kernel.nin)]
-            + [_arg("array", dtype, 0) for _ in range(kernel.nout)]
+            + [_arg("array", out_dtype or dtype, 0) for _ in range(kernel.nout)]
             + [_arg("indexer"), _arg("indexer", ndim=0), _arg("scalar", "int32", 0)])
     # IndexT: the index type CuPy picks per launch (int32 while sizes fit, as here).
     types = _kernel._TypeMap((("T", np.dtype(dtype)), ("IndexT", np.dtype("int32"))))
@@ -249,10 +250,11 @@ def _reduction_source(kernel: Any, dtype: str) -> str:
         kernel.post_map_expr, kernel.preamble, ())
 
 
-def _nvrtc(source: str) -> None:
+def _nvrtc(source: str, extra_includes: tuple[str, ...] = ()) -> None:
     core = _core()
     header, includes = _cupy_kernel_header()
-    options = core.ProgramOptions(arch=ARCH, std="c++17", include_path=includes)
+    options = core.ProgramOptions(arch=ARCH, std="c++17",
+                                  include_path=[*includes, *extra_includes])
     program = core.Program(header + source, code_type="c++", options=options)
     try:
         program.compile("cubin")
@@ -296,6 +298,92 @@ def test_the_cupy_kernel_compile_check_rejects_a_broken_body() -> None:
         _nvrtc(_elementwise_source(broken, "float32"))
 
 
+def test_cupy_has_what_the_fused_implementations_call() -> None:
+    cupy = _need("cupy")
+    assert _attributes(cupy, ["fuse", "exp", "sum", "ndarray.astype", "ndarray.reshape",
+                              "_core.fusion.Fusion", "_core.fusion._FusionHistory",
+                              "_core._fusion_thread_local.thread_local"]) == []
+    # cupy.fuse is a Cython function without a signature: the keyword is read from
+    # its source (cupy/_core/fusion.pyx: ``def wrapper(f, kernel_name=None)``).
+    assert cupy.fuse(kernel_name="gpucheck_probe")(lambda x: x).name == "gpucheck_probe"
+
+
+def _unallocated(dtype: str, n: int = 7) -> Any:
+    """A CuPy array that owns no memory: enough for ``cupy.fuse`` to trace (it reads the
+    dtype and ndim only), made without a GPU."""
+    import cupy
+
+    memory = cupy.cuda.UnownedMemory(0, 0, None, device_id=0)
+    return cupy.ndarray((n,), np.dtype(dtype), memptr=cupy.cuda.MemoryPointer(memory, 0))
+
+
+def _fused_kernel(kernel: str, dtype: str) -> Any:
+    """The ``ElementwiseKernel`` / ``ReductionKernel`` that the bundled ``cupy.fuse``
+    function of ``kernel`` compiles for 1-D ``dtype`` arrays, traced the way
+    ``Fusion.__call__`` traces it (``cupy/_core/fusion.pyx``), no GPU needed.  A trace
+    that raises fails here: on a GPU CuPy would silently fall back to its other
+    fusion implementation."""
+    from cupy._core import _fusion_thread_local, fusion
+
+    from conformance.implementations.cupy_fuse_impls import fused
+
+    function = fused()[kernel]
+    args = ((np.dtype(dtype).type(2), _unallocated(dtype), _unallocated(dtype))
+            if kernel == "saxpy" else (_unallocated(dtype),))
+    history = fusion._FusionHistory()
+    local = _fusion_thread_local.thread_local
+    local.history, local.is_old_fusing = history, True
+    try:
+        built, kwargs = history.get_fusion(function.func, args, function.name)
+    finally:
+        local.history, local.is_old_fusing = None, False
+    assert kwargs == {}  # a full reduction: no axis
+    return built
+
+
+FUSED = [(k, d) for k in ("saxpy", "sigmoid") for d in ("float32", "float64")] + [
+    ("sum_of_squares", d) for d in ("float32", "float64", "int32", "int64")]
+
+
+@pytest.mark.parametrize(("kernel", "dtype"), FUSED, ids=[f"{k}-{d}" for k, d in FUSED])
+def test_every_cupy_fused_kernel_traces_to_the_dtype_and_compiles(kernel: str,
+                                                                   dtype: str) -> None:
+    """``cupy.fuse`` keeps float32 float32 (``alpha`` comes in ``x``'s dtype; the literals
+    1 are weak), sums integers in 64 bits (why the implementation casts back), and the
+    kernel it generates compiles."""
+    cupy = _need("cupy")
+    from cuda.pathfinder import find_nvidia_header_directory
+
+    # Fused kernels include cupy/float16.cuh, hence the CUDA runtime's cuda_fp16.h: the
+    # [ctk] extra of cupy-cudaNNx brings it on a GPU machine, nvidia-cuda-runtime here.
+    headers = find_nvidia_header_directory("cudart")
+    if headers is None:
+        pytest.skip("the CUDA runtime headers are not installed (cupy.fuse kernels include "
+                    "cuda_fp16.h): pip install 'nvidia-cuda-runtime>=13'")
+    built = _fused_kernel(kernel, dtype)
+    (out,) = built.out_params
+    if kernel == "sum_of_squares":
+        assert isinstance(built, cupy.ReductionKernel)
+        assert out.dtype == (np.dtype("int64") if dtype.startswith("int") else np.dtype(dtype))
+        _nvrtc(_reduction_source(built, dtype, out.dtype.name), (headers,))
+    else:
+        assert isinstance(built, cupy.ElementwiseKernel)
+        assert out.dtype == np.dtype(dtype)
+        alpha = built.params[0].name if kernel == "saxpy" else None
+        _nvrtc(_elementwise_source(built, dtype, (alpha,) if alpha else ()), (headers,))
+
+
+def test_cupy_has_what_the_peer_copy_calls_and_copies_to_the_current_device() -> None:
+    """``cupy.asarray`` of an array on another device copies it to the current device: the
+    peer-copy check relies on ``ndarray.copy``'s documented behaviour."""
+    cupy = _need("cupy")
+    assert _attributes(cupy, ["cuda.Device", "cuda.runtime.getDeviceCount",
+                              "cuda.runtime.deviceCanAccessPeer", "asarray", "asnumpy",
+                              "ndarray.device", "ndarray.fill"]) == []
+    assert "in the current device" in (cupy.ndarray.copy.__doc__ or "")
+    _binds(cupy.asarray, np.zeros(1))
+
+
 # -- PyTorch (its CPU build carries the same Python source and torch.cuda API) ----------------
 def test_torch_declares_cai_v2_which_the_checker_judges() -> None:
     torch = _need("torch")
@@ -313,6 +401,17 @@ def test_torch_has_what_the_backend_adapter_and_timer_call() -> None:
         "cuda.synchronize", "cuda.is_available", "cuda.device_count",
     ]) == []
     _binds(torch.cuda.Event, enable_timing=True)
+
+
+def test_torch_has_what_the_peer_copy_calls() -> None:
+    torch = _need("torch")
+    assert _attributes(torch, ["cuda.can_device_access_peer", "cuda.device_count",
+                               "Tensor.to", "Tensor.zero_", "Tensor.cpu", "Tensor.device"]) == []
+    _binds(torch.cuda.can_device_access_peer, 0, 1)
+    # as_tensor is a builtin without a signature: the same call, on the CPU.
+    assert torch.as_tensor(np.zeros(1), device="cpu").device.type == "cpu"
+    # "cuda:1" names device 1 without a GPU (the string the adapter passes to Tensor.to).
+    assert (torch.device("cuda:1").type, torch.device("cuda:1").index) == ("cuda", 1)
 
 
 # -- JAX --------------------------------------------------------------------------------------

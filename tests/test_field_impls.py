@@ -22,7 +22,7 @@ MODULES = ("ufunc_impls", "transform_impls", "multi_device_impls", "grid_sync_im
 
 
 def test_the_new_families_have_kernels() -> None:
-    assert len(NEW_KERNELS) == 11
+    assert len(NEW_KERNELS) == 14
 
 
 @pytest.mark.parametrize("backend", list(BACKENDS))

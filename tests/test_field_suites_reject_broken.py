@@ -1,4 +1,5 @@
-"""Proof that the ufunc, transforms, multi-device and grid-sync checks work.
+"""Proof that the ufunc, transforms (jit against eager included), multi-device, grid-sync
+and fused-kernel checks work.
 
 A fresh project gets ``tests/broken_field_implementations.py`` as its
 ``conftest.py`` (and the cooperative kernels module beside it) and runs the
@@ -23,16 +24,20 @@ pytestmark = pytest.mark.slow
 
 TESTS = Path(__file__).parent
 SUITES = "test_ufuncs or test_gufunc or test_grad or test_vmap or test_sharded or grid_sync"
+#: The fused row and jit against eager, in a run of their own (each run stays well inside
+#: its time limit on a loaded machine).
+JIT_SUITES = "test_fused or test_eager or test_sigmoid or test_heat_steps_1d"
 
 
-def _run(project: Path, backends: str, **extra_env: str) -> dict[str, tuple[str, str]]:
-    junit = project / f"junit-{backends.replace(',', '-')}.xml"
+def _run(project: Path, backends: str, suites: str = SUITES,
+         **extra_env: str) -> dict[str, tuple[str, str]]:
+    junit = project / f"junit-{backends.replace(',', '-')}-{len(suites)}.xml"
     env = {k: v for k, v in os.environ.items()
            if k not in ("CI", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "XLA_FLAGS")}
     env.update(extra_env)
     command = [sys.executable, "-m", "pytest", "--gpu-conformance", "--gpu-impls=user",
                f"--gpu-backends={backends}", "--hypothesis-profile=proof", "-p",
-               "no:cacheprovider", "-q", "-n0", "-k", SUITES, f"--junitxml={junit}"]
+               "no:cacheprovider", "-q", "-n0", "-k", suites, f"--junitxml={junit}"]
     process = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True,
                              timeout=600, check=False)
     assert junit.exists(), process.stdout[-3000:] + process.stderr[-3000:]
@@ -59,7 +64,8 @@ def suite_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, 
     pytest.importorskip("torch")
     project = tmp_path_factory.mktemp("field-user-project")
     shutil.copy(TESTS / "broken_field_implementations.py", project / "conftest.py")
-    host = _run(project, "numba-cpu,jax-cpu,torch-cpu")
+    host = {**_run(project, "numba-cpu,jax-cpu,torch-cpu"),
+            **_run(project, "jax-cpu", JIT_SUITES)}
     # The simulator child does not load a conftest.py of the rootdir for suites outside
     # it (--gpu-conformance): the same module goes in as a plugin for that run.
     simulated = tmp_path_factory.mktemp("field-user-plugin")
@@ -84,6 +90,17 @@ REJECTED = {
         "but the central difference gives",
     "test_grad_heat_step_1d_finite_differences[torch-cpu:broken_missing_term]":
         "but the central difference gives",
+    # Fused kernels (a user's own, jitted so that XLA fuses them) meet the unfused contract.
+    "test_fused_saxpy[jax-cpu:broken_drops_alpha]": "(alpha*x + y, fused or not)",
+    "test_fused_sum_of_squares[jax-cpu:broken_forgets_square]":
+        "rule: exact (integer-valued float64 sum_of_squares",
+    # jax.jit against eager execution, each side caught where it is wrong: a NumPy fast
+    # path for concrete arrays only runs eagerly (the jitted sigmoid passes, below) ...
+    "test_eager_matches_the_contract_too[jax-cpu-sigmoid]":
+        "out.dtype=float64, but should be float32 [sigmoid(",
+    # ... and a global read at trace time leaves the jitted function a stale value (run
+    # eagerly it is right: the eager check of heat_steps_1d passes, below).
+    "test_heat_steps_1d[jax-cpu:broken_stale_global]": "steps x gamma_7",
 }
 
 ACCEPTED = [
@@ -97,7 +114,19 @@ ACCEPTED = [
     "test_heat_steps_grid_sync[numba-cudasim:good]",
     "test_grad_sigmoid_finite_differences[jax-cpu:good]",
     "test_grad_heat_step_1d_finite_differences[torch-cpu:good]",
+    "test_fused_saxpy[jax-cpu:good]",
+    "test_fused_sum_of_squares[jax-cpu:good]",
+    "test_heat_steps_1d[jax-cpu:good]",
+    # The jitted side of the eager-only bug, and the eager side of the trace-time one.
+    "test_sigmoid[jax-cpu:broken_concrete_fast_path]",
+    "test_eager_matches_the_contract_too[jax-cpu-heat_steps_1d]",
 ]
+
+
+def test_the_eager_failure_names_the_eager_run(suite_run: dict[str, tuple[str, str]]) -> None:
+    """The jit-vs-eager check says which run was wrong: the implementation run eagerly."""
+    _, message = suite_run["test_eager_matches_the_contract_too[jax-cpu-sigmoid]"]
+    assert "on jax-cpu:broken_concrete_fast_path-eager]" in message
 
 
 @pytest.mark.parametrize(("test_id", "fragment"), sorted(REJECTED.items()))

@@ -79,7 +79,7 @@ def test_every_contract_kernel_has_a_reference_and_a_family() -> None:
     assert set(FAMILIES) == documented
     assert set(FAMILIES.values()) == {
         "elementwise", "indexing", "reductions", "stencils", "halos", "linalg",
-        "ufuncs", "transforms", "multi-device", "grid-sync",
+        "ufuncs", "transforms", "multi-device", "grid-sync", "fused",
     }
     for name, reference in KERNELS.items():
         assert reference.__name__ == name
@@ -88,7 +88,8 @@ def test_every_contract_kernel_has_a_reference_and_a_family() -> None:
 
 @pytest.mark.parametrize(
     "module", ["", ".elementwise", ".indexing", ".reductions", ".stencils", ".linalg",
-               ".ufuncs", ".transforms", ".multi_device", ".cooperative", ".catalog"]
+               ".ufuncs", ".transforms", ".multi_device", ".cooperative", ".catalog",
+               ".fused"]
 )
 def test_docstring_examples_run(module: str) -> None:
     found = doctest.testmod(importlib.import_module(f"reference_kernels{module}"))
