@@ -228,7 +228,7 @@ def rerun_invocation(config: pytest.Config) -> dict[str, Any]:
     added = config.stash.get(ci.ADDED_SUITES_KEY, ())
     return {"dir": str(invocation.dir), "options": options,
             "paths": ci.named_paths(config, exclude=tuple(str(folder) for folder in added)),
-            "added": added}
+            "added": [str(folder) for folder in added]}  # JSON: children receive it
 
 
 def rerun_selector(item_path: Path, name: str, invocation: dict[str, Any]) -> tuple[str, ...]:
@@ -236,7 +236,8 @@ def rerun_selector(item_path: Path, name: str, invocation: dict[str, Any]) -> tu
     rule (:func:`pytest_gpucheck.ci.rerun_selector`), applied to the user's command
     (:func:`rerun_invocation`), so this line, the report and the CI annotation agree."""
     return ci.rerun_selector(item_path, name, invocation_dir=invocation["dir"],
-                             named=invocation["paths"], added=invocation["added"])
+                             named=invocation["paths"],
+                             added=tuple(Path(folder) for folder in invocation["added"]))
 
 
 def sweep(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizing,

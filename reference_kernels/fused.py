@@ -12,6 +12,7 @@ import numpy as np
 
 from . import elementwise, reductions
 
+
 def fused_saxpy(alpha: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``alpha * x + y`` as :func:`reference_kernels.elementwise.saxpy`.
 
