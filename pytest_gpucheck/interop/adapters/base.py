@@ -5,11 +5,17 @@ As a **producer** an adapter makes an array of a :class:`~..cases.Case`
 offers the framework's importers (``from_dlpack``, CUDA Array Interface).
 On both sides it measures an array (:class:`~..facts.ArrayFacts`), reads it
 back to the host and writes single elements, which is how write-through is
-proven rather than assumed.
+proven rather than assumed.  GPU frameworks with streams also offer the two
+hooks of the stream-ordering check (:mod:`..streams`).
+
+Each framework's adapter lives beside its backend
+(``pytest_gpucheck/backends/<framework>/adapter.py``) and is returned by
+:meth:`~pytest_gpucheck.backends.base.Backend.interop_adapter`.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -124,3 +130,25 @@ class Adapter:
     def synchronize(self) -> None:
         """Wait for all work this framework queued on the device."""
         self.backend.synchronize()
+
+    # -- stream ordering (GPU frameworks with streams) ---------------------------------
+    @property
+    def queues_pending_fill(self) -> bool:
+        """True where :meth:`pending_fill` can queue a slow write on a side stream."""
+        return False
+
+    def pending_fill(self, value: float, elements: int,
+                     spin_cycles: int) -> contextlib.AbstractContextManager[Any]:
+        """A context yielding an array of ``elements`` zeros with a fill of ``value``
+        still queued behind a ``spin_cycles`` spin kernel on a side stream, that
+        stream current while the context is open (the import happens inside it)."""
+        raise NotAvailable(f"{self.name}: no way to queue a slow write on a side stream")
+
+    @property
+    def has_stream_copy(self) -> bool:
+        """True where :meth:`stream_copy` queues a copy on this framework's current stream."""
+        return False
+
+    def stream_copy(self, array: Any) -> Any:
+        """A copy of ``array`` queued on the current stream (not yet synchronized)."""
+        raise NotAvailable(f"{self.name}: no stream-ordered copy to read the import with")

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..facts import ArrayFacts
-from .base import Adapter, NotAvailable
+from ...interop.adapters.base import Adapter, NotAvailable
+from ...interop.facts import ArrayFacts
 
 
 class NumbaCudaAdapter(Adapter):
@@ -26,7 +26,7 @@ class NumbaCudaAdapter(Adapter):
     def __init__(self, backend: Any) -> None:
         super().__init__(backend)
         self.name = backend.name  # type: ignore[misc]  # numba-cuda or numba-cudasim
-        self.simulated = backend.name == "numba-cudasim"
+        self.simulated = bool(backend.is_simulator)
 
     def _cuda(self) -> Any:
         from numba import cuda
@@ -41,7 +41,7 @@ class NumbaCudaAdapter(Adapter):
     def dtype_problem(self, dtype_name: str) -> str | None:
         problem = super().dtype_problem(dtype_name)
         if problem is None:
-            from ..dtypes import numpy_dtype
+            from ...interop.dtypes import numpy_dtype
 
             try:
                 from numba.np.numpy_support import from_dtype
