@@ -161,6 +161,21 @@ class Backend:
         """One line naming the device (``cpu``, ``NVIDIA H100 80GB HBM3 (cc 9.0) #0``)."""
         return self.probe().device
 
+    # -- several devices -----------------------------------------------------------
+    def devices(self) -> list[Any]:
+        """Every device of this backend the process can use, as the framework names them
+        (``jax.Device``, ``torch.device``...); host backends have one, ``"host"``.
+
+        Imports the framework.
+        """
+        return ["host"]
+
+    def fewer_devices_reason(self) -> str:
+        """Why this backend may have fewer devices than a test needs, and how to get more."""
+        if self.is_gpu:
+            return "this machine has fewer GPUs visible (CUDA_VISIBLE_DEVICES)"
+        return f"{self.name} runs on one host device"
+
     # -- benchmarks ---------------------------------------------------------------
     def event_timer(self, clock: str) -> RoundTimer:
         """The timer that bounds one benchmark round of this backend's device work.

@@ -207,6 +207,11 @@ class CudaPythonBackend(Backend):
     def event_timer(self, clock: str) -> RoundTimer:
         return CudaCoreEventTimer(self)
 
+    def devices(self) -> list[Any]:
+        from cuda.core import system
+
+        return list(range(system.get_num_devices()))
+
     def copy(self, src: Any, dst: Any) -> Any:
         from cuda.bindings import driver
 

@@ -80,6 +80,11 @@ class CupyBackend(Backend):
     def event_timer(self, clock: str) -> RoundTimer:
         return CupyEventTimer(self)
 
+    def devices(self) -> list[Any]:
+        import cupy
+
+        return [cupy.cuda.Device(i) for i in range(cupy.cuda.runtime.getDeviceCount())]
+
     def copy(self, src: Any, dst: Any) -> Any:
         import cupy
 

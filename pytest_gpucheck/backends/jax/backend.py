@@ -76,6 +76,11 @@ class _JaxBackend(Backend):
     def wait_for(self, result: Any) -> None:
         result.block_until_ready()
 
+    def devices(self) -> list[Any]:
+        import jax
+
+        return list(jax.devices(self.platform))
+
     def interop_adapter(self) -> Adapter:
         from .adapter import JaxAdapter
 
@@ -99,6 +104,17 @@ class JaxCpuBackend(_JaxBackend):
         jax.config.update("jax_enable_x64", True)
         device = jax.devices("cpu")[0]
         return Probe(True, version=jax.__version__, device=f"cpu ({device.device_kind})")
+
+    def fewer_devices_reason(self) -> str:
+        import os
+
+        from ...multi_device import HOST_DEVICES_OPTION, XLA_FLAG
+
+        flags = os.environ.get("XLA_FLAGS", "")
+        return (f"JAX started with XLA_FLAGS={flags!r}; it reads "
+                f"{XLA_FLAG}=N only at start-up (the plugin sets it with "
+                f"{HOST_DEVICES_OPTION}=N when jax-cpu is selected and JAX is not imported "
+                "yet, e.g. by a conftest.py)")
 
 
 class JaxGpuBackend(_JaxBackend):

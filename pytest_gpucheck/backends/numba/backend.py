@@ -153,6 +153,9 @@ class NumbaCudaBackend(_NumbaCudaArrays):
     def event_timer(self, clock: str) -> RoundTimer:
         return NumbaEventTimer(self)
 
+    def devices(self) -> list[Any]:
+        return list(self._cuda().gpus)
+
     def runtime_version(self) -> str:
         return ".".join(str(part) for part in self._cuda().runtime.get_version())
 

@@ -115,6 +115,11 @@ class TorchCudaBackend(_TorchBackend):
     def event_timer(self, clock: str) -> RoundTimer:
         return TorchEventTimer(self)
 
+    def devices(self) -> list[Any]:
+        import torch
+
+        return [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+
     def runtime_version(self) -> str:
         import torch
 
