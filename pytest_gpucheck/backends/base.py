@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import DTypeLike
 
-    from ..interop.adapters.base import Adapter
+    from .adapter_base import Adapter
     from .array_ops import ArrayOps
     from .timing import RoundTimer
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ...interop.adapters.base import Adapter, NotAvailable
-from ...interop.facts import ArrayFacts, c_strides
+from ..adapter_base import Adapter, NotAvailable
+from ..array_facts import ArrayFacts, c_strides
 
 
 def strided_memory_view_class() -> Any:

@@ -23,7 +23,7 @@ from ..numba.backend import NumbaOps
 from ..timing import CudaEventTimer
 
 if TYPE_CHECKING:
-    from ...interop.adapters.base import Adapter
+    from ..adapter_base import Adapter
     from ..array_ops import ArrayOps
     from ..timing import RoundTimer
 

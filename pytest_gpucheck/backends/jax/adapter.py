@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...interop.adapters.base import Adapter, NotAvailable
-from ...interop.facts import ArrayFacts, c_strides
+from ..adapter_base import Adapter, NotAvailable
+from ..array_facts import ArrayFacts, c_strides
 
 if TYPE_CHECKING:
     from ...interop.cases import Case

@@ -23,7 +23,7 @@ from ..base import Backend, Probe, first_installed_version
 from ..timing import RoundTimer
 
 if TYPE_CHECKING:
-    from ...interop.adapters.base import Adapter
+    from ..adapter_base import Adapter
 
 
 class _JaxBackend(Backend):

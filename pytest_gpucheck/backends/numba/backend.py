@@ -26,7 +26,7 @@ from ..base import Backend, Probe
 from ..timing import CudaEventTimer
 
 if TYPE_CHECKING:
-    from ...interop.adapters.base import Adapter
+    from ..adapter_base import Adapter
     from ..timing import RoundTimer
 
 __all__ = ["SIMULATOR_CHILD_VARIABLE", "NumbaCpuBackend", "NumbaCudaBackend", "NumbaCudasimBackend"]

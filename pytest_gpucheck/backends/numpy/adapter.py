@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ...interop.adapters.base import Adapter
-from ...interop.facts import ArrayFacts
+from ..adapter_base import Adapter
+from ..array_facts import ArrayFacts
 
 
 class NumpyAdapter(Adapter):

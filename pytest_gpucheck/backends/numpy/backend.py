@@ -9,7 +9,7 @@ import numpy as np
 from ..base import Backend, Probe
 
 if TYPE_CHECKING:
-    from ...interop.adapters.base import Adapter
+    from ..adapter_base import Adapter
 
 
 class NumpyBackend(Backend):

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ...interop.adapters.base import Adapter, NotAvailable
-from ...interop.dtypes import numpy_dtype
-from ...interop.facts import ArrayFacts
+from ..adapter_base import Adapter, NotAvailable
+from ..array_facts import ArrayFacts
+from ..dtypes import numpy_dtype
 
 
 def _torch() -> Any:
