@@ -18,9 +18,14 @@ def gpu_backend(request: pytest.FixtureRequest) -> Backend:
 
     Parametrized by ``--gpu-backends`` (ids like ``[numba-cpu]``); restricted
     by the ``gpu_backends(...)`` and ``requires_gpu`` markers. The object has
-    ``name``, ``tier``, ``xp`` (array namespace or None), ``to_device(host)``,
-    ``to_host(array)``, ``empty(shape, dtype)``, ``full(...)``,
-    ``synchronize()``, ``describe_device()`` and ``version()``.
+    ``name``, ``tier``, ``xp``, ``to_device(host)``, ``to_host(array)``,
+    ``empty(shape, dtype)``, ``full(...)``, ``synchronize()``,
+    ``describe_device()`` and ``version()``.
+
+    ``gpu_backend.xp`` is the array namespace, or None on the backends whose
+    device arrays have none (``numba-cudasim``, ``numba-cuda``,
+    ``cuda-python``): code that calls array functions requests the ``xp``
+    fixture instead, which skips those backends with a one-line reason.
     """
     from .selection import get_selection
 
@@ -36,8 +41,10 @@ def gpu_backend(request: pytest.FixtureRequest) -> Backend:
 def xp(gpu_backend: Backend) -> Any:
     """The array namespace of ``gpu_backend`` (numpy, cupy, jax.numpy or torch).
 
-    Numba's CUDA targets and cuda-python have no array namespace: tests that
-    use ``xp`` are skipped there with that reason.
+    Numba's CUDA targets (``numba-cuda`` and the simulator, ``numba-cudasim``)
+    and cuda-python have no array namespace: tests that use ``xp`` are skipped
+    there, with the reason ``<backend> has no array namespace (xp); use
+    gpu_backend instead``, never crashed on ``None``.
     """
     namespace = gpu_backend.xp
     if namespace is None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from .backends import BACKENDS
+from .backends import BACKENDS, backend_class
 
 HOST_DEVICES_OPTION = "--gpu-host-devices"
 DEFAULT_HOST_DEVICES = 4
@@ -94,27 +94,7 @@ def devices_of(backend_name: str) -> list[Any]:
     if backend_name not in BACKENDS:
         raise ValueError(f"unknown backend {backend_name!r}; valid backends: "
                          f"{', '.join(BACKENDS)}")
-    if backend_name in ("jax-cpu", "jax-gpu"):
-        import jax
-
-        return list(jax.devices("cpu" if backend_name == "jax-cpu" else "gpu"))
-    if backend_name == "torch-cuda":
-        import torch
-
-        return [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
-    if backend_name == "cupy":
-        import cupy
-
-        return [cupy.cuda.Device(i) for i in range(cupy.cuda.runtime.getDeviceCount())]
-    if backend_name == "numba-cuda":
-        from numba import cuda
-
-        return list(cuda.gpus)
-    if backend_name == "cuda-python":
-        from cuda.core import system
-
-        return list(range(system.get_num_devices()))
-    return ["host"]
+    return backend_class(backend_name)().devices()
 
 
 def too_few_devices(backend_name: str, needed: int) -> str | None:
@@ -122,16 +102,8 @@ def too_few_devices(backend_name: str, needed: int) -> str | None:
     found = len(devices_of(backend_name))
     if found >= needed:
         return None
-    reason = f"needs {needed} devices of {backend_name}, found {found}"
-    if backend_name == "jax-cpu":
-        flags = os.environ.get("XLA_FLAGS", "")
-        return (f"{reason}: JAX started with XLA_FLAGS={flags!r}; it reads "
-                f"{XLA_FLAG}=N only at start-up (the plugin sets it with "
-                f"{HOST_DEVICES_OPTION}=N when jax-cpu is selected and JAX is not imported "
-                "yet, e.g. by a conftest.py)")
-    if backend_name in ("numpy", "numba-cpu", "numba-cudasim", "torch-cpu"):
-        return f"{reason}: {backend_name} runs on one host device"
-    return f"{reason}: this machine has fewer GPUs visible (CUDA_VISIBLE_DEVICES)"
+    reason = backend_class(backend_name)().fewer_devices_reason()
+    return f"needs {needed} devices of {backend_name}, found {found}: {reason}"
 
 
 def skip_unless_devices(backend_name: str, needed: int = 2) -> None:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numpy.typing import DTypeLike
 
+from .backends import BACKENDS, backend_class
 from .device_views import slice_view, transpose_view
 from .guards import guard_value
 from .kernel_launch import LaunchConfig
@@ -122,7 +123,8 @@ SIMULATOR = Sizing(
 
 def sizing_for(backend_name: str) -> Sizing:
     """The :class:`Sizing` of a backend (the simulator is the only small one)."""
-    return SIMULATOR if backend_name == "numba-cudasim" else FULL
+    simulated = backend_name in BACKENDS and backend_class(backend_name).is_simulator
+    return SIMULATOR if simulated else FULL
 
 
 # -- sizes and shapes ---------------------------------------------------------------------

@@ -100,7 +100,7 @@ def test_the_driver_copies_take_a_stream_in_the_order_the_backend_passes_it() ->
 
 def test_strided_memory_view_takes_the_arguments_the_adapter_passes() -> None:
     _need("cuda.core")
-    from pytest_gpucheck.interop.adapters.cuda_core_adapter import strided_memory_view_class
+    from pytest_gpucheck.backends.cuda_python.adapter import strided_memory_view_class
 
     view = strided_memory_view_class()
     for method in ("from_dlpack", "from_cuda_array_interface"):
@@ -113,7 +113,7 @@ def test_strided_memory_view_takes_the_arguments_the_adapter_passes() -> None:
 def test_cuda_core_refuses_cai_v2_and_reads_v3() -> None:
     """The documented entry's message, and v3 gets past the version check (to the driver)."""
     _need("cuda.core")
-    from pytest_gpucheck.interop.adapters.cuda_core_adapter import strided_memory_view_class
+    from pytest_gpucheck.backends.cuda_python.adapter import strided_memory_view_class
     from pytest_gpucheck.interop.documented import DOCUMENTED
 
     entry = next(e for e in DOCUMENTED if e.key == "cuda-core-refuses-cai-v2")

@@ -11,16 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_gpucheck.backends.numpy_backend import NumpyBackend
+from pytest_gpucheck.backends.cupy.backend import CupyEventTimer
+from pytest_gpucheck.backends.jax.backend import ReadyTimer
+from pytest_gpucheck.backends.numpy.backend import NumpyBackend
+from pytest_gpucheck.backends.torch.backend import TorchEventTimer
 from pytest_gpucheck.bench.measure import DeviceClock, RoundRunner, calibrate_iterations
-from pytest_gpucheck.bench.timing import (
-    CupyEventTimer,
-    ReadyTimer,
-    RoundTimer,
-    TorchEventTimer,
-    host_clock_for,
-    timer_for,
-)
+from pytest_gpucheck.bench.timing import RoundTimer, host_clock_for, timer_for
 
 WORK = 0.03  # seconds of "device" work per launch
 

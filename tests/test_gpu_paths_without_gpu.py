@@ -160,7 +160,7 @@ class FakeCaiAdapter(Adapter):
 
 def _cuda_core_consumer() -> Any:
     pytest.importorskip("cuda.core")
-    from pytest_gpucheck.interop.adapters.cuda_core_adapter import CudaCoreAdapter
+    from pytest_gpucheck.backends.cuda_python.adapter import CudaCoreAdapter
 
     # The consumer's stream is only passed along; a v2 producer is refused before.
     return CudaCoreAdapter(SimpleNamespace(stream=SimpleNamespace(handle=0), device_index=0,
@@ -279,7 +279,7 @@ def _fake_cuda_python_backend() -> Any:
 
 def test_every_cuda_python_copy_is_queued_on_the_kernels_stream(
         driver_calls: list[tuple[str, Any]]) -> None:
-    from pytest_gpucheck.interop.adapters.cuda_core_adapter import CudaCoreAdapter
+    from pytest_gpucheck.backends.cuda_python.adapter import CudaCoreAdapter
 
     backend = _fake_cuda_python_backend()
     stream = backend.stream
@@ -300,8 +300,8 @@ def test_every_cuda_python_copy_is_queued_on_the_kernels_stream(
 
 def test_cuda_python_arrays_export_the_stream_their_data_is_written_on(
         driver_calls: list[tuple[str, Any]]) -> None:
+    from pytest_gpucheck.backends.cuda_python.adapter import CudaCoreAdapter
     from pytest_gpucheck.device_views import slice_view, transpose_view
-    from pytest_gpucheck.interop.adapters.cuda_core_adapter import CudaCoreAdapter
     from pytest_gpucheck.interop.cai_export import cai_problems
 
     backend = _fake_cuda_python_backend()
@@ -391,7 +391,7 @@ def test_jax_gpu_monte_carlo_runs_on_the_device_the_probe_chose() -> None:
 # -- numba-cuda without libNVVM ----------------------------------------------------------------
 NVVM_SCRIPT = """
 from numba.cuda.cudadrv import nvvm
-from pytest_gpucheck.backends import numba_backends
+from pytest_gpucheck.backends.numba import backend as numba_backends
 
 
 def no_libnvvm(*args, **kwargs):

@@ -192,7 +192,7 @@ def test_strided_memory_view_facts_match_the_array() -> None:
     """
     core = pytest.importorskip("cuda.core")
     del core
-    from pytest_gpucheck.interop.adapters.cuda_core_adapter import (
+    from pytest_gpucheck.backends.cuda_python.adapter import (
         memory_view_facts,
         strided_memory_view_class,
     )

@@ -1,5 +1,12 @@
 """The backend registry: names, groups and lazily imported backend classes.
 
+Each framework has one folder here, ``backends/<framework>/``, holding
+everything specific to it: ``backend.py`` (probe, array namespace, transfers,
+synchronisation, event timer, device copy, runtime version, MPI array
+operations) and ``adapter.py`` (DLPack / CUDA Array Interface adapter and
+stream hooks of the interop suite).  The features call the protocol declared
+in :mod:`.base`; registering a framework is one row in :data:`BACKENDS`.
+
 Only this table is read when the plugin loads; a backend's module (and with it
 NumPy) is imported when the backend is first used, and its framework only when
 it is probed.
@@ -15,17 +22,26 @@ if TYPE_CHECKING:
 
 #: Backend name -> "module:class", in the order reports list them.
 BACKENDS: dict[str, str] = {
-    "numpy": "numpy_backend:NumpyBackend",
-    "numba-cpu": "numba_backends:NumbaCpuBackend",
-    "numba-cudasim": "numba_backends:NumbaCudasimBackend",
-    "jax-cpu": "jax_backends:JaxCpuBackend",
-    "torch-cpu": "torch_backends:TorchCpuBackend",
-    "numba-cuda": "numba_backends:NumbaCudaBackend",
-    "cupy": "cupy_backend:CupyBackend",
-    "jax-gpu": "jax_backends:JaxGpuBackend",
-    "cuda-python": "cuda_python_backend:CudaPythonBackend",
-    "torch-cuda": "torch_backends:TorchCudaBackend",
+    "numpy": "numpy.backend:NumpyBackend",
+    "numba-cpu": "numba.backend:NumbaCpuBackend",
+    "numba-cudasim": "numba.backend:NumbaCudasimBackend",
+    "jax-cpu": "jax.backend:JaxCpuBackend",
+    "torch-cpu": "torch.backend:TorchCpuBackend",
+    "numba-cuda": "numba.backend:NumbaCudaBackend",
+    "cupy": "cupy.backend:CupyBackend",
+    "jax-gpu": "jax.backend:JaxGpuBackend",
+    "cuda-python": "cuda_python.backend:CudaPythonBackend",
+    "torch-cuda": "torch.backend:TorchCudaBackend",
 }
+
+#: Backends without an array type of their own, and why the interop suite has no
+#: cells for them (their :meth:`~.base.Backend.interop_adapter` raises).
+NO_INTEROP_ADAPTER: dict[str, str] = {
+    "numba-cpu": "@njit works on NumPy arrays; its exchanges are NumPy's",
+}
+
+#: Backends with an interop adapter, in report order (read without importing them).
+INTEROP_BACKENDS: tuple[str, ...] = tuple(n for n in BACKENDS if n not in NO_INTEROP_ADAPTER)
 
 CPU_BACKENDS: tuple[str, ...] = ("numpy", "numba-cpu", "numba-cudasim", "jax-cpu", "torch-cpu")
 GPU_BACKENDS: tuple[str, ...] = ("numba-cuda", "cupy", "jax-gpu", "cuda-python", "torch-cuda")
@@ -55,4 +71,13 @@ def get_backend(name: str, device_index: int = 0) -> Backend:
     return _instances[key]
 
 
-__all__ = ["BACKENDS", "CPU_BACKENDS", "GPU_BACKENDS", "GROUPS", "backend_class", "get_backend"]
+__all__ = [
+    "BACKENDS",
+    "CPU_BACKENDS",
+    "GPU_BACKENDS",
+    "GROUPS",
+    "INTEROP_BACKENDS",
+    "NO_INTEROP_ADAPTER",
+    "backend_class",
+    "get_backend",
+]

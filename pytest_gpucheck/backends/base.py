@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import DTypeLike
 
+    from .adapter_base import Adapter
+    from .array_ops import ArrayOps
+    from .timing import RoundTimer
+
 Tier = Literal["cpu", "gpu"]
 
 
@@ -45,6 +49,14 @@ class Backend:
     operations.  ``device_index`` is the CUDA device this process uses (chosen
     by :mod:`pytest_gpucheck.devices` before any framework is imported); CPU
     backends ignore it.
+
+    This class is the one protocol the features call: the benchmarks
+    (:meth:`event_timer`, :meth:`copy`, :meth:`wait_for`,
+    :meth:`runtime_version`), the interop suite (:meth:`interop_adapter`) and
+    the MPI checks (:meth:`mpi_ops`) never branch on a backend's name.  Each
+    framework overrides what differs in its own folder,
+    ``backends/<framework>/``; the defaults below fit a host backend with a
+    NumPy-like namespace.
     """
 
     name: ClassVar[str]
@@ -55,6 +67,16 @@ class Backend:
     install_hint: ClassVar[str]
     #: True where device arrays can be written in place through an ``out`` argument.
     mutable_arrays: ClassVar[bool] = True
+    #: True where the "device" is a simulator running on the host (numba-cudasim):
+    #: one Python thread per CUDA thread, so suites use small problems, and the
+    #: benchmark environment names the simulator as the device.
+    is_simulator: ClassVar[bool] = False
+    #: True where implementations are traced and compiled under ``jit`` (JAX), so
+    #: a count of compilations is meaningful and a changed shape retraces.
+    traces_under_jit: ClassVar[bool] = False
+    #: True where the work runs on the calling thread, so the process's CPU time
+    #: measures it honestly (NumPy, the simulator); pools that spin-wait are not.
+    single_threaded: ClassVar[bool] = False
 
     def __init__(self, device_index: int = 0) -> None:
         self.device_index = device_index
@@ -138,6 +160,81 @@ class Backend:
     def describe_device(self) -> str:
         """One line naming the device (``cpu``, ``NVIDIA H100 80GB HBM3 (cc 9.0) #0``)."""
         return self.probe().device
+
+    # -- several devices -----------------------------------------------------------
+    def devices(self) -> list[Any]:
+        """Every device of this backend the process can use, as the framework names them
+        (``jax.Device``, ``torch.device``...); host backends have one, ``"host"``.
+
+        Imports the framework.
+        """
+        return ["host"]
+
+    def fewer_devices_reason(self) -> str:
+        """Why this backend may have fewer devices than a test needs, and how to get more."""
+        if self.is_gpu:
+            return "this machine has fewer GPUs visible (CUDA_VISIBLE_DEVICES)"
+        return f"{self.name} runs on one host device"
+
+    # -- benchmarks ---------------------------------------------------------------
+    def event_timer(self, clock: str) -> RoundTimer:
+        """The timer that bounds one benchmark round of this backend's device work.
+
+        ``clock`` (``wall`` or ``process``) is the host clock chosen for CPU
+        backends.  The default times on the host and calls :meth:`synchronize`
+        at both ends; CUDA backends return a CUDA event timer on their stream,
+        JAX a timer that waits on ``block_until_ready``.
+        """
+        from .timing import RoundTimer
+
+        return RoundTimer(self, clock)
+
+    def copy(self, src: Any, dst: Any) -> Any:
+        """Copy device array ``src`` into ``dst`` with the framework's own copy; return the copy.
+
+        The streaming benchmark, the bandwidth ceiling and the L2 flush use it, so
+        the figure is what a user of the framework gets.  Immutable arrays (JAX)
+        ignore ``dst`` and return a new array.  The default is NumPy's copy.
+        """
+        import numpy as np
+
+        np.copyto(dst, src)
+        return dst
+
+    def wait_for(self, result: Any) -> None:
+        """Wait until ``result`` is computed, where :meth:`synchronize` does not (JAX)."""
+
+    def runtime_version(self) -> str:
+        """The CUDA runtime the framework was built with, where it says so ("" otherwise).
+
+        May raise: a caller that only reports it catches the failure.
+        """
+        return ""
+
+    # -- interop and MPI ------------------------------------------------------------
+    def interop_adapter(self) -> Adapter:
+        """This framework as the interop suite sees it (DLPack / CUDA Array Interface).
+
+        Backends without an array type of their own (``numba-cpu``) have none:
+        :data:`pytest_gpucheck.backends.NO_INTEROP_ADAPTER` says why.
+        """
+        raise LookupError(f"{self.name} has no interop adapter")
+
+    def mpi_ops(self) -> ArrayOps:
+        """The device-array operations distributed checks run on this backend."""
+        from .array_ops import ArrayOps
+
+        return ArrayOps(self)
+
+
+def first_installed_version(*distributions: str) -> str:
+    """``name version`` of the first of ``distributions`` installed ("" when none is)."""
+    for name in distributions:
+        try:
+            return f"{name} {importlib.metadata.version(name)}"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return ""
 
 
 class _MissingModule(Exception):

@@ -1,197 +1,26 @@
-"""NVIDIA cuda-python: ``cuda.core`` devices, buffers and NVRTC-compiled kernels.
+"""The documented import path of cuda-python's :class:`DeviceArray` (kept for users).
 
-cuda.core has no array type, so device data is a :class:`DeviceArray`: a
-``cuda.core`` Buffer plus shape, dtype and strides, exposing the CUDA Array
-Interface so other frameworks (and ``StridedMemoryView``) can read it.
+cuda-python's backend lives in :mod:`pytest_gpucheck.backends.cuda_python.backend`;
+implementations written against ``pytest_gpucheck.backends.cuda_python_backend``
+keep working.
 """
 
 from __future__ import annotations
 
-import importlib.util
-from dataclasses import dataclass
-from typing import Any
+from .cuda_python.backend import (
+    CudaPythonBackend,
+    DeviceArray,
+    _cuda_core,
+    copy_to_device,
+    copy_to_host,
+    stream_handle,
+)
 
-import numpy as np
-
-from ._cuda_build import build_mismatch, device_line, driver_problem
-from .base import Backend, Probe
-
-
-def _cuda_core() -> Any:
-    try:
-        import cuda.core as core
-
-        core.Device  # noqa: B018 - cuda.core >= 0.4 exports at top level
-    except (ImportError, AttributeError):
-        import cuda.core.experimental as core
-    return core
-
-
-@dataclass
-class DeviceArray:
-    """A typed, shaped view of a ``cuda.core`` Buffer (what cuda-python kernels take)."""
-
-    buffer: Any
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    strides: tuple[int, ...] | None = None  # bytes; None means C-contiguous
-    offset: int = 0  # bytes from the start of the buffer
-    #: The ``cuda.core`` Stream the data is written on (None: synchronized, no stream).
-    stream: Any = None
-
-    @property
-    def ptr(self) -> int:
-        return int(self.buffer.handle) + self.offset
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-    @property
-    def readonly(self) -> bool:
-        """False: kernels write these arrays (a read-only variant overrides it)."""
-        return False
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        """CAI v3 with the producing stream, so a consumer orders its work after ours."""
-        return {
-            "shape": self.shape,
-            "typestr": self.dtype.str,
-            "data": (self.ptr, self.readonly),
-            "strides": self.strides,
-            "version": 3,
-            "stream": stream_handle(self.stream),
-        }
-
-
-def stream_handle(stream: Any) -> int | None:
-    """The CAI v3 ``stream`` value of a ``cuda.core`` Stream (None for no stream).
-
-    v3 forbids 0: the legacy default stream is spelt 1.
-    """
-    if stream is None:
-        return None
-    handle = int(stream.handle)
-    return handle if handle else 1
-
-
-class CudaPythonBackend(Backend):
-    """CUDA C kernels compiled with NVRTC and launched through ``cuda.core``."""
-
-    name = "cuda-python"
-    tier = "gpu"
-    distribution = "cuda-core"
-    install_hint = "pip install 'pytest-gpucheck[cuda13]' (or [cuda12])"
-
-    def __init__(self, device_index: int = 0) -> None:
-        super().__init__(device_index)
-        self._device: Any = None
-        self._stream: Any = None
-
-    def _probe(self) -> Probe:
-        if importlib.util.find_spec("cuda.core") is None:
-            return Probe.missing(
-                f"cuda.core is not installed; install it with: {self.install_hint}"
-            )
-        problem = driver_problem()
-        if problem:
-            return Probe.missing(problem)
-        # cuda-bindings N.x is built against CUDA N and needs a driver for N.
-        version = _binding_major()
-        mismatch = build_mismatch("cuda-bindings", version, "cuda-bindings {major}.x")
-        if mismatch:
-            return Probe.missing(mismatch)
-        self.device.set_current()
-        return Probe(True, version=self.version(), device=device_line(self.device_index))
-
-    @property
-    def device(self) -> Any:
-        """The ``cuda.core`` Device this backend runs on (made current on first use)."""
-        if self._device is None:
-            self._device = _cuda_core().Device(self.device_index)
-            self._device.set_current()
-        return self._device
-
-    @property
-    def stream(self) -> Any:
-        """The stream kernels are launched on and copies are ordered by."""
-        if self._stream is None:
-            self._stream = self.device.create_stream()
-        return self._stream
-
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> DeviceArray:
-        dtype = np.dtype(dtype)
-        nbytes = max(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, 1)
-        buffer = self.device.allocate(nbytes, stream=self.stream)
-        return DeviceArray(buffer, tuple(shape), dtype, stream=self.stream)
-
-    def to_device(self, host: np.ndarray) -> DeviceArray:
-        host = np.ascontiguousarray(host)
-        array = self.empty(host.shape, host.dtype)
-        if host.nbytes:
-            copy_to_device(self.stream, array.ptr, host)
-        return array
-
-    def to_host(self, array: Any) -> np.ndarray:
-        if array.strides is not None and array.strides != _c_strides(array.shape, array.dtype):
-            raise ValueError("to_host takes C-contiguous cuda-python arrays")
-        out = np.empty(array.shape, dtype=array.dtype)
-        if out.nbytes:
-            copy_to_host(self.stream, out, array.ptr)
-        else:
-            self.synchronize()
-        return out
-
-    def synchronize(self) -> None:
-        self.stream.sync()
-
-
-def copy_to_device(stream: Any, address: int, host: np.ndarray) -> None:
-    """Copy the contiguous ``host`` to device ``address`` on ``stream``, and wait for it.
-
-    The copy is queued on the stream the kernels run on: cuda.core streams are
-    non-blocking (``StreamOptions.nonblocking=True``), so they do not wait for a
-    copy on the legacy default stream (plain ``cuMemcpyHtoD``), and a kernel
-    could read the buffer before the copy landed.  Waiting afterwards keeps
-    ``host`` (pageable, possibly a temporary) alive until the driver is done.
-    """
-    from cuda.bindings import driver
-
-    (err,) = driver.cuMemcpyHtoDAsync(address, host.ctypes.data, host.nbytes, stream.handle)
-    _check(err)
-    stream.sync()
-
-
-def copy_to_host(stream: Any, host: np.ndarray, address: int) -> None:
-    """Copy ``host.nbytes`` from device ``address`` into the contiguous ``host``, on ``stream``.
-
-    Queued after the stream's kernels, then waited for, so ``host`` holds their result.
-    """
-    from cuda.bindings import driver
-
-    (err,) = driver.cuMemcpyDtoHAsync(host.ctypes.data, address, host.nbytes, stream.handle)
-    _check(err)
-    stream.sync()
-
-
-def _c_strides(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:
-    return np.empty(shape, dtype=dtype).strides if shape else ()
-
-
-def _binding_major() -> str | None:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("cuda-bindings")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _check(err: Any) -> None:
-    if int(err) != 0:
-        raise RuntimeError(f"CUDA driver call failed: {err!r}")
+__all__ = [
+    "CudaPythonBackend",
+    "DeviceArray",
+    "_cuda_core",
+    "copy_to_device",
+    "copy_to_host",
+    "stream_handle",
+]

@@ -1,7 +1,8 @@
 """A device-to-device copy on every backend: the streaming benchmark, the
 bandwidth ceiling, and the L2 flush all use it.
 
-Each branch uses the framework's own copy so the figure is what a user of that
+Each backend copies with its framework's own copy (``Backend.copy``, in
+``backends/<framework>/backend.py``) so the figure is what a user of that
 framework gets (``cudaMemcpyAsync`` underneath for the CUDA backends).
 """
 
@@ -19,36 +20,10 @@ def device_copy(backend: Backend, src: Any, dst: Any) -> Any:
     """Copy ``src`` into ``dst`` on ``backend``'s device; return the copy.
 
     JAX arrays are immutable, so for JAX ``dst`` is ignored and a new array is
-    returned; every other backend writes ``dst`` and returns it.
+    returned; every other backend writes ``dst`` and returns it.  The copy is the
+    backend's :meth:`~pytest_gpucheck.backends.base.Backend.copy`.
     """
-    name = backend.name
-    if name in ("numpy", "numba-cpu"):
-        np.copyto(dst, src)
-        return dst
-    if name in ("torch-cpu", "torch-cuda"):
-        return dst.copy_(src)
-    if name == "cupy":
-        import cupy
-
-        cupy.copyto(dst, src)
-        return dst
-    if name in ("numba-cuda", "numba-cudasim"):
-        # A device array source makes this a device-to-device copy.
-        dst.copy_to_device(src)
-        return dst
-    if name in ("jax-cpu", "jax-gpu"):
-        import jax.numpy as jnp
-
-        return jnp.array(src, copy=True)
-    if name == "cuda-python":
-        from cuda.bindings import driver
-
-        stream = backend.stream  # type: ignore[attr-defined]
-        (err,) = driver.cuMemcpyDtoDAsync(dst.ptr, src.ptr, src.nbytes, stream.handle)
-        if int(err) != 0:
-            raise RuntimeError(f"cuMemcpyDtoDAsync failed: {err!r}")
-        return dst
-    raise ValueError(f"no device copy for backend {name!r}")
+    return backend.copy(src, dst)
 
 
 class L2Flusher:
@@ -70,8 +45,7 @@ class L2Flusher:
     def flush(self) -> None:
         """Stream the flush buffer through the cache and wait for it."""
         result = device_copy(self.backend, self._src, self._dst)
-        if self.backend.name in ("jax-cpu", "jax-gpu"):
-            result.block_until_ready()
+        self.backend.wait_for(result)
         self.backend.synchronize()
 
 

@@ -7,7 +7,6 @@ explain a change (driver, runtime, framework).
 
 from __future__ import annotations
 
-import importlib.metadata
 import platform
 import re
 from dataclasses import asdict, dataclass
@@ -52,7 +51,7 @@ def describe(backend: Backend) -> Environment:
         runtime = _runtime_version(backend)
     else:
         model, capability, driver, runtime = cpu_model(), "", "", ""
-        if backend.name == "numba-cudasim":
+        if backend.is_simulator:
             model = f"CUDA simulator on {model}"
     return Environment(
         device_model=model,
@@ -79,35 +78,9 @@ def _cuda_device(index: int) -> tuple[str, str, str]:
 def _runtime_version(backend: Backend) -> str:
     """The CUDA runtime the framework was built with, where it says so."""
     try:
-        if backend.name == "cupy":
-            import cupy
-
-            version = int(cupy.cuda.runtime.runtimeGetVersion())
-            return f"{version // 1000}.{version % 1000 // 10}"
-        if backend.name == "torch-cuda":
-            import torch
-
-            return str(torch.version.cuda or "")
-        if backend.name == "numba-cuda":
-            from numba import cuda
-
-            return ".".join(str(part) for part in cuda.runtime.get_version())
-        if backend.name == "cuda-python":
-            return importlib.metadata.version("cuda-bindings")
-        if backend.name == "jax-gpu":
-            return _first_version("jax-cuda13-plugin", "jax-cuda12-plugin")
+        return backend.runtime_version()
     except Exception:  # a version is informative only; never fail a benchmark over it
         return ""
-    return ""
-
-
-def _first_version(*distributions: str) -> str:
-    for name in distributions:
-        try:
-            return f"{name} {importlib.metadata.version(name)}"
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return ""
 
 
 @lru_cache(maxsize=1)

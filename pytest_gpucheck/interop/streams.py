@@ -14,8 +14,7 @@ not run in this project's CI (no GPU there).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,73 +28,23 @@ if TYPE_CHECKING:
 ELEMENTS = 1 << 20
 SPIN_CYCLES = 200_000_000  # ~0.1 s at 2 GHz: far longer than launching the copy
 
-_SPIN_SOURCE = r"""
-extern "C" __global__ void spin(long long cycles) {
-    long long start = clock64();
-    while (clock64() - start < cycles) { }
-}
-"""
-
-
-@contextlib.contextmanager
-def _torch_pending_fill(adapter: Adapter, value: float) -> Iterator[Any]:
-    import torch
-
-    device = torch.device(adapter.device)
-    array = torch.zeros(ELEMENTS, dtype=torch.float32, device=device)
-    torch.cuda.synchronize(device)
-    side = torch.cuda.Stream(device=device)
-    with torch.cuda.stream(side):
-        torch.cuda._sleep(SPIN_CYCLES)  # the spin kernel PyTorch's own stream tests use
-        array.fill_(value)
-        yield array  # the import happens while the side stream is current
-
-
-@contextlib.contextmanager
-def _cupy_pending_fill(adapter: Adapter, value: float) -> Iterator[Any]:
-    import cupy  # type: ignore[import-not-found, unused-ignore]
-
-    with cupy.cuda.Device(adapter.backend.device_index):
-        array = cupy.zeros(ELEMENTS, dtype=cupy.float32)
-        cupy.cuda.Device().synchronize()
-        spin = cupy.RawKernel(_SPIN_SOURCE, "spin")
-        side = cupy.cuda.Stream(non_blocking=True)
-        with side:
-            spin((1,), (1,), (np.int64(SPIN_CYCLES),))
-            array.fill(value)
-            yield array
-
-
-PENDING_FILL: dict[str, Callable[[Adapter, float], contextlib.AbstractContextManager[Any]]] = {
-    "torch-cuda": _torch_pending_fill,
-    "cupy": _cupy_pending_fill,
-}
-
-
-def _snapshot(consumer: Adapter, array: Any) -> Any:
-    """A copy of ``array`` queued on the consumer's current stream (not yet synchronized)."""
-    if consumer.name == "torch-cuda":
-        return array.clone()
-    if consumer.name == "cupy":
-        return array.copy()
-    if consumer.name == "jax-gpu":
-        import jax.numpy as jnp
-
-        return jnp.array(array, copy=True)
-    raise NotAvailable(f"{consumer.name}: no stream-ordered copy to read the import with")
-
 
 def check_stream_order(producer: Adapter, consumer: Adapter,
                        importer: Callable[[Any], Any]) -> list[str]:
-    """Problems found (empty when the consumer saw the producer's queued write)."""
-    if producer.name not in PENDING_FILL:
+    """Problems found (empty when the consumer saw the producer's queued write).
+
+    The producer's :meth:`~.adapters.base.Adapter.pending_fill` queues the slow
+    write; the consumer's :meth:`~.adapters.base.Adapter.stream_copy` reads the
+    import on its own stream (both live in each framework's adapter).
+    """
+    if not producer.queues_pending_fill:
         raise NotAvailable(f"{producer.name}: no way to queue a slow write on a side stream")
-    if consumer.name not in ("torch-cuda", "cupy", "jax-gpu"):
+    if not consumer.has_stream_copy:
         raise NotAvailable(f"{consumer.name}: no stream-ordered copy to read the import with")
     value = 7.0
-    with PENDING_FILL[producer.name](producer, value) as pending:
+    with producer.pending_fill(value, ELEMENTS, SPIN_CYCLES) as pending:
         imported = importer(pending)
-        snapshot = _snapshot(consumer, imported)
+        snapshot = consumer.stream_copy(imported)
     producer.synchronize()
     consumer.synchronize()
     seen = consumer.to_host(snapshot)

@@ -1,32 +1,26 @@
-"""Interop adapters by backend name, imported lazily (no framework at import time)."""
+"""Interop adapters by backend (no framework imported until one is used).
+
+Each framework's adapter lives beside its backend, in
+``pytest_gpucheck/backends/<framework>/adapter.py``, and the backend returns it
+from :meth:`~pytest_gpucheck.backends.base.Backend.interop_adapter`; this
+package holds the protocol (:mod:`.base`) and one adapter per backend and device.
+"""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from ...backends import INTEROP_BACKENDS, NO_INTEROP_ADAPTER
 from .base import Adapter, NotAvailable
 
 if TYPE_CHECKING:
     from ...backends.base import Backend
 
-#: Backend name -> "module:class" of its adapter, in report order.
-ADAPTERS: dict[str, str] = {
-    "numpy": "numpy_adapter:NumpyAdapter",
-    "numba-cudasim": "numba_adapter:NumbaCudaAdapter",
-    "jax-cpu": "jax_adapter:JaxAdapter",
-    "torch-cpu": "torch_adapter:TorchAdapter",
-    "numba-cuda": "numba_adapter:NumbaCudaAdapter",
-    "cupy": "cupy_adapter:CupyAdapter",
-    "jax-gpu": "jax_adapter:JaxAdapter",
-    "cuda-python": "cuda_core_adapter:CudaCoreAdapter",
-    "torch-cuda": "torch_adapter:TorchAdapter",
-}
+#: Backends with an interop adapter, in report order.
+ADAPTERS: tuple[str, ...] = INTEROP_BACKENDS
 
 #: Backends without an array type of their own, and why they have no cells.
-NO_ADAPTER: dict[str, str] = {
-    "numba-cpu": "@njit works on NumPy arrays; its exchanges are NumPy's",
-}
+NO_ADAPTER: dict[str, str] = NO_INTEROP_ADAPTER
 
 _adapters: dict[tuple[str, int], Adapter] = {}
 
@@ -35,9 +29,7 @@ def get_adapter(backend: Backend) -> Adapter:
     """The adapter of ``backend`` (one per backend and device)."""
     key = (backend.name, backend.device_index)
     if key not in _adapters:
-        module_name, class_name = ADAPTERS[backend.name].split(":")
-        module = importlib.import_module(f"{__name__}.{module_name}")
-        _adapters[key] = getattr(module, class_name)(backend)
+        _adapters[key] = backend.interop_adapter()
     return _adapters[key]
 
 

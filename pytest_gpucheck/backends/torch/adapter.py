@@ -6,15 +6,16 @@ consumer it is checked for what it does with a read-only producer.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
+from ..adapter_base import Adapter, NotAvailable
+from ..array_facts import ArrayFacts
 from ..dtypes import numpy_dtype
-from ..facts import ArrayFacts
-from .base import Adapter, NotAvailable
 
 
 def _torch() -> Any:
@@ -117,3 +118,35 @@ class TorchAdapter(Adapter):
     def write(self, array: Any, index: tuple[int, ...], value: np.ndarray) -> None:
         array[index] = host_tensor(np.asarray(value).reshape(())).to(array.device)
         self.synchronize()
+
+    # Stream hooks: CUDA tensors only (a CPU tensor has no streams).
+    @property
+    def queues_pending_fill(self) -> bool:
+        return self.device.startswith("cuda")
+
+    @property
+    def has_stream_copy(self) -> bool:
+        return self.device.startswith("cuda")
+
+    @contextlib.contextmanager
+    def _pending_fill(self, value: float, elements: int, spin_cycles: int) -> Iterator[Any]:
+        torch = _torch()
+        device = torch.device(self.device)
+        array = torch.zeros(elements, dtype=torch.float32, device=device)
+        torch.cuda.synchronize(device)
+        side = torch.cuda.Stream(device=device)
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(spin_cycles)  # the spin kernel PyTorch's own stream tests use
+            array.fill_(value)
+            yield array  # the import happens while the side stream is current
+
+    def pending_fill(self, value: float, elements: int,
+                     spin_cycles: int) -> contextlib.AbstractContextManager[Any]:
+        if not self.queues_pending_fill:
+            return super().pending_fill(value, elements, spin_cycles)
+        return self._pending_fill(value, elements, spin_cycles)
+
+    def stream_copy(self, array: Any) -> Any:
+        if not self.has_stream_copy:
+            return super().stream_copy(array)
+        return array.clone()

@@ -6,14 +6,15 @@ project's CI (CuPy needs one).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from ..facts import ArrayFacts
-from .base import Adapter, NotAvailable
+from ..adapter_base import Adapter, NotAvailable
+from ..array_facts import ArrayFacts
 
 
 def _cupy() -> Any:
@@ -100,3 +101,41 @@ class CupyAdapter(Adapter):
     def write(self, array: Any, index: tuple[int, ...], value: np.ndarray) -> None:
         array[index] = _cupy().asarray(np.asarray(value).reshape(()))
         self.synchronize()
+
+    # Stream hooks of the stream-ordering check.
+    @property
+    def queues_pending_fill(self) -> bool:
+        return True
+
+    @property
+    def has_stream_copy(self) -> bool:
+        return True
+
+    @contextlib.contextmanager
+    def _pending_fill(self, value: float, elements: int, spin_cycles: int) -> Iterator[Any]:
+        cupy = _cupy()
+        with cupy.cuda.Device(self.backend.device_index):
+            array = cupy.zeros(elements, dtype=cupy.float32)
+            cupy.cuda.Device().synchronize()
+            spin = cupy.RawKernel(SPIN_SOURCE, "spin")
+            side = cupy.cuda.Stream(non_blocking=True)
+            with side:
+                spin((1,), (1,), (np.int64(spin_cycles),))
+                array.fill(value)
+                yield array
+
+    def pending_fill(self, value: float, elements: int,
+                     spin_cycles: int) -> contextlib.AbstractContextManager[Any]:
+        return self._pending_fill(value, elements, spin_cycles)
+
+    def stream_copy(self, array: Any) -> Any:
+        return array.copy()
+
+
+#: A kernel that keeps one thread busy for ``cycles`` clock cycles.
+SPIN_SOURCE = r"""
+extern "C" __global__ void spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+}
+"""

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..facts import ArrayFacts, c_strides
-from .base import Adapter, NotAvailable
+from ..adapter_base import Adapter, NotAvailable
+from ..array_facts import ArrayFacts, c_strides
 
 
 def strided_memory_view_class() -> Any:
@@ -30,7 +30,7 @@ def strided_memory_view_class() -> Any:
 
 
 def _device_array_class() -> Any:
-    from ...backends.cuda_python_backend import DeviceArray
+    from .backend import DeviceArray
 
     return DeviceArray
 
@@ -66,7 +66,7 @@ class CudaCoreAdapter(Adapter):
         return f"cuda:{self.backend.device_index}"
 
     def upload(self, host: np.ndarray) -> Any:
-        from ...backends.cuda_python_backend import copy_to_device
+        from .backend import copy_to_device
 
         backend = self.backend
         buffer = backend.device.allocate(max(host.nbytes, 1), stream=backend.stream)
@@ -80,9 +80,7 @@ class CudaCoreAdapter(Adapter):
                                      stream=backend.stream)
 
     def view(self, array: Any, slices: tuple[slice, ...]) -> Any:
-        from ...device_views import slice_view
-
-        return slice_view(array, slices)
+        return array.gpucheck_slice_view(slices)
 
     def make_readonly(self, array: Any) -> Any:
         return _read_only_class()(array.buffer, array.shape, array.dtype, array.strides,
@@ -130,7 +128,7 @@ class CudaCoreAdapter(Adapter):
         )
 
     def to_host(self, array: Any) -> np.ndarray:
-        from ...backends.cuda_python_backend import copy_to_host
+        from .backend import copy_to_host
 
         facts = self.facts(array)
         self.synchronize()
@@ -148,7 +146,7 @@ class CudaCoreAdapter(Adapter):
                           strides=facts.strides).copy()
 
     def write(self, array: Any, index: tuple[int, ...], value: np.ndarray) -> None:
-        from ...backends.cuda_python_backend import copy_to_device
+        from .backend import copy_to_device
 
         facts = self.facts(array)
         if facts.readonly:

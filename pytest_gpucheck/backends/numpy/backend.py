@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import Backend, Probe
+from ..base import Backend, Probe
+
+if TYPE_CHECKING:
+    from ..adapter_base import Adapter
 
 
 class NumpyBackend(Backend):
@@ -16,6 +19,7 @@ class NumpyBackend(Backend):
     tier = "cpu"
     distribution = "numpy"
     install_hint = "pip install numpy"
+    single_threaded = True
 
     def _probe(self) -> Probe:
         return Probe(True, version=np.__version__, device="cpu")
@@ -32,3 +36,8 @@ class NumpyBackend(Backend):
 
     def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
         return np.empty(shape, dtype=dtype)
+
+    def interop_adapter(self) -> Adapter:
+        from .adapter import NumpyAdapter
+
+        return NumpyAdapter(self)

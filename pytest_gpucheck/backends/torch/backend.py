@@ -1,14 +1,24 @@
-"""PyTorch on the CPU and on a CUDA device."""
+"""PyTorch on the CPU and on a CUDA device.
+
+Also PyTorch's CUDA event timer (:class:`TorchEventTimer`) and its MPI array
+operations (:class:`TorchOps`); the interop adapter is in :mod:`.adapter`.
+"""
 
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._cuda_build import build_mismatch, device_line, driver_problem
-from .base import Backend, Probe
+from .._cuda_build import build_mismatch, device_line, driver_problem
+from ..array_ops import ArrayOps, Index
+from ..base import Backend, Probe
+from ..timing import CudaEventTimer
+
+if TYPE_CHECKING:
+    from ..adapter_base import Adapter
+    from ..timing import RoundTimer
 
 
 class _TorchBackend(Backend):
@@ -42,6 +52,17 @@ class _TorchBackend(Backend):
 
         torch_dtype = torch.from_numpy(np.empty(0, dtype=dtype)).dtype
         return torch.empty(shape, dtype=torch_dtype, device=self._device())
+
+    def copy(self, src: Any, dst: Any) -> Any:
+        return dst.copy_(src)
+
+    def interop_adapter(self) -> Adapter:
+        from .adapter import TorchAdapter
+
+        return TorchAdapter(self)
+
+    def mpi_ops(self) -> ArrayOps:
+        return TorchOps(self)
 
 
 class TorchCpuBackend(_TorchBackend):
@@ -90,3 +111,57 @@ class TorchCudaBackend(_TorchBackend):
         import torch
 
         torch.cuda.synchronize(self.device_index)
+
+    def event_timer(self, clock: str) -> RoundTimer:
+        return TorchEventTimer(self)
+
+    def devices(self) -> list[Any]:
+        import torch
+
+        return [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+
+    def runtime_version(self) -> str:
+        import torch
+
+        return str(torch.version.cuda or "")
+
+
+class TorchEventTimer(CudaEventTimer):
+    """``torch.cuda.Event(enable_timing=True)`` on the device's current stream."""
+
+    def _new_event(self) -> Any:
+        import torch
+
+        return torch.cuda.Event(enable_timing=True)
+
+    def _record(self, event: Any) -> Any:
+        import torch
+
+        event.record(torch.cuda.current_stream(self.backend.device_index))
+        return event
+
+    def _elapsed_seconds(self, start: Any, end: Any) -> float:
+        end.synchronize()
+        return float(start.elapsed_time(end)) / 1e3
+
+
+class TorchOps(ArrayOps):
+    """PyTorch tensors (CPU or CUDA)."""
+
+    def take(self, a: Any, index: Index) -> Any:
+        return a[index].clone(memory_format=self.xp.contiguous_format)
+
+    def heat_interior(self, u: Any, alpha: float) -> Any:
+        out = u.clone()
+        centre = u[1:-1]
+        out[1:-1] = centre + alpha * (u[:-2] - 2 * centre + u[2:])
+        return out
+
+    def partial_sum(self, x: Any) -> Any:
+        return self.xp.sum(x).reshape(1)
+
+    def partial_dot(self, x: Any, y: Any) -> Any:
+        return self.xp.sum(x * y).reshape(1)
+
+    def saxpy(self, alpha: float, x: Any, y: Any) -> Any:
+        return alpha * x + y

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..facts import ArrayFacts
-from .base import Adapter
+from ..adapter_base import Adapter
+from ..array_facts import ArrayFacts
 
 
 class NumpyAdapter(Adapter):

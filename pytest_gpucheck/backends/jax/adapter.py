@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..facts import ArrayFacts, c_strides
-from .base import Adapter, NotAvailable
+from ..adapter_base import Adapter, NotAvailable
+from ..array_facts import ArrayFacts, c_strides
 
 if TYPE_CHECKING:
-    from ..cases import Case
+    from ...interop.cases import Case
 
 
 class JaxAdapter(Adapter):
@@ -97,6 +97,18 @@ class JaxAdapter(Adapter):
 
     def synchronize(self) -> None:
         """Reads through :meth:`to_host` already wait for the array."""
+
+    # Stream hook: on a GPU, JAX copies on its own stream (it queues no side-stream fill).
+    @property
+    def has_stream_copy(self) -> bool:
+        return self.device != "cpu"
+
+    def stream_copy(self, array: Any) -> Any:
+        if not self.has_stream_copy:
+            return super().stream_copy(array)
+        import jax.numpy as jnp
+
+        return jnp.array(array, copy=True)
 
 
 def _layout_strides(array: Any, shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:

@@ -3,23 +3,33 @@
 JAX arrays are immutable: implementations return their result instead of
 writing an ``out`` argument.  The backends enable ``jax_enable_x64`` so that
 float64 and int64 checks test 64-bit arithmetic rather than a silent downcast.
+Benchmarks time JAX on the host up to ``block_until_ready`` (:class:`ReadyTimer`:
+JAX exposes no events and dispatches asynchronously), and the MPI checks update
+its arrays with ``.at[]`` (:class:`JaxOps`).
 """
 
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..child_env import apply_jax_memory_policy
-from ._cuda_build import device_line, driver_problem
-from .base import Backend, Probe
+from ...child_env import apply_jax_memory_policy
+from .._cuda_build import device_line, driver_problem
+from ..array_ops import ArrayOps, Index
+from ..base import Backend, Probe, first_installed_version
+from ..timing import RoundTimer
+
+if TYPE_CHECKING:
+    from ..adapter_base import Adapter
 
 
 class _JaxBackend(Backend):
     distribution = "jax"
     mutable_arrays = False
+    traces_under_jit = True
     platform: str = "cpu"
 
     def _jax(self) -> Any:
@@ -55,6 +65,30 @@ class _JaxBackend(Backend):
         # results.  effects_barrier waits for pending side-effecting work.
         self._jax().effects_barrier()
 
+    def event_timer(self, clock: str) -> RoundTimer:
+        return ReadyTimer(self, clock)
+
+    def copy(self, src: Any, dst: Any) -> Any:
+        import jax.numpy as jnp
+
+        return jnp.array(src, copy=True)  # immutable: dst is not written
+
+    def wait_for(self, result: Any) -> None:
+        result.block_until_ready()
+
+    def devices(self) -> list[Any]:
+        import jax
+
+        return list(jax.devices(self.platform))
+
+    def interop_adapter(self) -> Adapter:
+        from .adapter import JaxAdapter
+
+        return JaxAdapter(self)
+
+    def mpi_ops(self) -> ArrayOps:
+        return JaxOps(self)
+
 
 class JaxCpuBackend(_JaxBackend):
     """``jax.numpy`` under ``jit`` on the CPU device."""
@@ -70,6 +104,17 @@ class JaxCpuBackend(_JaxBackend):
         jax.config.update("jax_enable_x64", True)
         device = jax.devices("cpu")[0]
         return Probe(True, version=jax.__version__, device=f"cpu ({device.device_kind})")
+
+    def fewer_devices_reason(self) -> str:
+        import os
+
+        from ...multi_device import HOST_DEVICES_OPTION, XLA_FLAG
+
+        flags = os.environ.get("XLA_FLAGS", "")
+        return (f"JAX started with XLA_FLAGS={flags!r}; it reads "
+                f"{XLA_FLAG}=N only at start-up (the plugin sets it with "
+                f"{HOST_DEVICES_OPTION}=N when jax-cpu is selected and JAX is not imported "
+                "yet, e.g. by a conftest.py)")
 
 
 class JaxGpuBackend(_JaxBackend):
@@ -101,3 +146,40 @@ class JaxGpuBackend(_JaxBackend):
         # follows --gpu-device too.
         jax.config.update("jax_default_device", devices[self.device_index])
         return Probe(True, version=jax.__version__, device=device_line(self.device_index))
+
+    def runtime_version(self) -> str:
+        return first_installed_version("jax-cuda13-plugin", "jax-cuda12-plugin")
+
+
+class ReadyTimer(RoundTimer):
+    """JAX: host time until every result of the round is ready."""
+
+    bound = "block_until_ready"
+
+    def time_round(self, run: Callable[[], Any], iterations: int) -> tuple[float, Any]:
+        import jax
+
+        results = []
+        start = self.clock()
+        for _ in range(iterations):
+            results.append(run())
+        # Dispatch is asynchronous: wait for every result (a pytree is fine).
+        jax.block_until_ready(results)
+        return self.clock() - start, results[-1] if results else None
+
+
+class JaxOps(ArrayOps):
+    """JAX arrays: immutable, so every update returns a new array."""
+
+    receives_in_place = False
+
+    def take(self, a: Any, index: Index) -> Any:
+        return a[index]
+
+    def put(self, a: Any, index: Index, values: Any) -> Any:
+        return a.at[index].set(values)
+
+    def heat_interior(self, u: Any, alpha: float) -> Any:
+        centre = u[1:-1]
+        a = u.dtype.type(alpha)
+        return u.at[1:-1].set(centre + a * (u[:-2] - u.dtype.type(2) * centre + u[2:]))

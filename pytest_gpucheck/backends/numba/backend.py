@@ -6,19 +6,28 @@ Numba decides between the real CUDA target and the simulator when
 share a process.  The plugin runs simulator items in a child process of their
 own (:mod:`pytest_gpucheck.isolation`); in the parent, ``numba-cudasim`` is
 probed without importing ``numba.cuda``.
+
+Numba's event timer and the MPI array operations on its device arrays
+(:class:`NumbaOps`, whose kernels are in :mod:`.mpi_kernels`) are here too.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..child_env import SIMULATOR_CHILD_VARIABLE
-from ._cuda_build import device_line, driver_problem
-from .base import Backend, Probe
+from ...child_env import SIMULATOR_CHILD_VARIABLE
+from .._cuda_build import device_line, driver_problem
+from ..array_ops import ArrayOps, Index
+from ..base import Backend, Probe
+from ..timing import CudaEventTimer
+
+if TYPE_CHECKING:
+    from ..adapter_base import Adapter
+    from ..timing import RoundTimer
 
 __all__ = ["SIMULATOR_CHILD_VARIABLE", "NumbaCpuBackend", "NumbaCudaBackend", "NumbaCudasimBackend"]
 
@@ -88,6 +97,19 @@ class _NumbaCudaArrays(Backend):
     def version(self) -> str:
         return super().version() or _numba_version()
 
+    def copy(self, src: Any, dst: Any) -> Any:
+        # A device array source makes this a device-to-device copy.
+        dst.copy_to_device(src)
+        return dst
+
+    def interop_adapter(self) -> Adapter:
+        from .adapter import NumbaCudaAdapter
+
+        return NumbaCudaAdapter(self)
+
+    def mpi_ops(self) -> ArrayOps:
+        return NumbaOps(self)
+
 
 def _numba_version() -> str:
     import importlib.metadata
@@ -128,6 +150,15 @@ class NumbaCudaBackend(_NumbaCudaArrays):
         cuda.select_device(self.device_index)
         return Probe(True, version=self.version(), device=device_line(self.device_index))
 
+    def event_timer(self, clock: str) -> RoundTimer:
+        return NumbaEventTimer(self)
+
+    def devices(self) -> list[Any]:
+        return list(self._cuda().gpus)
+
+    def runtime_version(self) -> str:
+        return ".".join(str(part) for part in self._cuda().runtime.get_version())
+
 
 def nvvm_problem() -> str | None:
     """Why libNVVM (numba-cuda's compiler, from the ``cu12``/``cu13`` extra) cannot load.
@@ -154,6 +185,8 @@ class NumbaCudasimBackend(_NumbaCudaArrays):
 
     name = "numba-cudasim"
     tier = "cpu"
+    is_simulator = True
+    single_threaded = True  # simulated threads take turns on the calling thread
 
     def _probe(self) -> Probe:
         if importlib.util.find_spec("numba") is None:
@@ -172,3 +205,101 @@ def _config_says_simulator() -> bool:
     import numba
 
     return bool(getattr(numba.config, "ENABLE_CUDASIM", False))
+
+
+class NumbaEventTimer(CudaEventTimer):
+    """``numba.cuda.event(timing=True)`` on the default stream, where un-streamed launches go."""
+
+    def _new_event(self) -> Any:
+        from numba import cuda
+
+        return cuda.event(timing=True)  # type: ignore[call-arg]  # the simulator's stub differs
+
+    def _record(self, event: Any) -> Any:
+        from numba import cuda
+
+        event.record(stream=cuda.default_stream())
+        return event
+
+    def _elapsed_seconds(self, start: Any, end: Any) -> float:
+        end.synchronize()
+        return float(start.elapsed_time(end)) / 1e3
+
+
+class NumbaOps(ArrayOps):
+    """Numba device arrays (the CUDA simulator or a real GPU): strided copies and kernels."""
+
+    def _cuda(self) -> Any:
+        from numba import cuda
+
+        return cuda
+
+    def wrap(self, array: Any) -> Any:
+        return array
+
+    def to_device(self, host: np.ndarray) -> Any:
+        return self.wrap(self.backend.to_device(np.ascontiguousarray(host)))
+
+    def to_host(self, array: Any) -> np.ndarray:
+        self.synchronize()
+        return np.asarray(self.wrap(array).copy_to_host())
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return self._cuda().device_array(shape, dtype=dtype)
+
+    def take(self, a: Any, index: Index) -> Any:
+        view = self.wrap(a)[index]
+        out = self.empty(view.shape, view.dtype)
+        out[_whole(out)] = view  # Numba's assignment kernel copies strided device views
+        return out
+
+    def put(self, a: Any, index: Index, values: Any) -> Any:
+        self.wrap(a)[index] = values
+        return a
+
+    def heat_interior(self, u: Any, alpha: float) -> Any:
+        u = self.wrap(u)
+        out = self.empty(u.shape, u.dtype)
+        out[_whole(out)] = u
+        if u.shape[0] > 2:
+            _mpi_kernels().heat[_launch(u.shape[0] - 2)](u, u.dtype.type(alpha), out)
+        return out
+
+    def partial_sum(self, x: Any) -> Any:
+        x = self.wrap(x)
+        out = self._cuda().to_device(np.zeros(1, dtype=x.dtype))
+        if x.shape[0]:
+            _mpi_kernels().total[_launch(x.shape[0])](x, out)
+        return out
+
+    def partial_dot(self, x: Any, y: Any) -> Any:
+        x, y = self.wrap(x), self.wrap(y)
+        out = self._cuda().to_device(np.zeros(1, dtype=x.dtype))
+        if x.shape[0]:
+            _mpi_kernels().dot[_launch(x.shape[0])](x, y, out)
+        return out
+
+    def saxpy(self, alpha: float, x: Any, y: Any) -> Any:
+        x, y = self.wrap(x), self.wrap(y)
+        out = self.empty(x.shape, x.dtype)
+        if x.shape[0]:
+            _mpi_kernels().saxpy[_launch(x.shape[0])](x.dtype.type(alpha), x, y, out)
+        return out
+
+
+def _whole(array: Any) -> Index:
+    return tuple(slice(None) for _ in array.shape)
+
+
+def _launch(n: int) -> tuple[int, int]:
+    """(blocks, threads) covering ``n`` elements; no idle threads for small ``n``, which
+    matters on the simulator (one Python thread per CUDA thread)."""
+    threads = max(1, min(n, 128))
+    return (n + threads - 1) // threads, threads
+
+
+def _mpi_kernels() -> Any:
+    """The kernels module (importing it imports ``numba.cuda``; Numba compiles lazily)."""
+    from . import mpi_kernels
+
+    return mpi_kernels

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..facts import ArrayFacts
-from .base import Adapter, NotAvailable
+from ..adapter_base import Adapter, NotAvailable
+from ..array_facts import ArrayFacts
 
 
 class NumbaCudaAdapter(Adapter):
@@ -26,7 +26,7 @@ class NumbaCudaAdapter(Adapter):
     def __init__(self, backend: Any) -> None:
         super().__init__(backend)
         self.name = backend.name  # type: ignore[misc]  # numba-cuda or numba-cudasim
-        self.simulated = backend.name == "numba-cudasim"
+        self.simulated = bool(backend.is_simulator)
 
     def _cuda(self) -> Any:
         from numba import cuda

@@ -1,14 +1,19 @@
-"""CuPy on a CUDA device."""
+"""CuPy on a CUDA device (and its CUDA event timer); the interop adapter is in :mod:`.adapter`."""
 
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._cuda_build import build_mismatch, device_line, driver_problem
-from .base import Backend, Probe
+from .._cuda_build import build_mismatch, device_line, driver_problem
+from ..base import Backend, Probe
+from ..timing import CudaEventTimer
+
+if TYPE_CHECKING:
+    from ..adapter_base import Adapter
+    from ..timing import RoundTimer
 
 
 class CupyBackend(Backend):
@@ -71,3 +76,49 @@ class CupyBackend(Backend):
         import cupy
 
         cupy.cuda.Device(self.device_index).synchronize()
+
+    def event_timer(self, clock: str) -> RoundTimer:
+        return CupyEventTimer(self)
+
+    def devices(self) -> list[Any]:
+        import cupy
+
+        return [cupy.cuda.Device(i) for i in range(cupy.cuda.runtime.getDeviceCount())]
+
+    def copy(self, src: Any, dst: Any) -> Any:
+        import cupy
+
+        cupy.copyto(dst, src)
+        return dst
+
+    def runtime_version(self) -> str:
+        import cupy
+
+        version = int(cupy.cuda.runtime.runtimeGetVersion())
+        return f"{version // 1000}.{version % 1000 // 10}"
+
+    def interop_adapter(self) -> Adapter:
+        from .adapter import CupyAdapter
+
+        return CupyAdapter(self)
+
+
+class CupyEventTimer(CudaEventTimer):
+    """``cupy.cuda.Event`` on CuPy's current stream."""
+
+    def _new_event(self) -> Any:
+        import cupy
+
+        return cupy.cuda.Event()
+
+    def _record(self, event: Any) -> Any:
+        import cupy
+
+        event.record(cupy.cuda.get_current_stream())
+        return event
+
+    def _elapsed_seconds(self, start: Any, end: Any) -> float:
+        import cupy
+
+        end.synchronize()
+        return float(cupy.cuda.get_elapsed_time(start, end)) / 1e3

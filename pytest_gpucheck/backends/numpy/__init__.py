@@ -1,0 +1,1 @@
+"""NumPy: the host reference backend (``backend.py``) and its interop adapter (``adapter.py``)."""
