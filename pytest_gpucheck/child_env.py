@@ -26,6 +26,11 @@ CONFTESTS_VARIABLE = "PYTEST_GPUCHECK_CONFTESTS"
 #: one GPU, and probe children that need a context of their own: with preallocation
 #: the frameworks after the first JAX test run out of memory.  So JAX allocates on
 #: demand (its caching allocator keeps what it used, which is what a test needs).
+#: The option that sets how many CPU devices JAX presents, and the XLA flag it sets (read by
+#: JAX only at start-up, so before any child process starts).
+HOST_DEVICES_OPTION = "--gpu-host-devices"
+XLA_FLAG = "--xla_force_host_platform_device_count"
+
 JAX_MEMORY_POLICY = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
 #: The preallocated fraction (jaxlib's xla_client reads both; the second is deprecated).
 JAX_FRACTION_VARIABLES = ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION")

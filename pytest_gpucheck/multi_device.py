@@ -22,10 +22,9 @@ from typing import Any
 import pytest
 
 from .backends import BACKENDS, backend_class
+from .child_env import HOST_DEVICES_OPTION, XLA_FLAG
 
-HOST_DEVICES_OPTION = "--gpu-host-devices"
 DEFAULT_HOST_DEVICES = 4
-XLA_FLAG = "--xla_force_host_platform_device_count"
 MARKER = ("gpu_devices(n): the test needs at least n devices of its backend (default 2); "
           "the gpu_devices fixture gives them, or the test is skipped with the reason.")
 _ORIGINAL_XLA_FLAGS = pytest.StashKey[tuple[bool, str | None]]()

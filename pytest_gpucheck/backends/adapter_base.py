@@ -24,9 +24,9 @@ import numpy as np
 from .dtypes import DtypeUnavailable, numpy_dtype
 
 if TYPE_CHECKING:
-    from ..interop.cases import Case
     from .array_facts import ArrayFacts
     from .base import Backend
+    from .exchange_case import Case
 
 #: How a framework represents read-only memory.
 ReadOnly = Literal["flag", "never", "always"]

@@ -17,7 +17,7 @@ from ..adapter_base import Adapter, NotAvailable
 from ..array_facts import ArrayFacts, c_strides
 
 if TYPE_CHECKING:
-    from ...interop.cases import Case
+    from ..exchange_case import Case
 
 
 class JaxAdapter(Adapter):

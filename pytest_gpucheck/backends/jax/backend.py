@@ -108,7 +108,7 @@ class JaxCpuBackend(_JaxBackend):
     def fewer_devices_reason(self) -> str:
         import os
 
-        from ...multi_device import HOST_DEVICES_OPTION, XLA_FLAG
+        from ...child_env import HOST_DEVICES_OPTION, XLA_FLAG
 
         flags = os.environ.get("XLA_FLAGS", "")
         return (f"JAX started with XLA_FLAGS={flags!r}; it reads "
