@@ -1,6 +1,6 @@
 """Environment variables the plugin sets for the child processes it starts.
 
-Kept apart from :mod:`pytest_gpucheck.isolation` so that reading them costs
+Kept apart from :mod:`pytest_gpucheck.workers` so that reading them costs
 nothing when a run starts no child.
 """
 
