@@ -63,6 +63,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
     ci.add_options(parser.getgroup("gpucheck"))
+    from .worker_isolation import add_options as add_isolation_options
+
+    add_isolation_options(parser.getgroup("gpucheck"))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -92,6 +95,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")
     if config.getoption("gpu_conformance"):
         _add_bundled_suites(config)
+    from .worker_isolation import configure_isolation
+
+    configure_isolation(config)
     if "numba-cudasim" in selection.names and not selection.in_simulator_child:
         from .simulator_router import SimulatorRouter
 

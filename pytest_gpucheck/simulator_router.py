@@ -81,6 +81,7 @@ class SimulatorRouter:
         self.results: dict[str, list[pytest.TestReport]] = {}
         #: One line per child that died (for the summary and the exit status).
         self.deaths: list[str] = []
+        self.worker: Any = None  # the long-lived worker, when items are served one by one
 
     def _routed(self, item: pytest.Item) -> bool:
         return needs_simulator(item) and item.get_closest_marker("skip") is None
@@ -91,6 +92,21 @@ class SimulatorRouter:
     ) -> bool | None:
         if not self._routed(item):
             return None
+        if self._served_one_by_one():
+            from .worker_pool import Worker
+
+            if self.worker is None:
+                self.worker = Worker(
+                    self.config, [other for other in item.session.items if self._routed(other)],
+                    what="The numba-cudasim child process", deaths=self.deaths,
+                    extra_args=backends_option(self.config, [SIMULATOR_BACKEND]),
+                    env={"NUMBA_ENABLE_CUDASIM": "1", SIMULATOR_CHILD_VARIABLE: "1"})
+            reports = self.worker.run(item)
+            if self.config.getoption("gpu_isolate", "auto") == "test":
+                self.worker.close()
+            replay(item, reports)
+            tear_down_towards(item, nextitem)
+            return True
         if item.nodeid not in self.results:
             if os.environ.get("PYTEST_XDIST_WORKER"):
                 batch = [item]
@@ -105,6 +121,13 @@ class SimulatorRouter:
         self.results[item.nodeid] = []  # replayed: never run or logged again
         tear_down_towards(item, nextitem)
         return True
+
+    def _served_one_by_one(self) -> bool:
+        """Under xdist (a worker learns its items one at a time) and under an explicit
+        ``--gpu-isolate=backend|test``, items go to a long-lived worker that checks its
+        health after a failure; otherwise the whole session's batch goes to one child."""
+        return bool(os.environ.get("PYTEST_XDIST_WORKER")) or self.config.getoption(
+            "gpu_isolate", "auto") in ("backend", "test")
 
     def _run(self, batch: list[pytest.Item]) -> None:
         pending = batch
@@ -167,7 +190,10 @@ class SimulatorRouter:
         output = getattr(node, "workeroutput", None) or {}
         self.deaths.extend(output.get(DEATHS_OUTPUT, []))
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.worker is not None:
+            self.worker.close()
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[DEATHS_OUTPUT] = list(self.deaths)  # the controller decides

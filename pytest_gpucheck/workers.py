@@ -41,6 +41,7 @@ from .child_env import (
     CONFTESTS_VARIABLE,
     PARENT_VARIABLE,
     REPORT_SINK_VARIABLE,
+    SERVE_VARIABLE,
 )
 from .process_guard import Stopped, end_group, kill_group, sigterm_raises, start_orphan_guard
 
@@ -148,6 +149,9 @@ def install_report_sink(config: pytest.Config) -> None:
     if directory:
         config.pluginmanager.register(ReportSink(config, Path(directory)), "gpucheck-report-sink")
         start_orphan_guard()
+        from .worker_pool import install_item_server
+
+        install_item_server(config)
 
 
 def load_parent_conftests(early_config: pytest.Config) -> None:
@@ -265,6 +269,7 @@ def forwarded_options(config: pytest.Config) -> list[str]:
         args += ["-c", str(config.inipath)]
     if config.pluginmanager.hasplugin("xdist"):
         args.append("-n0")  # the parent already distributes; the child runs serially
+    args.append("--gpu-isolate=none")  # a child is the isolation: it never starts workers
     for dest, flag in (
         ("hypothesis_profile", "--hypothesis-profile"),
         ("hypothesis_seed", "--hypothesis-seed"),
@@ -357,6 +362,7 @@ def run_child_pytest(
         }
         child_env.pop("PYTEST_XDIST_WORKER", None)
         child_env.pop("PYTEST_ADDOPTS", None)
+        child_env.pop(SERVE_VARIABLE, None)  # a worker's pipes are its own, not its jobs'
         output_path = Path(sink) / "output.txt"
         with sigterm_raises(), output_path.open("w+", encoding="utf-8") as output_file:
             process = subprocess.Popen(
@@ -374,7 +380,7 @@ def run_child_pytest(
                 def peek() -> None:
                     if on_progress is not None:
                         run = ChildRun(0, "", False)
-                        _read_reports(config, sink, targets, run)
+                        read_reports(config, sink, targets, run)
                         on_progress(run)
 
                 timed_out = not _wait(process, timeout, peek if on_progress else None)
@@ -382,9 +388,9 @@ def run_child_pytest(
                     end_group(process)
             except (KeyboardInterrupt, Stopped) as exc:
                 end_group(process)
-                run = ChildRun(process.returncode, _read_text(output_path), False,
+                run = ChildRun(process.returncode, read_text(output_path), False,
                                interrupted=True)
-                _read_reports(config, sink, targets, run)
+                read_reports(config, sink, targets, run)
                 if on_interrupt is not None:
                     on_interrupt(run)
                 if isinstance(exc, Stopped):
@@ -398,8 +404,8 @@ def run_child_pytest(
             finally:
                 # A rank or helper that outlived the launcher is still in the group.
                 kill_group(process)
-        run = ChildRun(process.returncode, _read_text(output_path), timed_out)
-        _read_reports(config, sink, targets, run)
+        run = ChildRun(process.returncode, read_text(output_path), timed_out)
+        read_reports(config, sink, targets, run)
         return run
 
 
@@ -423,7 +429,7 @@ def _wait(process: subprocess.Popen[str], timeout: float | None,
                 poll()
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -431,15 +437,25 @@ def _read_text(path: Path) -> str:
 
 
 
-def _read_reports(
-    config: pytest.Config, sink: str, targets: Mapping[str, str], run: ChildRun
+def read_reports(
+    config: pytest.Config, sink: str, targets: Mapping[str, str], run: ChildRun,
+    offsets: dict[str, int] | None = None,
 ) -> None:
+    """Add what the child wrote to ``run``; with ``offsets`` (file name -> bytes read),
+    only what it wrote since the last call (a long-lived worker's files grow)."""
     for path in sorted(Path(sink).glob("rank-*.jsonl")):
         rank = int(path.stem.removeprefix("rank-"))
         reports = run.reports.setdefault(rank, [])
         started = run.started.setdefault(rank, [])
         ended = run.ended.setdefault(rank, [])
-        for line in path.read_text(encoding="utf-8").splitlines():
+        with path.open("rb") as handle:
+            handle.seek(offsets.get(path.name, 0) if offsets is not None else 0)
+            data = handle.read()
+        if offsets is not None:
+            # A line still being written is read next time, whole.
+            data = data[: data.rfind(b"\n") + 1]
+            offsets[path.name] = offsets.get(path.name, 0) + len(data)
+        for line in data.decode("utf-8", errors="replace").splitlines():
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError:
@@ -465,7 +481,7 @@ def _read_reports(
                 report.nodeid = nodeid
             reports.append(report)
     for path in sorted(Path(sink).glob(f"{FAULT_PREFIX}*.txt")):
-        text = _read_text(path).strip()
+        text = read_text(path).strip()
         if text:
             run.faults[int(path.stem.removeprefix(FAULT_PREFIX))] = text
 

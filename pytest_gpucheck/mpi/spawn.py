@@ -118,8 +118,10 @@ class SpawnRouter:
         if not self._mine(item):
             return None
         if item.nodeid not in self._started:
-            if os.environ.get("PYTEST_XDIST_WORKER"):
-                batch = [item]  # a worker runs only the items it is given
+            if os.environ.get("PYTEST_XDIST_WORKER") or self.config.pluginmanager.has_plugin(
+                    "gpucheck-item-server"):
+                # An xdist worker, or a long-lived worker, runs only the items it is given.
+                batch = [item]
             else:
                 batch = [
                     other
