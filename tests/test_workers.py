@@ -16,10 +16,12 @@ import pytest
 RUN_LIMIT = 240
 
 
-def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_pytest(project: Path, *args: str,
+               extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
+    env.update(extra_env or {})
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
                           cwd=project, env=env, capture_output=True, text=True,
                           timeout=RUN_LIMIT, check=False)
@@ -103,3 +105,34 @@ def test_mpi_and_bench_options_reach_the_child(tmp_path: Path, args: tuple[str, 
                         "--gpu-bench-l2-flush", *args)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
+
+
+PID_TESTS = """
+import os
+
+import pytest
+
+pytestmark = pytest.mark.gpu_backends("numba-cudasim")
+
+
+@pytest.mark.parametrize("n", range(8))
+def test_records_its_process(gpu_backend, n):
+    out = os.environ["PIDS_DIR"]
+    with open(os.path.join(out, f"{n}.pid"), "w") as handle:
+        handle.write(str(os.getpid()))
+"""
+
+
+def test_each_xdist_worker_reuses_one_simulator_child(tmp_path: Path) -> None:
+    """Under ``-n 2`` the simulator items of a worker share one child (not one per item):
+    eight items run in at most two processes."""
+    (tmp_path / "test_pids.py").write_text(PID_TESTS)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "-n", "2",
+                        extra_env={"PIDS_DIR": str(pids)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "8 passed" in result.stdout
+    seen = {path.read_text() for path in pids.glob("*.pid")}
+    assert len(list(pids.glob("*.pid"))) == 8
+    assert 1 <= len(seen) <= 2, seen
