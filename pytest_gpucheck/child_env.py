@@ -1,6 +1,6 @@
 """Environment variables the plugin sets for the child processes it starts.
 
-Kept apart from :mod:`pytest_gpucheck.isolation` so that reading them costs
+Kept apart from :mod:`pytest_gpucheck.workers` so that reading them costs
 nothing when a run starts no child.
 """
 
@@ -16,6 +16,9 @@ SIMULATOR_CHILD_VARIABLE = "PYTEST_GPUCHECK_SIMULATOR_CHILD"
 #: ``<pid>@<host>`` of the pytest that started the child: the child ends its
 #: process tree when that process is gone.
 PARENT_VARIABLE = "PYTEST_GPUCHECK_PARENT"
+#: ``<requests fd>,<replies fd>``: set in a long-lived worker, which serves the items
+#: its parent names one at a time (:mod:`pytest_gpucheck.worker_pool`).
+SERVE_VARIABLE = "PYTEST_GPUCHECK_SERVE"
 #: JSON list of the ``conftest.py`` paths the parent loaded; the child loads them too.
 CONFTESTS_VARIABLE = "PYTEST_GPUCHECK_CONFTESTS"
 

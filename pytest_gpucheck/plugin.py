@@ -55,6 +55,9 @@ gpu_device = fixtures.gpu_device
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
     for name in FEATURE_PLUGINS:
         pluginmanager.import_plugin(name)
 
@@ -62,6 +65,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
     ci.add_options(parser.getgroup("gpucheck"))
+    from .worker_isolation import add_options as add_isolation_options
+
+    add_isolation_options(parser.getgroup("gpucheck"))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -69,7 +75,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None
     """In a child process of this plugin, also load the conftest.py files of its parent."""
     yield
     if os.environ.get(CONFTESTS_VARIABLE):
-        from .isolation import load_parent_conftests
+        from .workers import load_parent_conftests
 
         load_parent_conftests(early_config)
 
@@ -85,14 +91,17 @@ def pytest_configure(config: pytest.Config) -> None:
         apply_jax_memory_policy()
     # The child-process machinery is imported only by runs that use it.
     if os.environ.get(REPORT_SINK_VARIABLE):
-        from .isolation import install_report_sink
+        from .workers import install_report_sink
 
         install_report_sink(config)
     config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")
     if config.getoption("gpu_conformance"):
         _add_bundled_suites(config)
+    from .worker_isolation import configure_isolation
+
+    configure_isolation(config)
     if "numba-cudasim" in selection.names and not selection.in_simulator_child:
-        from .isolation import SimulatorRouter
+        from .simulator_router import SimulatorRouter
 
         config.pluginmanager.register(SimulatorRouter(config), "gpucheck-simulator-router")
 

@@ -157,6 +157,18 @@ class Backend:
     def synchronize(self) -> None:
         """Wait until all work queued on this backend's device has finished."""
 
+    def health_check(self) -> None:
+        """Raise if this process can no longer use the device.
+
+        A CUDA sticky error (an illegal address) poisons the context: every
+        later synchronize or allocation fails.  Isolation workers call this
+        after a failed test and are replaced when it raises.  A synchronize
+        plus a tiny allocation and copy back; override where a backend has a
+        stronger probe.
+        """
+        self.synchronize()
+        self.to_host(self.full((1,), 1, "float32"))
+
     def describe_device(self) -> str:
         """One line naming the device (``cpu``, ``NVIDIA H100 80GB HBM3 (cc 9.0) #0``)."""
         return self.probe().device

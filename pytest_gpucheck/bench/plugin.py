@@ -8,6 +8,7 @@ framework or pytest-benchmark at load time.
 from __future__ import annotations
 
 from collections.abc import Generator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -131,6 +132,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.getini(name) != default for name, (_, default) in INI_KEYS.items()
     ):
         feature.session  # noqa: B018 - validates options, ini and stored baselines now
+
+
+def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
+    """Benchmarks run in a child (the simulator's) are saved to the same baseline folder;
+    the gate itself runs in the parent, on the parent's own results."""
+    args = [flag for dest, flag in (("gpu_bench_save", "--gpu-bench-save"),
+                                    ("gpu_bench_l2_flush", "--gpu-bench-l2-flush"))
+            if config.getoption(dest, False)]
+    baseline = config.getoption("gpu_bench_baseline", None)
+    if baseline is not None:
+        args.append(f"--gpu-bench-baseline={Path(baseline).resolve()}")
+    return args
 
 
 @pytest.fixture

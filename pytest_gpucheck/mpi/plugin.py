@@ -52,6 +52,20 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     pluginmanager.register(_LateConfigure(), "gpucheck-mpi-late-configure")
 
 
+def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
+    """A child that spawns its own MPI jobs (the simulator child) uses the user's launcher."""
+    args = []
+    for dest, flag in (
+        ("gpu_mpi_launcher", LAUNCHER_OPTION),
+        ("gpu_mpi_max_ranks", MAX_RANKS_OPTION),
+        ("gpu_mpi_timeout", TIMEOUT_OPTION),
+    ):
+        value = config.getoption(dest, None)
+        if value is not None:
+            args.append(f"{flag}={value}")
+    return args
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Choose the mode; in a rank, bind it to its node-local GPU before the core picks one."""

@@ -16,8 +16,8 @@ from typing import Any, NoReturn, TextIO
 
 import pytest
 
-from ..child_env import REPORT_SINK_VARIABLE
-from ..isolation import SIMULATOR_CHILD_VARIABLE, needs_simulator
+from ..child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+from ..simulator_router import needs_simulator
 from .binding import (
     RankBinding,
     agree_on_backends,

@@ -18,14 +18,15 @@ from typing import Any
 
 import pytest
 
-from ..isolation import (
-    SIMULATOR_CHILD_VARIABLE,
+from ..child_env import SIMULATOR_CHILD_VARIABLE
+from ..simulator_router import needs_simulator
+from ..workers import (
     ChildRun,
+    backends_option,
     crash_text,
     describe_exit,
     failed_report,
     missing_report,
-    needs_simulator,
     replay,
     run_child_pytest,
 )
@@ -117,8 +118,10 @@ class SpawnRouter:
         if not self._mine(item):
             return None
         if item.nodeid not in self._started:
-            if os.environ.get("PYTEST_XDIST_WORKER"):
-                batch = [item]  # a worker runs only the items it is given
+            if os.environ.get("PYTEST_XDIST_WORKER") or self.config.pluginmanager.has_plugin(
+                    "gpucheck-item-server"):
+                # An xdist worker, or a long-lived worker, runs only the items it is given.
+                batch = [item]
             else:
                 batch = [
                     other
@@ -232,10 +235,8 @@ class SpawnRouter:
 
     def _start_job(self, items: list[pytest.Item], count: int) -> ChildRun:
         budget = sum(self.timeout_of(mpi_spec(item) or MpiSpec((count,), None)) for item in items)
-        extra = [f"--gpu-mpi-timeout={self.default_timeout:g}"]
-        backends = self.config.getoption("gpu_backends", None)
-        if backends is not None:
-            extra.append(f"--gpu-backends={backends}")
+        extra = [f"--gpu-mpi-timeout={self.default_timeout:g}",
+                 *backends_option(self.config)]
         return run_child_pytest(
             self.config,
             items,

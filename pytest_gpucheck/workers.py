@@ -1,4 +1,4 @@
-"""Run test items in a child pytest process and replay their reports here.
+"""Workers: run test items in a child pytest process and replay their reports here.
 
 Two features need a process of their own: the Numba CUDA simulator (chosen
 when ``numba.cuda`` is first imported, so it cannot share a process with real
@@ -21,20 +21,16 @@ the child's group on SIGINT or SIGTERM after keeping the finished results.
 
 from __future__ import annotations
 
-import contextlib
 import faulthandler
 import json
 import os
-import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,36 +41,16 @@ from .child_env import (
     CONFTESTS_VARIABLE,
     PARENT_VARIABLE,
     REPORT_SINK_VARIABLE,
-    SIMULATOR_CHILD_VARIABLE,
+    SERVE_VARIABLE,
 )
+from .process_guard import Stopped, end_group, kill_group, sigterm_raises, start_orphan_guard
 
-SIMULATOR_BACKEND = "numba-cudasim"
 #: ``<sink>/fault-rank-<r>.txt``: faulthandler's dump of a fatal error on rank r.
 FAULT_PREFIX = "fault-rank-"
-#: Seconds a child's process group gets to end after SIGTERM before SIGKILL.
-TERMINATE_GRACE = 3.0
-#: How often a child checks that the pytest process that started it is alive.
-ORPHAN_POLL = 0.25
 #: Seconds between two looks at a running child's reports (for progress lines).
 PROGRESS_POLL = 5.0
-#: Key of an xdist worker's output that carries its children's deaths to the controller.
-DEATHS_OUTPUT = "gpucheck_child_deaths"
 #: Exit codes of a pytest child that finished normally (tests passed / failed).
 NORMAL_EXIT_CODES = (0, 1)
-
-
-_SIMULATOR_ID = re.compile(r"(?:^|[\[\-:>,/ ])numba-cudasim(?:$|[\]\-:<>,/ ])")
-
-
-def needs_simulator(item: pytest.Item) -> bool:
-    """True for items parametrized on the ``numba-cudasim`` backend.
-
-    The rule is the item's parametrization id: every backend parametrization
-    of the plugin uses the backend name in the id (``[numba-cudasim]``,
-    ``[numba-cudasim:bundled]``, ``[numba-cudasim->numpy]``).
-    """
-    callspec = getattr(item, "callspec", None)
-    return callspec is not None and bool(_SIMULATOR_ID.search(callspec.id))
 
 
 def current_rank(env: Mapping[str, str] | None = None) -> int:
@@ -173,6 +149,9 @@ def install_report_sink(config: pytest.Config) -> None:
     if directory:
         config.pluginmanager.register(ReportSink(config, Path(directory)), "gpucheck-report-sink")
         start_orphan_guard()
+        from .worker_pool import install_item_server
+
+        install_item_server(config)
 
 
 def load_parent_conftests(early_config: pytest.Config) -> None:
@@ -208,75 +187,6 @@ def loaded_conftests(config: pytest.Config) -> list[str]:
         and os.path.isabs(name)
         and getattr(plugin, "__file__", None) is not None
     ]
-
-
-def start_orphan_guard(env: Mapping[str, str] | None = None) -> None:
-    """In a child, end this child's process tree if the pytest that started it disappears.
-
-    The parent kills its children on SIGINT and SIGTERM, but SIGKILL (or a
-    crash) gives it no chance.  A daemon thread checks the parent's pid (on
-    the parent's host only: ranks on other nodes cannot see it); when it is
-    gone, the thread removes the report folder and kills the process group
-    the parent created for this child (launcher, proxies and every local
-    rank), or this process alone if the group is not the parent's.
-    """
-    env = os.environ if env is None else env
-    parent = env.get(PARENT_VARIABLE, "")
-    pid_text, _, host = parent.partition("@")
-    if not pid_text.isdigit() or host != socket.gethostname():
-        return
-    parent_pid = int(pid_text)
-    group = os.getpgrp()
-    own_group = group if _parent_of(group) == parent_pid or group == os.getpid() else None
-    sink = env.get(REPORT_SINK_VARIABLE, "")
-
-    # A direct child sees its parent's death as a new parent pid; a rank (whose
-    # parent is the launcher's proxy) checks the pid, zombies counted as dead.
-    direct = os.getppid() == parent_pid
-
-    def alive() -> bool:
-        if direct:
-            return os.getppid() == parent_pid
-        try:
-            os.kill(parent_pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return _state_of(parent_pid) not in ("Z", "X")
-
-    def watch() -> None:
-        while alive():
-            time.sleep(ORPHAN_POLL)
-        if sink:
-            shutil.rmtree(sink, ignore_errors=True)
-        if own_group is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(own_group, signal.SIGKILL)
-        os._exit(128 + signal.SIGKILL)
-
-    threading.Thread(target=watch, name="gpucheck-orphan-guard", daemon=True).start()
-
-
-def _stat_fields(pid: int) -> list[str]:
-    """Fields of ``/proc/<pid>/stat`` after the command name (Linux), or []."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return []
-    # The command name may contain spaces and parentheses: fields follow the last ')'.
-    return stat.rpartition(")")[2].split()
-
-
-def _state_of(pid: int) -> str:
-    fields = _stat_fields(pid)
-    return fields[0] if fields else ""
-
-
-def _parent_of(pid: int) -> int | None:
-    """The parent pid of ``pid`` (Linux ``/proc``), or None where it cannot be read."""
-    fields = _stat_fields(pid)
-    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
 
 
 # -- the parent's side --------------------------------------------------------------------
@@ -349,37 +259,38 @@ def _signal_name(number: int) -> str:
 
 
 def forwarded_options(config: pytest.Config) -> list[str]:
-    """Options of this run that a child must share to collect and run the same items."""
+    """Options of this run that a child must share to collect and run the same items.
+
+    The core's own options are listed here; each feature plugin adds its own
+    through the ``pytest_gpucheck_child_args`` hook (:mod:`pytest_gpucheck.hookspecs`).
+    """
     args = ["-q", "--rootdir", str(config.rootpath)]
     if config.inipath is not None:
         args += ["-c", str(config.inipath)]
     if config.pluginmanager.hasplugin("xdist"):
         args.append("-n0")  # the parent already distributes; the child runs serially
+    args.append("--gpu-isolate=none")  # a child is the isolation: it never starts workers
     for dest, flag in (
         ("hypothesis_profile", "--hypothesis-profile"),
         ("hypothesis_seed", "--hypothesis-seed"),
         ("gpu_device", "--gpu-device"),
         ("gpu_impls", "--gpu-impls"),
-        # The simulator child spawns its own MPI jobs: with the user's launcher.
-        ("gpu_mpi_launcher", "--gpu-mpi-launcher"),
-        ("gpu_mpi_max_ranks", "--gpu-mpi-max-ranks"),
-        ("gpu_mpi_timeout", "--gpu-mpi-timeout"),
     ):
         value = config.getoption(dest, None)
         if value is not None:
             args.append(f"{flag}={value}")
-    for dest, flag in (
-        # Simulator benchmarks are recorded in the same baseline folder; the
-        # gate itself runs in the parent, on the parent's own results.
-        ("gpu_bench_save", "--gpu-bench-save"),
-        ("gpu_bench_l2_flush", "--gpu-bench-l2-flush"),
-    ):
-        if config.getoption(dest, False):
-            args.append(flag)
-    baseline = config.getoption("gpu_bench_baseline", None)
-    if baseline is not None:
-        args.append(f"--gpu-bench-baseline={Path(baseline).resolve()}")
+    for feature_args in config.hook.pytest_gpucheck_child_args(config=config):
+        args += feature_args
     return args
+
+
+def backends_option(config: pytest.Config, names: Sequence[str] = ()) -> list[str]:
+    """The child's ``--gpu-backends`` argument: ``names`` when given (a child that runs
+    one backend's items), else this run's own option as the user wrote it (none if unset)."""
+    if names:
+        return [f"--gpu-backends={','.join(names)}"]
+    value = config.getoption("gpu_backends", None)
+    return [] if value is None else [f"--gpu-backends={value}"]
 
 
 def plugin_options(config: pytest.Config) -> list[str]:
@@ -402,28 +313,6 @@ def _explicit_plugins(args: Iterable[str]) -> list[str]:
         elif arg.startswith("-p") and len(arg) > 2:
             plugins.append(arg[2:])
     return [p for p in plugins if not p.startswith("no:")]
-
-
-class Stopped(Exception):
-    """Raised in the main thread when SIGTERM arrives while a child runs."""
-
-
-@contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """While a child runs, turn SIGTERM into an exception (SIGINT already is one), so
-    the child's process group is killed, its folder removed and finished results kept."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise Stopped(f"stopped by {signal.Signals(signum).name}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def run_child_pytest(
@@ -473,8 +362,9 @@ def run_child_pytest(
         }
         child_env.pop("PYTEST_XDIST_WORKER", None)
         child_env.pop("PYTEST_ADDOPTS", None)
+        child_env.pop(SERVE_VARIABLE, None)  # a worker's pipes are its own, not its jobs'
         output_path = Path(sink) / "output.txt"
-        with _sigterm_raises(), output_path.open("w+", encoding="utf-8") as output_file:
+        with sigterm_raises(), output_path.open("w+", encoding="utf-8") as output_file:
             process = subprocess.Popen(
                 command,
                 cwd=config.rootpath,
@@ -490,17 +380,17 @@ def run_child_pytest(
                 def peek() -> None:
                     if on_progress is not None:
                         run = ChildRun(0, "", False)
-                        _read_reports(config, sink, targets, run)
+                        read_reports(config, sink, targets, run)
                         on_progress(run)
 
                 timed_out = not _wait(process, timeout, peek if on_progress else None)
                 if timed_out:
-                    _end_group(process)
+                    end_group(process)
             except (KeyboardInterrupt, Stopped) as exc:
-                _end_group(process)
-                run = ChildRun(process.returncode, _read_text(output_path), False,
+                end_group(process)
+                run = ChildRun(process.returncode, read_text(output_path), False,
                                interrupted=True)
-                _read_reports(config, sink, targets, run)
+                read_reports(config, sink, targets, run)
                 if on_interrupt is not None:
                     on_interrupt(run)
                 if isinstance(exc, Stopped):
@@ -509,13 +399,13 @@ def run_child_pytest(
                         returncode=128 + signal.SIGTERM) from None
                 raise
             except BaseException:
-                _end_group(process)
+                end_group(process)
                 raise
             finally:
                 # A rank or helper that outlived the launcher is still in the group.
-                _kill_group(process)
-        run = ChildRun(process.returncode, _read_text(output_path), timed_out)
-        _read_reports(config, sink, targets, run)
+                kill_group(process)
+        run = ChildRun(process.returncode, read_text(output_path), timed_out)
+        read_reports(config, sink, targets, run)
         return run
 
 
@@ -539,38 +429,33 @@ def _wait(process: subprocess.Popen[str], timeout: float | None,
                 poll()
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
 
 
-def _end_group(process: subprocess.Popen[str]) -> None:
-    """SIGTERM the child's process group (a launcher forwards it to remote ranks), then
-    SIGKILL whatever is left of it after :data:`TERMINATE_GRACE` seconds."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=TERMINATE_GRACE)
-    _kill_group(process)
-    process.wait()
 
-
-def _kill_group(process: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-def _read_reports(
-    config: pytest.Config, sink: str, targets: Mapping[str, str], run: ChildRun
+def read_reports(
+    config: pytest.Config, sink: str, targets: Mapping[str, str], run: ChildRun,
+    offsets: dict[str, int] | None = None,
 ) -> None:
+    """Add what the child wrote to ``run``; with ``offsets`` (file name -> bytes read),
+    only what it wrote since the last call (a long-lived worker's files grow)."""
     for path in sorted(Path(sink).glob("rank-*.jsonl")):
         rank = int(path.stem.removeprefix("rank-"))
         reports = run.reports.setdefault(rank, [])
         started = run.started.setdefault(rank, [])
         ended = run.ended.setdefault(rank, [])
-        for line in path.read_text(encoding="utf-8").splitlines():
+        with path.open("rb") as handle:
+            handle.seek(offsets.get(path.name, 0) if offsets is not None else 0)
+            data = handle.read()
+        if offsets is not None:
+            # A line still being written is read next time, whole.
+            data = data[: data.rfind(b"\n") + 1]
+            offsets[path.name] = offsets.get(path.name, 0) + len(data)
+        for line in data.decode("utf-8", errors="replace").splitlines():
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError:
@@ -596,7 +481,7 @@ def _read_reports(
                 report.nodeid = nodeid
             reports.append(report)
     for path in sorted(Path(sink).glob(f"{FAULT_PREFIX}*.txt")):
-        text = _read_text(path).strip()
+        text = read_text(path).strip()
         if text:
             run.faults[int(path.stem.removeprefix(FAULT_PREFIX))] = text
 
@@ -610,7 +495,7 @@ def replay(item: pytest.Item, reports: Sequence[pytest.TestReport]) -> None:
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
 
 
-def _tear_down_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+def tear_down_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """Finish the in-process fixtures that ``nextitem`` no longer shares.
 
     An item run elsewhere skips this process's setup and teardown, but the
@@ -647,7 +532,7 @@ def failed_report(item: pytest.Item, text: str, when: str = "call") -> pytest.Te
     return report
 
 
-def _tail(output: str, lines: int = 40) -> str:
+def output_tail(output: str, lines: int = 40) -> str:
     return "\n".join(output.splitlines()[-lines:])
 
 
@@ -668,7 +553,7 @@ def crash_text(item: pytest.Item, run: ChildRun, what: str, *, launcher: bool = 
     for rank in faulted:
         prefix = f"rank {rank}: " if launcher else ""
         lines += ["", f"{prefix}faulthandler (the crash site, every thread):", run.faults[rank]]
-    lines += ["", f"Last lines of its output:\n{_tail(run.output)}"]
+    lines += ["", f"Last lines of its output:\n{output_tail(run.output)}"]
     return "\n".join(lines)
 
 
@@ -678,116 +563,4 @@ def missing_report(item: pytest.Item, run: ChildRun, what: str) -> pytest.TestRe
     how = "timed out" if run.timed_out else describe_exit(run.returncode)
     errors = "".join(str(r.longrepr) + "\n" for r in run.collect_errors)
     return failed_report(
-        item, f"{what} {how} before running this test.\n{errors}{_tail(run.output)}")
-
-
-class SimulatorRouter:
-    """Parent-side plugin: run ``numba-cudasim`` items in one child process.
-
-    Without pytest-xdist all simulator items of the session run in a single
-    child (one Numba import and one JIT cache); under xdist each worker runs
-    the simulator items it is given, one child per item.  When a child dies,
-    the item it was running fails with the cause and the items after it run
-    in a fresh child.
-    """
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.results: dict[str, list[pytest.TestReport]] = {}
-        #: One line per child that died (for the summary and the exit status).
-        self.deaths: list[str] = []
-
-    def _routed(self, item: pytest.Item) -> bool:
-        return needs_simulator(item) and item.get_closest_marker("skip") is None
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(
-        self, item: pytest.Item, nextitem: pytest.Item | None
-    ) -> bool | None:
-        if not self._routed(item):
-            return None
-        if item.nodeid not in self.results:
-            if os.environ.get("PYTEST_XDIST_WORKER"):
-                batch = [item]
-            else:
-                batch = [
-                    other
-                    for other in item.session.items
-                    if self._routed(other) and other.nodeid not in self.results
-                ]
-            self._run(batch)
-        replay(item, self.results.pop(item.nodeid))
-        self.results[item.nodeid] = []  # replayed: never run or logged again
-        _tear_down_towards(item, nextitem)
-        return True
-
-    def _run(self, batch: list[pytest.Item]) -> None:
-        pending = batch
-        while pending:
-            pending = self._run_once(pending)
-
-    def _run_once(self, batch: list[pytest.Item]) -> list[pytest.Item]:
-        """Run ``batch`` in one child; store each item's reports; return the items it
-        never reached (to run in a fresh child)."""
-        env = {"NUMBA_ENABLE_CUDASIM": "1", SIMULATOR_CHILD_VARIABLE: "1"}
-        what = "The numba-cudasim child process"
-
-        def keep_finished(run: ChildRun) -> None:
-            for item in batch:
-                if run.finished(item.nodeid):
-                    self.results[item.nodeid] = run.for_nodeid(item.nodeid).get(0, [])
-                    replay(item, self.results[item.nodeid])
-                    self.results[item.nodeid] = []
-
-        run = run_child_pytest(self.config, batch,
-                               extra_args=[f"--gpu-backends={SIMULATOR_BACKEND}"], env=env,
-                               on_interrupt=keep_finished)
-        reports = run.for_nodeid
-        remaining: list[pytest.Item] = []
-        crashed: pytest.Item | None = None
-        for item in batch:
-            own = reports(item.nodeid).get(0, [])
-            if run.finished(item.nodeid):
-                self.results[item.nodeid] = own
-            elif run.started_ranks(item.nodeid) and crashed is None:
-                crashed = item
-                self.results[item.nodeid] = [*own, failed_report(
-                    item, crash_text(item, run, what), when="teardown" if any(
-                        r.when == "call" for r in own) else "call")]
-            else:
-                remaining.append(item)
-        if run.died:
-            self.deaths.append(f"{what} {describe_exit(run.returncode)}" + (
-                f" while running {crashed.nodeid}" if crashed is not None
-                else " after its last test" if not remaining else " before running a test"))
-        elif run.returncode != 0 and not remaining and not any(
-            r.failed for item in batch for r in self.results.get(item.nodeid, [])
-        ):
-            # Exit code 1 with every test passed: something failed outside the tests
-            # (a benchmark save, a session hook); its own output says what.
-            self.deaths.append(f"{what} exited with code {run.returncode} although its tests "
-                               f"passed; its last lines:\n{_tail(run.output, 10)}")
-        if remaining and crashed is None:
-            # Nothing started and nothing crashed: the child failed as a whole
-            # (usage or collection error); running it again would fail the same way.
-            for item in remaining:
-                self.results[item.nodeid] = [missing_report(item, run, what)]
-            return []
-        return remaining
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """pytest-xdist (controller): a worker ended; keep its children's deaths."""
-        output = getattr(node, "workeroutput", None) or {}
-        self.deaths.extend(output.get(DEATHS_OUTPUT, []))
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        workeroutput = getattr(self.config, "workeroutput", None)
-        if workeroutput is not None:
-            workeroutput[DEATHS_OUTPUT] = list(self.deaths)  # the controller decides
-        if self.deaths and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        for line in self.deaths:
-            terminalreporter.write_line(f"gpucheck: {line}", red=True)
+        item, f"{what} {how} before running this test.\n{errors}{output_tail(run.output)}")

@@ -1,0 +1,139 @@
+"""Nothing the plugin starts outlives the session.
+
+Two sides of one guarantee (see ``docs/reliability.md``):
+
+* in a child, :func:`start_orphan_guard` ends the child's process tree when
+  the pytest that started it disappears (SIGKILL or a crash gives the parent
+  no chance to clean up);
+* in the parent, :func:`sigterm_raises` turns SIGTERM into an exception while
+  a child runs, and :func:`end_group` / :func:`kill_group` end the child's
+  whole process group (launcher, proxies, ranks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from .child_env import PARENT_VARIABLE, REPORT_SINK_VARIABLE
+
+#: Seconds a child's process group gets to end after SIGTERM before SIGKILL.
+TERMINATE_GRACE = 3.0
+#: How often a child checks that the pytest process that started it is alive.
+ORPHAN_POLL = 0.25
+
+
+def start_orphan_guard(env: Mapping[str, str] | None = None) -> None:
+    """In a child, end this child's process tree if the pytest that started it disappears.
+
+    The parent kills its children on SIGINT and SIGTERM, but SIGKILL (or a
+    crash) gives it no chance.  A daemon thread checks the parent's pid (on
+    the parent's host only: ranks on other nodes cannot see it); when it is
+    gone, the thread removes the report folder and kills the process group
+    the parent created for this child (launcher, proxies and every local
+    rank), or this process alone if the group is not the parent's.
+    """
+    env = os.environ if env is None else env
+    parent = env.get(PARENT_VARIABLE, "")
+    pid_text, _, host = parent.partition("@")
+    if not pid_text.isdigit() or host != socket.gethostname():
+        return
+    parent_pid = int(pid_text)
+    group = os.getpgrp()
+    own_group = group if _parent_of(group) == parent_pid or group == os.getpid() else None
+    sink = env.get(REPORT_SINK_VARIABLE, "")
+
+    # A direct child sees its parent's death as a new parent pid; a rank (whose
+    # parent is the launcher's proxy) checks the pid, zombies counted as dead.
+    direct = os.getppid() == parent_pid
+
+    def alive() -> bool:
+        if direct:
+            return os.getppid() == parent_pid
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return _state_of(parent_pid) not in ("Z", "X")
+
+    def watch() -> None:
+        while alive():
+            time.sleep(ORPHAN_POLL)
+        if sink:
+            shutil.rmtree(sink, ignore_errors=True)
+        if own_group is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(own_group, signal.SIGKILL)
+        os._exit(128 + signal.SIGKILL)
+
+    threading.Thread(target=watch, name="gpucheck-orphan-guard", daemon=True).start()
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """Fields of ``/proc/<pid>/stat`` after the command name (Linux), or []."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    # The command name may contain spaces and parentheses: fields follow the last ')'.
+    return stat.rpartition(")")[2].split()
+
+
+def _state_of(pid: int) -> str:
+    fields = _stat_fields(pid)
+    return fields[0] if fields else ""
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent pid of ``pid`` (Linux ``/proc``), or None where it cannot be read."""
+    fields = _stat_fields(pid)
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+class Stopped(Exception):
+    """Raised in the main thread when SIGTERM arrives while a child runs."""
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """While a child runs, turn SIGTERM into an exception (SIGINT already is one), so
+    the child's process group is killed, its folder removed and finished results kept."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Stopped(f"stopped by {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def end_group(process: subprocess.Popen[str]) -> None:
+    """SIGTERM the child's process group (a launcher forwards it to remote ranks), then
+    SIGKILL whatever is left of it after :data:`TERMINATE_GRACE` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=TERMINATE_GRACE)
+    kill_group(process)
+    process.wait()
+
+
+def kill_group(process: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+

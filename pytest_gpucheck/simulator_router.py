@@ -1,0 +1,205 @@
+"""Run the ``numba-cudasim`` items of a session in a child process.
+
+The Numba CUDA simulator is chosen when ``numba.cuda`` is first imported, so
+it cannot share a process with real ``numba-cuda``: the parent routes the
+simulator items to a child (:mod:`pytest_gpucheck.workers`) and replays their
+reports.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from .child_env import SIMULATOR_CHILD_VARIABLE
+from .workers import (
+    ChildRun,
+    backends_option,
+    crash_text,
+    describe_exit,
+    failed_report,
+    missing_report,
+    output_tail,
+    replay,
+    run_child_pytest,
+    tear_down_towards,
+)
+
+SIMULATOR_BACKEND = "numba-cudasim"
+#: Key of an xdist worker's output that carries its children's deaths to the controller.
+DEATHS_OUTPUT = "gpucheck_child_deaths"
+
+
+#: The parametrizations that name backends, and how to read the names from a value:
+#: the core's ``gpu_backend`` (a name), the kernel suites' ``impl`` (a registered
+#: implementation's cell, or a backend name for a skipped cell), the interop suite's
+#: pairs (producer and consumer) and producers.
+BACKEND_PARAMETERS: dict[str, Callable[[Any], tuple[str, ...]]] = {
+    "gpu_backend": lambda value: (value,),
+    "impl": lambda value: (getattr(value, "backend", value),),
+    "interop_pair": lambda value: (value.converter.producer, value.converter.consumer),
+    "gpu_pair": lambda value: (value.converter.producer, value.converter.consumer),
+    "interop_producer": lambda value: (value,),
+}
+
+
+def item_backends(item: pytest.Item) -> set[str]:
+    """The backends an item's parameters name (see :data:`BACKEND_PARAMETERS`).
+
+    Read from the parameter values, never from the id text, so an id that
+    happens to contain a backend's name routes nothing.
+    """
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    names: set[str] = set()
+    for parameter, read in BACKEND_PARAMETERS.items():
+        value = params.get(parameter)
+        if value is not None:
+            names.update(name for name in read(value) if isinstance(name, str))
+    return names
+
+
+def needs_simulator(item: pytest.Item) -> bool:
+    """True for items parametrized on the ``numba-cudasim`` backend."""
+    return SIMULATOR_BACKEND in item_backends(item)
+
+
+class SimulatorRouter:
+    """Parent-side plugin: run ``numba-cudasim`` items in one child process.
+
+    Without pytest-xdist all simulator items of the session run in a single
+    child (one Numba import and one JIT cache); under xdist each worker runs
+    the simulator items it is given, one child per item.  When a child dies,
+    the item it was running fails with the cause and the items after it run
+    in a fresh child.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: dict[str, list[pytest.TestReport]] = {}
+        #: One line per child that died (for the summary and the exit status).
+        self.deaths: list[str] = []
+        self.worker: Any = None  # the long-lived worker, when items are served one by one
+
+    def _routed(self, item: pytest.Item) -> bool:
+        return needs_simulator(item) and item.get_closest_marker("skip") is None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
+        if not self._routed(item):
+            return None
+        if self._served_one_by_one():
+            from .worker_pool import Worker
+
+            if self.worker is None:
+                self.worker = Worker(
+                    self.config, [other for other in item.session.items if self._routed(other)],
+                    what="The numba-cudasim child process", deaths=self.deaths,
+                    extra_args=backends_option(self.config, [SIMULATOR_BACKEND]),
+                    env={"NUMBA_ENABLE_CUDASIM": "1", SIMULATOR_CHILD_VARIABLE: "1"})
+            reports = self.worker.run(item)
+            if self.config.getoption("gpu_isolate", "auto") == "test":
+                self.worker.close()
+            replay(item, reports)
+            tear_down_towards(item, nextitem)
+            return True
+        if item.nodeid not in self.results:
+            if os.environ.get("PYTEST_XDIST_WORKER"):
+                batch = [item]
+            else:
+                batch = [
+                    other
+                    for other in item.session.items
+                    if self._routed(other) and other.nodeid not in self.results
+                ]
+            self._run(batch)
+        replay(item, self.results.pop(item.nodeid))
+        self.results[item.nodeid] = []  # replayed: never run or logged again
+        tear_down_towards(item, nextitem)
+        return True
+
+    def _served_one_by_one(self) -> bool:
+        """Under xdist (a worker learns its items one at a time) and under an explicit
+        ``--gpu-isolate=backend|test``, items go to a long-lived worker that checks its
+        health after a failure; otherwise the whole session's batch goes to one child."""
+        return bool(os.environ.get("PYTEST_XDIST_WORKER")) or self.config.getoption(
+            "gpu_isolate", "auto") in ("backend", "test")
+
+    def _run(self, batch: list[pytest.Item]) -> None:
+        pending = batch
+        while pending:
+            pending = self._run_once(pending)
+
+    def _run_once(self, batch: list[pytest.Item]) -> list[pytest.Item]:
+        """Run ``batch`` in one child; store each item's reports; return the items it
+        never reached (to run in a fresh child)."""
+        env = {"NUMBA_ENABLE_CUDASIM": "1", SIMULATOR_CHILD_VARIABLE: "1"}
+        what = "The numba-cudasim child process"
+
+        def keep_finished(run: ChildRun) -> None:
+            for item in batch:
+                if run.finished(item.nodeid):
+                    self.results[item.nodeid] = run.for_nodeid(item.nodeid).get(0, [])
+                    replay(item, self.results[item.nodeid])
+                    self.results[item.nodeid] = []
+
+        run = run_child_pytest(self.config, batch,
+                               extra_args=backends_option(self.config, [SIMULATOR_BACKEND]),
+                               env=env,
+                               on_interrupt=keep_finished)
+        reports = run.for_nodeid
+        remaining: list[pytest.Item] = []
+        crashed: pytest.Item | None = None
+        for item in batch:
+            own = reports(item.nodeid).get(0, [])
+            if run.finished(item.nodeid):
+                self.results[item.nodeid] = own
+            elif run.started_ranks(item.nodeid) and crashed is None:
+                crashed = item
+                self.results[item.nodeid] = [*own, failed_report(
+                    item, crash_text(item, run, what), when="teardown" if any(
+                        r.when == "call" for r in own) else "call")]
+            else:
+                remaining.append(item)
+        if run.died:
+            self.deaths.append(f"{what} {describe_exit(run.returncode)}" + (
+                f" while running {crashed.nodeid}" if crashed is not None
+                else " after its last test" if not remaining else " before running a test"))
+        elif run.returncode != 0 and not remaining and not any(
+            r.failed for item in batch for r in self.results.get(item.nodeid, [])
+        ):
+            # Exit code 1 with every test passed: something failed outside the tests
+            # (a benchmark save, a session hook); its own output says what.
+            self.deaths.append(f"{what} exited with code {run.returncode} although its tests "
+                               f"passed; its last lines:\n{output_tail(run.output, 10)}")
+        if remaining and crashed is None:
+            # Nothing started and nothing crashed: the child failed as a whole
+            # (usage or collection error); running it again would fail the same way.
+            for item in remaining:
+                self.results[item.nodeid] = [missing_report(item, run, what)]
+            return []
+        return remaining
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist (controller): a worker ended; keep its children's deaths."""
+        output = getattr(node, "workeroutput", None) or {}
+        self.deaths.extend(output.get(DEATHS_OUTPUT, []))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.worker is not None:
+            self.worker.close()
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[DEATHS_OUTPUT] = list(self.deaths)  # the controller decides
+        if self.deaths and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.deaths:
+            terminalreporter.write_line(f"gpucheck: {line}", red=True)

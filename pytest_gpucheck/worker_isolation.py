@@ -1,0 +1,179 @@
+"""``--gpu-isolate``: run backend items in workers replaced after a crash or a sticky error.
+
+A CUDA error such as an illegal address poisons the process: every later test
+on that device fails, or passes on garbage.  With ``--gpu-isolate=backend``
+the items of each backend (or backend pair) run in one long-lived worker
+(:class:`pytest_gpucheck.worker_pool.Worker`); a worker that crashes fails
+the item it was running, and a worker whose health probe fails after a failed
+item exits, so the next item runs in a fresh one.  ``test`` gives every item
+a fresh worker.  ``auto`` (the default) is ``backend`` when a selected GPU
+backend is available and ``none`` otherwise.  The ``numba-cudasim`` items
+always run in a child of their own (:mod:`pytest_gpucheck.simulator_router`).
+
+:func:`inject_sticky_error` is a test hook that makes this process behave as
+after a CUDA sticky error on one backend: its health probe fails and every
+later test on that backend fails at setup.  It lets the CPU tier show what
+isolation buys without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+# The child-process machinery (simulator_router, workers) is imported only by runs
+# that isolate: a plain run loads this module and nothing more.
+
+ISOLATE_OPTION = "--gpu-isolate"
+MODES = ("auto", "none", "backend", "test")
+#: Key of an xdist worker's output that carries its isolation workers' deaths.
+DEATHS_OUTPUT = "gpucheck_isolation_deaths"
+
+#: backend name -> the injected sticky error's message (this process only).
+_STICKY: dict[str, str] = {}
+
+
+class StickyError(RuntimeError):
+    """What a poisoned backend raises at every later test (see :func:`inject_sticky_error`)."""
+
+
+def inject_sticky_error(backend: str, message: str) -> None:
+    """Test hook: make this process behave as after a CUDA sticky error on ``backend``.
+
+    From now on the backend's health probe fails with ``message`` and every
+    later test on ``backend`` in this process fails at setup with
+    :class:`StickyError`, as every call on a poisoned CUDA context does.
+    """
+    _STICKY[backend] = message
+
+
+def sticky_error(backend: str) -> str | None:
+    """The sticky error injected on ``backend`` in this process, if any."""
+    return _STICKY.get(backend)
+
+
+def add_options(group: Any) -> None:
+    group.addoption(
+        ISOLATE_OPTION, dest="gpu_isolate", default="auto", choices=MODES,
+        help="run backend items in worker processes that are replaced after a crash or a "
+        "poisoned device (sticky CUDA error): backend (one worker per backend), test (a "
+        "fresh worker per test), none. Default auto: backend when a selected GPU backend "
+        "is available, else none.")
+
+
+def isolation_mode(config: pytest.Config) -> str:
+    """The mode this run uses (``auto`` resolved)."""
+    mode = str(config.getoption("gpu_isolate", "auto") or "auto")
+    if mode != "auto":
+        return mode
+    from .backends import GPU_BACKENDS
+    from .selection import get_selection
+
+    selection = get_selection(config)
+    gpu = [name for name in selection.names if name in GPU_BACKENDS]
+    return "backend" if any(selection.probes[name].available for name in gpu) else "none"
+
+
+def configure_isolation(config: pytest.Config) -> None:
+    """Register the sticky-error guard, and the router unless the mode is ``none`` or
+    this process is a rank under a launcher (launched mode)."""
+    config.pluginmanager.register(StickyGuard(), "gpucheck-sticky-guard")
+    from .mpi.environment import launched_rank
+
+    # Under a launcher every rank is a process the launcher owns; a worker started by a
+    # rank would inherit the rank's MPI environment without being a rank.
+    if config.getoption("gpu_isolate", "auto") != "none" and launched_rank() is None:
+        config.pluginmanager.register(IsolationRouter(config), "gpucheck-isolation-router")
+
+
+class StickyGuard:
+    """Every test on a backend poisoned by :func:`inject_sticky_error` fails at setup."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if not _STICKY:
+            return
+        from .simulator_router import item_backends
+
+        for name in sorted(item_backends(item)):
+            if name in _STICKY:
+                raise StickyError(f"{name}: {_STICKY[name]} (sticky: an earlier test "
+                                  "poisoned this process)")
+
+
+class IsolationRouter:
+    """Parent-side plugin: run backend items in :class:`~.worker_pool.Worker` processes."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self._mode: str | None = None
+        self.workers: dict[tuple[str, ...], Any] = {}
+        #: One line per worker that died (for the summary and the exit status).
+        self.deaths: list[str] = []
+
+    @property
+    def mode(self) -> str:
+        if self._mode is None:
+            self._mode = isolation_mode(self.config)
+        return self._mode
+
+    def _key(self, item: pytest.Item) -> tuple[str, ...] | None:
+        from .simulator_router import item_backends, needs_simulator
+
+        if (item.get_closest_marker("skip") is not None
+                or item.get_closest_marker("mpi") is not None or needs_simulator(item)):
+            return None
+        backends = item_backends(item)
+        return tuple(sorted(backends)) if backends else None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
+        if self.mode == "none":
+            return None
+        key = self._key(item)
+        if key is None:
+            return None
+        from .worker_pool import Worker
+        from .workers import backends_option, replay, tear_down_towards
+
+        worker = self.workers.get(key)
+        if worker is None:
+            universe = [item] if self.mode == "test" else [
+                other for other in item.session.items if self._key(other) == key]
+            worker = self.workers[key] = Worker(
+                self.config, universe, what=f"The isolation worker ({', '.join(key)})",
+                extra_args=backends_option(self.config), deaths=self.deaths)
+        reports = worker.run(item)
+        if self.mode == "test":
+            worker.close()
+            del self.workers[key]
+        replay(item, reports)
+        tear_down_towards(item, nextitem)
+        return True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        for worker in self.workers.values():
+            worker.close()
+        self.workers.clear()
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[DEATHS_OUTPUT] = list(self.deaths)  # the controller decides
+        if self.deaths and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist (controller): a worker ended; keep its isolation workers' deaths."""
+        output = getattr(node, "workeroutput", None) or {}
+        self.deaths.extend(output.get(DEATHS_OUTPUT, []))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            return
+        for line in self.deaths:
+            terminalreporter.write_line(f"gpucheck: {line}", red=True)

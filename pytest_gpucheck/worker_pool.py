@@ -1,0 +1,333 @@
+"""Long-lived workers: a child pytest that runs the items it is sent, one at a time.
+
+A batch child (:func:`pytest_gpucheck.workers.run_child_pytest`) runs a list
+known in advance.  A pytest-xdist worker learns its items one by one, and an
+isolation worker must stop after the item that poisoned it, so both use a
+:class:`Worker`: one ``python -m pytest`` that collects every item it may be
+asked for, then reads node targets from a pipe, runs each and answers on a
+second pipe.  Reports travel as in a batch child (the report sink), so the
+verdict rules are the same: an item the worker started and never finished
+fails with the signal or exit code and faulthandler's stack; an item it never
+started runs in a fresh worker and is never blamed.
+
+After a failed item the worker calls the backend's
+:meth:`~pytest_gpucheck.backends.base.Backend.health_check` (a synchronize
+and a tiny allocation); when that raises, the context is poisoned (a CUDA
+sticky error), the worker says so and exits, and the next item starts a fresh
+worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from .child_env import (
+    CONFTESTS_VARIABLE,
+    PARENT_VARIABLE,
+    REPORT_SINK_VARIABLE,
+    SERVE_VARIABLE,
+)
+from .process_guard import Stopped, end_group, kill_group, sigterm_raises
+from .workers import (
+    ChildRun,
+    child_target,
+    crash_text,
+    describe_exit,
+    failed_report,
+    forwarded_options,
+    loaded_conftests,
+    missing_report,
+    plugin_options,
+    read_reports,
+    read_text,
+)
+
+#: Name of the :class:`ItemServer` plugin in a worker (routers ask for it).
+ITEM_SERVER = "gpucheck-item-server"
+#: Seconds a worker gets to finish its session after its last item.
+CLOSE_GRACE = 60.0
+#: How often the parent looks whether a silent worker is still alive.
+POLL = 1.0
+
+
+# -- the worker's side ---------------------------------------------------------------------
+class ItemServer:
+    """Worker-side plugin: instead of running the collected items in order, run those
+    the parent names, one per request line, and answer each with one line."""
+
+    def __init__(self, config: pytest.Config, requests_fd: int, replies_fd: int,
+                 health: Callable[[pytest.Item], str | None]) -> None:
+        self.config = config
+        self.requests = os.fdopen(requests_fd, "r", encoding="utf-8")
+        self.replies = os.fdopen(replies_fd, "w", encoding="utf-8")
+        self.health = health
+        self._failed: set[str] = set()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self._failed.add(report.nodeid)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        if session.testsfailed and not session.config.option.continue_on_collection_errors:
+            raise session.Interrupted(
+                f"{session.testsfailed} error(s) during collection")
+        by_target = {child_target(item): item for item in session.items}
+        for line in self.requests:
+            target = line.strip()
+            item = by_target.get(target)
+            if item is None:
+                self._answer({"missing": target})
+                continue
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+            poisoned = self.health(item) if item.nodeid in self._failed else None
+            self._answer({"done": target, "poisoned": poisoned})
+            if poisoned is not None or session.shouldstop or session.shouldfail:
+                break
+        return True
+
+    def _answer(self, entry: dict[str, Any]) -> None:
+        self.replies.write(json.dumps(entry) + "\n")
+        self.replies.flush()
+
+
+def install_item_server(config: pytest.Config) -> None:
+    """In a worker started by :class:`Worker`, serve the items the parent sends."""
+    # Popped: a process this worker starts (an MPI job, a user's subprocess) must not serve.
+    value = os.environ.pop(SERVE_VARIABLE, "")
+    if not value:
+        return
+    requests_fd, _, replies_fd = value.partition(",")
+    config.pluginmanager.register(
+        ItemServer(config, int(requests_fd), int(replies_fd), health_problem),
+        ITEM_SERVER)
+
+
+def health_problem(item: pytest.Item) -> str | None:
+    """After a failed item: None if every backend it used still works, else why not."""
+    from .selection import get_selection
+    from .simulator_router import item_backends
+    from .worker_isolation import sticky_error
+
+    selection = get_selection(item.config)
+    for name in sorted(item_backends(item)):
+        injected = sticky_error(name)
+        if injected is not None:
+            return f"{name}: {injected}"
+        try:
+            backend = selection.backend(name)
+            if backend.probe().available:
+                backend.health_check()
+        except Exception as exc:  # any failure means this process cannot go on
+            return f"{name}: {type(exc).__name__}: {exc}"
+    return None
+
+
+# -- the parent's side ---------------------------------------------------------------------
+class Worker:
+    """Parent-side handle of one long-lived worker (started on first use, replaced after
+    a crash or a poisoned context).
+
+    ``universe`` is every item the worker may be asked to run (it collects them
+    all once); :meth:`run` returns one item's reports, made honest when the
+    worker died on it.  ``deaths`` gets one line per worker that died.
+    """
+
+    def __init__(self, config: pytest.Config, universe: Sequence[pytest.Item], *,
+                 what: str, extra_args: Sequence[str] = (),
+                 env: Mapping[str, str] | None = None, deaths: list[str]) -> None:
+        self.config = config
+        self.targets = {child_target(item): item.nodeid for item in universe}
+        self.what = what
+        self.extra_args = list(extra_args)
+        self.env = dict(env or {})
+        self.deaths = deaths
+        self.process: subprocess.Popen[str] | None = None
+        self.sink = ""
+        self._requests: IO[str] | None = None
+        self._replies: IO[str] | None = None
+        self._offsets: dict[str, int] = {}
+        self._run = ChildRun(0, "", False)
+        self._failures = 0
+        self._served = 0
+
+    # -- lifetime --------------------------------------------------------------------------
+    def _start(self) -> None:
+        self.sink = tempfile.mkdtemp(prefix="gpucheck-child-")
+        args_file = Path(self.sink) / "args.txt"
+        args_file.write_text("\n".join([*self.targets, *forwarded_options(self.config),
+                                        *self.extra_args]))
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+        env = {
+            **os.environ,
+            **self.env,
+            REPORT_SINK_VARIABLE: self.sink,
+            PARENT_VARIABLE: f"{os.getpid()}@{socket.gethostname()}",
+            CONFTESTS_VARIABLE: json.dumps(loaded_conftests(self.config)),
+            SERVE_VARIABLE: f"{requests_read},{replies_write}",
+        }
+        env.pop("PYTEST_XDIST_WORKER", None)
+        env.pop("PYTEST_ADDOPTS", None)
+        output = (Path(self.sink) / "output.txt").open("w", encoding="utf-8")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "pytest", *plugin_options(self.config), f"@{args_file}"],
+                cwd=self.config.rootpath, env=env, stdout=output, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                pass_fds=(requests_read, replies_write))
+        finally:
+            output.close()
+            os.close(requests_read)
+            os.close(replies_write)
+        self._requests = os.fdopen(requests_write, "w", encoding="utf-8")
+        self._replies = os.fdopen(replies_read, "r", encoding="utf-8")
+        self._offsets = {}
+        self._run = ChildRun(0, "", False)
+        self._failures = 0
+        self._served = 0
+
+    def close(self) -> None:
+        """Let the worker finish its session (teardown, exit), then remove its folder."""
+        process = self.process
+        if process is None:
+            return
+        with contextlib.suppress(OSError):
+            if self._requests is not None:
+                self._requests.close()  # end of requests: the worker's session ends
+        try:
+            with sigterm_raises():
+                process.wait(timeout=CLOSE_GRACE)
+        except subprocess.TimeoutExpired:
+            end_group(process)
+        except BaseException:
+            end_group(process)
+            self._discard()
+            raise
+        kill_group(process)
+        self._collect()
+        if process.returncode not in (0, 1, 5) and self._served:
+            self.deaths.append(f"{self.what} {describe_exit(process.returncode)} after its "
+                               "last test")
+        elif process.returncode == 1 and self._failures == 0:
+            # Exit code 1 with every test passed: something failed outside the tests
+            # (a benchmark save, a session hook); its own output says what.
+            tail = "\n".join(self._run.output.splitlines()[-10:])
+            self.deaths.append(f"{self.what} exited with code 1 although its tests passed; "
+                               f"its last lines:\n{tail}")
+        self._discard()
+
+    def _discard(self) -> None:
+        for handle in (self._requests, self._replies):
+            with contextlib.suppress(OSError):
+                if handle is not None:
+                    handle.close()
+        self._requests = self._replies = None
+        if self.process is not None:
+            kill_group(self.process)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=CLOSE_GRACE)
+        self.process = None
+        if self.sink:
+            shutil.rmtree(self.sink, ignore_errors=True)
+            self.sink = ""
+
+    def _collect(self) -> None:
+        if self.sink:
+            read_reports(self.config, self.sink, self.targets, self._run, self._offsets)
+            self._run.output = read_text(Path(self.sink) / "output.txt")
+            if self.process is not None and self.process.returncode is not None:
+                self._run.returncode = self.process.returncode
+
+    # -- running items -----------------------------------------------------------------------
+    def run(self, item: pytest.Item) -> list[pytest.TestReport]:
+        """Run ``item`` in this worker (starting one if needed) and return its reports."""
+        for attempt in (1, 2):
+            if self.process is None:
+                self._start()
+            reply = self._request(child_target(item))
+            self._collect()
+            own = [r for r in self._run.reports.get(0, []) if r.nodeid == item.nodeid]
+            if reply is not None and "done" in reply:
+                self._served += 1
+                if any(r.failed for r in own):
+                    self._failures += 1
+                if reply.get("poisoned"):
+                    self._note_poisoned(own, str(reply["poisoned"]))
+                    self.close()
+                return own
+            if reply is not None:  # "missing": the worker did not collect it
+                return [missing_report(item, self._run, self.what)]
+            # The worker died: on this item, or before it started it.
+            started = item.nodeid in self._run.started.get(0, [])
+            assert self.process is not None
+            self._run.returncode = self.process.wait()
+            if started:
+                self.deaths.append(f"{self.what} {describe_exit(self._run.returncode)} "
+                                   f"while running {item.nodeid}")
+                text = crash_text(item, self._run, self.what)
+                when = "teardown" if any(r.when == "call" for r in own) else "call"
+                self._discard()
+                return [*own, failed_report(item, text, when=when)]
+            if attempt == 2 or not self._served:
+                # It failed as a whole (start-up, collection): a rerun fails the same way.
+                report = missing_report(item, self._run, self.what)
+                self.deaths.append(f"{self.what} {describe_exit(self._run.returncode)} "
+                                   "before running a test")
+                self._discard()
+                return [report]
+            self._discard()  # it died between items: the next attempt is a fresh worker
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _note_poisoned(self, reports: list[pytest.TestReport], problem: str) -> None:
+        note = (f"after this test the worker's health probe failed ({problem}); the worker "
+                "was replaced, so the next test runs in a fresh process")
+        for report in reports:
+            if report.when == "call" or report is reports[-1]:
+                report.sections.append(("gpucheck isolation", note))
+                break
+
+    def _request(self, target: str) -> dict[str, Any] | None:
+        """Send one target; return the worker's answer, or None if it died first."""
+        assert self._requests is not None
+        assert self._replies is not None
+        try:
+            self._requests.write(target + "\n")
+            self._requests.flush()
+        except BrokenPipeError:
+            return None
+        try:
+            with sigterm_raises():
+                while True:
+                    ready, _, _ = select.select([self._replies], [], [], POLL)
+                    if ready:
+                        line = self._replies.readline()
+                        if not line:
+                            return None
+                        return dict(json.loads(line))
+                    if self.process is not None and self.process.poll() is not None:
+                        line = self._replies.readline()
+                        return dict(json.loads(line)) if line else None
+        except (KeyboardInterrupt, Stopped) as exc:
+            if self.process is not None:
+                end_group(self.process)
+            self._discard()
+            if isinstance(exc, Stopped):
+                raise pytest.exit.Exception(
+                    f"gpucheck: {exc}; the child processes were ended",
+                    returncode=128 + signal.SIGTERM) from None
+            raise

@@ -1,0 +1,138 @@
+"""Items run in child processes the way users run them: the child gets the options
+the features forward, and routing reads the backend parameter, never the id text.
+
+Each scenario is a temporary project run as ``python -m pytest`` in a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUN_LIMIT = 240
+
+
+def run_pytest(project: Path, *args: str,
+               extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGS`` in ``project``, as a user runs it."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
+    env.update(extra_env or {})
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=project, env=env, capture_output=True, text=True,
+                          timeout=RUN_LIMIT, check=False)
+
+
+FORWARDING_CONFTEST = """
+def pytest_addoption(parser):
+    parser.addoption("--my-seed", default=None)
+
+
+def pytest_gpucheck_child_args(config):
+    value = config.getoption("my_seed")
+    return [] if value is None else [f"--my-seed={value}"]
+"""
+
+FORWARDING_TESTS = """
+import os
+
+import pytest
+
+
+@pytest.mark.gpu_backends("numba-cudasim")
+def test_child_sees_the_option(gpu_backend, request):
+    assert os.environ.get("PYTEST_GPUCHECK_SIMULATOR_CHILD") == "1"
+    assert request.config.getoption("my_seed") == "7"
+"""
+
+
+def test_a_plugin_forwards_its_option_to_the_simulator_child(tmp_path: Path) -> None:
+    """A conftest implementing ``pytest_gpucheck_child_args`` gets its option into the child."""
+    (tmp_path / "conftest.py").write_text(FORWARDING_CONFTEST)
+    (tmp_path / "test_forward.py").write_text(FORWARDING_TESTS)
+    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "--my-seed=7")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+
+
+def test_without_the_hook_the_child_lacks_the_option(tmp_path: Path) -> None:
+    """The twin: the same project without the hook fails in the child (so the hook is what
+    carries the option)."""
+    (tmp_path / "conftest.py").write_text(FORWARDING_CONFTEST.split("\n\n\ndef pytest_gpucheck")[0])
+    (tmp_path / "test_forward.py").write_text(FORWARDING_TESTS)
+    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "--my-seed=7")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "assert None == '7'" in result.stdout
+
+
+ROUTING_TESTS = """
+import os
+
+import pytest
+
+
+@pytest.mark.parametrize("label", ["numba-cudasim"])
+def test_label_names_the_simulator(gpu_backend, label):
+    in_child = os.environ.get("PYTEST_GPUCHECK_SIMULATOR_CHILD") == "1"
+    assert in_child == (gpu_backend.name == "numba-cudasim"), (gpu_backend.name, in_child)
+"""
+
+
+def test_routing_reads_the_backend_parameter_not_the_id(tmp_path: Path) -> None:
+    """``test_label_names_the_simulator[numpy-numba-cudasim]`` has the simulator's name in
+    its id but runs on numpy: it stays in-process; the simulator item goes to the child."""
+    (tmp_path / "test_routing.py").write_text(ROUTING_TESTS)
+    result = run_pytest(tmp_path, "--gpu-backends=numpy,numba-cudasim", "-v")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[numpy-numba-cudasim] PASSED" in result.stdout
+    assert "[numba-cudasim-numba-cudasim] PASSED" in result.stdout
+
+
+@pytest.mark.parametrize("args", [("-n", "2"), ()], ids=["xdist", "serial"])
+def test_mpi_and_bench_options_reach_the_child(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """The features' own hook implementations forward their options (checked in the child)."""
+    (tmp_path / "test_opts.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.gpu_backends('numba-cudasim')\n"
+        "def test_opts(gpu_backend, request):\n"
+        "    assert request.config.getoption('gpu_mpi_max_ranks') == 3\n"
+        "    assert request.config.getoption('gpu_bench_l2_flush') is True\n")
+    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "--gpu-mpi-max-ranks=3",
+                        "--gpu-bench-l2-flush", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+
+
+PID_TESTS = """
+import os
+
+import pytest
+
+pytestmark = pytest.mark.gpu_backends("numba-cudasim")
+
+
+@pytest.mark.parametrize("n", range(8))
+def test_records_its_process(gpu_backend, n):
+    out = os.environ["PIDS_DIR"]
+    with open(os.path.join(out, f"{n}.pid"), "w") as handle:
+        handle.write(str(os.getpid()))
+"""
+
+
+def test_each_xdist_worker_reuses_one_simulator_child(tmp_path: Path) -> None:
+    """Under ``-n 2`` the simulator items of a worker share one child (not one per item):
+    eight items run in at most two processes."""
+    (tmp_path / "test_pids.py").write_text(PID_TESTS)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "-n", "2",
+                        extra_env={"PIDS_DIR": str(pids)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "8 passed" in result.stdout
+    seen = {path.read_text() for path in pids.glob("*.pid")}
+    assert len(list(pids.glob("*.pid"))) == 8
+    assert 1 <= len(seen) <= 2, seen
