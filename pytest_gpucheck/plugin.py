@@ -91,7 +91,7 @@ def pytest_configure(config: pytest.Config) -> None:
         apply_jax_memory_policy()
     # The child-process machinery is imported only by runs that use it.
     if os.environ.get(REPORT_SINK_VARIABLE):
-        from .workers import install_report_sink
+        from .worker_pool import install_report_sink
 
         install_report_sink(config)
     config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")

@@ -163,6 +163,34 @@ def parametrize_backends(metafunc: pytest.Metafunc, argname: str,
     metafunc.parametrize(argname, params, indirect=True)
 
 
+#: The parametrizations that name backends, and how to read the names from a value:
+#: the core's ``gpu_backend`` (a name), the kernel suites' ``impl`` (a registered
+#: implementation's cell, or a backend name for a skipped cell), the interop suite's
+#: pairs (producer and consumer) and producers.
+BACKEND_PARAMETERS: dict[str, Callable[[Any], tuple[str, ...]]] = {
+    "gpu_backend": lambda value: (value,),
+    "impl": lambda value: (getattr(value, "backend", value),),
+    "interop_pair": lambda value: (value.converter.producer, value.converter.consumer),
+    "gpu_pair": lambda value: (value.converter.producer, value.converter.consumer),
+    "interop_producer": lambda value: (value,),
+}
+
+
+def item_backends(item: pytest.Item) -> set[str]:
+    """The backends an item's parameters name (see :data:`BACKEND_PARAMETERS`).
+
+    Read from the parameter values, never from the id text, so an id that
+    happens to contain a backend's name routes nothing.
+    """
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    names: set[str] = set()
+    for parameter, read in BACKEND_PARAMETERS.items():
+        value = params.get(parameter)
+        if value is not None:
+            names.update(name for name in read(value) if isinstance(name, str))
+    return names
+
+
 def item_backend(item: pytest.Item) -> str | None:
     """The backend an item was parametrized on (None: not a backend parametrization).
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from .sticky_errors import StickyError, any_sticky_error, inject_sticky_error, sticky_error
+
 # The child-process machinery (simulator_router, workers) is imported only by runs
 # that isolate: a plain run loads this module and nothing more.
 
@@ -30,29 +32,6 @@ ISOLATE_OPTION = "--gpu-isolate"
 MODES = ("auto", "none", "backend", "test")
 #: Key of an xdist worker's output that carries its isolation workers' deaths.
 DEATHS_OUTPUT = "gpucheck_isolation_deaths"
-
-#: backend name -> the injected sticky error's message (this process only).
-_STICKY: dict[str, str] = {}
-
-
-class StickyError(RuntimeError):
-    """What a poisoned backend raises at every later test (see :func:`inject_sticky_error`)."""
-
-
-def inject_sticky_error(backend: str, message: str) -> None:
-    """Test hook: make this process behave as after a CUDA sticky error on ``backend``.
-
-    From now on the backend's health probe fails with ``message`` and every
-    later test on ``backend`` in this process fails at setup with
-    :class:`StickyError`, as every call on a poisoned CUDA context does.
-    """
-    _STICKY[backend] = message
-
-
-def sticky_error(backend: str) -> str | None:
-    """The sticky error injected on ``backend`` in this process, if any."""
-    return _STICKY.get(backend)
-
 
 def add_options(group: Any) -> None:
     group.addoption(
@@ -80,7 +59,7 @@ def configure_isolation(config: pytest.Config) -> None:
     """Register the sticky-error guard, and the router unless the mode is ``none`` or
     this process is a rank under a launcher (launched mode)."""
     config.pluginmanager.register(StickyGuard(), "gpucheck-sticky-guard")
-    from .mpi.environment import launched_rank
+    from .launch_env import launched_rank
 
     # Under a launcher every rank is a process the launcher owns; a worker started by a
     # rank would inherit the rank's MPI environment without being a rank.
@@ -93,13 +72,14 @@ class StickyGuard:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if not _STICKY:
+        if not any_sticky_error():
             return
-        from .simulator_router import item_backends
+        from .selection import item_backends
 
         for name in sorted(item_backends(item)):
-            if name in _STICKY:
-                raise StickyError(f"{name}: {_STICKY[name]} (sticky: an earlier test "
+            injected = sticky_error(name)
+            if injected is not None:
+                raise StickyError(f"{name}: {injected} (sticky: an earlier test "
                                   "poisoned this process)")
 
 
@@ -177,3 +157,8 @@ class IsolationRouter:
             return
         for line in self.deaths:
             terminalreporter.write_line(f"gpucheck: {line}", red=True)
+
+
+# inject_sticky_error is this module's public test hook (docs/reliability.md).
+__all__ = ["ISOLATE_OPTION", "MODES", "StickyError", "configure_isolation", "inject_sticky_error",
+           "isolation_mode"]

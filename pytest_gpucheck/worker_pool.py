@@ -41,9 +41,10 @@ from .child_env import (
     REPORT_SINK_VARIABLE,
     SERVE_VARIABLE,
 )
-from .process_guard import Stopped, end_group, kill_group, sigterm_raises
+from .process_guard import Stopped, end_group, kill_group, sigterm_raises, start_orphan_guard
 from .workers import (
     ChildRun,
+    ReportSink,
     child_target,
     crash_text,
     describe_exit,
@@ -119,9 +120,8 @@ def install_item_server(config: pytest.Config) -> None:
 
 def health_problem(item: pytest.Item) -> str | None:
     """After a failed item: None if every backend it used still works, else why not."""
-    from .selection import get_selection
-    from .simulator_router import item_backends
-    from .worker_isolation import sticky_error
+    from .selection import get_selection, item_backends
+    from .sticky_errors import sticky_error
 
     selection = get_selection(item.config)
     for name in sorted(item_backends(item)):
@@ -331,3 +331,12 @@ class Worker:
                     f"gpucheck: {exc}; the child processes were ended",
                     returncode=128 + signal.SIGTERM) from None
             raise
+
+
+def install_report_sink(config: pytest.Config) -> None:
+    """In a child started by :func:`run_child_pytest`, stream reports to the parent."""
+    directory = os.environ.get(REPORT_SINK_VARIABLE)
+    if directory:
+        config.pluginmanager.register(ReportSink(config, Path(directory)), "gpucheck-report-sink")
+        start_orphan_guard()
+        install_item_server(config)

@@ -43,7 +43,7 @@ from .child_env import (
     REPORT_SINK_VARIABLE,
     SERVE_VARIABLE,
 )
-from .process_guard import Stopped, end_group, kill_group, sigterm_raises, start_orphan_guard
+from .process_guard import Stopped, end_group, kill_group, sigterm_raises
 
 #: ``<sink>/fault-rank-<r>.txt``: faulthandler's dump of a fatal error on rank r.
 FAULT_PREFIX = "fault-rank-"
@@ -141,17 +141,6 @@ def child_target(item: pytest.Item) -> str:
     """The command-line argument that selects exactly ``item`` from any directory."""
     _, _, suffix = item.nodeid.partition("::")
     return f"{item.path}::{suffix}" if suffix else str(item.path)
-
-
-def install_report_sink(config: pytest.Config) -> None:
-    """In a child started by :func:`run_child_pytest`, stream reports to the parent."""
-    directory = os.environ.get(REPORT_SINK_VARIABLE)
-    if directory:
-        config.pluginmanager.register(ReportSink(config, Path(directory)), "gpucheck-report-sink")
-        start_orphan_guard()
-        from .worker_pool import install_item_server
-
-        install_item_server(config)
 
 
 def load_parent_conftests(early_config: pytest.Config) -> None:
