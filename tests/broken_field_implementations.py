@@ -291,30 +291,53 @@ def _heat_kernel(grid_sync: bool) -> Any:
     return grid_sync_user_kernels.GRID if grid_sync else grid_sync_user_kernels.BLOCK
 
 
-def _run_heat_kernel(kernel: Any, u: Any, alpha: Any, steps: Any, out: Any) -> None:
+def _run_heat_kernel(kernel: Any, u: Any, alpha: Any, steps: Any, out: Any,
+                     blocks: Any) -> None:
+    """Launch ``kernel`` on ``blocks(n, block, args)`` blocks of 8 threads, its scratch
+    poisoned with NaN: a cell read before any thread of this launch wrote it shows."""
+    import numpy as np
     from numba import cuda
 
     n = u.shape[0]
     if n == 0:
         return
     block = 8
-    a = cuda.device_array(n, dtype=out.dtype)
-    b = cuda.device_array(n, dtype=out.dtype)
-    kernel[(n + block - 1) // block, block](u, a, b, out, out.dtype.type(alpha), int(steps))
+    a = cuda.to_device(np.full(n, np.nan, dtype=out.dtype))
+    b = cuda.to_device(np.full(n, np.nan, dtype=out.dtype))
+    args = (u, a, b, out, out.dtype.type(alpha), int(steps))
+    kernel[blocks(n, block, kernel, args), block](*args)
     cuda.synchronize()
+
+
+def _cooperative_blocks(n: int, block: int, kernel: Any, args: Any) -> int:
+    """At most what can be resident at once (1 on the simulator): the documented way."""
+    overloads = kernel.specialize(*args).overloads
+    overload = next(iter(overloads.values()), None) or overloads[()]
+    return max(1, min(-(-n // block), int(overload.max_cooperative_grid_blocks(block))))
 
 
 @pytest_gpucheck.implements("heat_steps_grid_sync", backend="numba-cudasim", name="good")
 def good_grid_sync(u: Any, alpha: Any, steps: Any, out: Any) -> None:
-    _run_heat_kernel(_heat_kernel(True), u, alpha, steps, out)
+    _run_heat_kernel(_heat_kernel(True), u, alpha, steps, out, _cooperative_blocks)
+
+
+@pytest_gpucheck.implements("heat_steps_grid_sync", backend="numba-cudasim",
+                            name="broken_too_many_blocks")
+def broken_grid_sync_too_many_blocks(u: Any, alpha: Any, steps: Any, out: Any) -> None:
+    """The right kernel launched on a fixed grid of 4 blocks, more than can be resident at
+    once: a GPU refuses the launch past ``max_cooperative_grid_blocks``, and the
+    simulator cannot synchronise blocks at all."""
+    _run_heat_kernel(_heat_kernel(True), u, alpha, steps, out, lambda *_: 4)
 
 
 @pytest_gpucheck.implements("heat_steps_grid_sync", backend="numba-cudasim",
                             name="broken_block_sync")
 def broken_grid_sync_block_only(u: Any, alpha: Any, steps: Any, out: Any) -> None:
-    """Synchronises with ``cuda.syncthreads()``: the block, not the grid, so a block
-    reads its neighbour block's edge cell from the wrong step."""
-    _run_heat_kernel(_heat_kernel(False), u, alpha, steps, out)
+    """Synchronises with ``cuda.syncthreads()``, the block, not the grid, on one block per 8
+    cells: a block reads its neighbour block's edge cell before that block ran (the
+    simulator runs blocks one after another, so this is deterministic there)."""
+    _run_heat_kernel(_heat_kernel(False), u, alpha, steps, out, lambda n, block, *_:
+                     -(-n // block))
 
 
 # -- fused kernels: a user's own, jitted so that XLA fuses them ----------------------------------

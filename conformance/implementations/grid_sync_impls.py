@@ -6,10 +6,14 @@ loop) from one buffer into the other, then the whole grid synchronises before
 the next step reads what the others wrote.  A kernel that calls
 ``grid.sync()`` is launched cooperatively by Numba, and every block of a
 cooperative grid must be resident on the device at once, so the grid is at
-most ``kernel.max_cooperative_grid_blocks(block)`` blocks (on a GPU) and the
-grid-stride loop covers the rest of the field.
+most ``kernel.max_cooperative_grid_blocks(block)`` blocks and the grid-stride
+loop covers the rest of the field.  That holds on the simulator too, where the
+answer is 1: the simulator runs one block at a time and its ``grid.sync()`` only
+synchronises that block, so a grid of several blocks would read other blocks'
+cells from uninitialised scratch (see :mod:`pytest_gpucheck.backends.numba.cudasim_guard`).
 
-Never run on a GPU in this project's CI; the simulator runs it.
+Never run on a GPU in this project's CI; the simulator runs it (one block, so
+synchronisation *between* blocks is checked only on a GPU).
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ from ._applicability import not_applicable_elsewhere
 
 KERNELS = ("heat_steps_grid_sync",)
 BACKENDS = ("numba-cuda", "numba-cudasim")
-#: Threads per block: small in the simulator (one Python thread per CUDA thread) so
-#: that the drawn sizes span several blocks, and grid.sync() has blocks to synchronise.
+#: Threads per block: small in the simulator (one Python thread per CUDA thread) so that
+#: the drawn sizes span several strides of the grid-stride loop of its one block.
 SIMULATOR_BLOCK = 8
 GPU_BLOCK = 128
 
@@ -48,13 +52,25 @@ def kernels() -> Any:
     return _grid_sync_kernels.heat_steps
 
 
-def cooperative_grid(kernel: Any, n: int, block: int) -> int:
+def max_cooperative_blocks(kernel: Any, args: tuple[Any, ...], block: int) -> int:
+    """``max_cooperative_grid_blocks(block)`` of ``kernel`` compiled for ``args``.
+
+    The method belongs to a compiled overload, not to the ``@cuda.jit`` dispatcher:
+    ``kernel.specialize(*args)`` compiles the one overload (the simulator returns the
+    kernel itself, whose ``overloads[...]`` answers 1 for any signature)."""
+    overloads = kernel.specialize(*args).overloads
+    overload = next(iter(overloads.values()), None)
+    if overload is None:  # the simulator's overload dict is empty but answers any key
+        overload = overloads[()]
+    return int(overload.max_cooperative_grid_blocks(block))
+
+
+def cooperative_grid(kernel: Any, args: tuple[Any, ...], n: int, block: int) -> int:
     """Blocks for ``n`` cells: one cell per thread, at most what can be resident at once
-    on a GPU (the simulator runs any grid)."""
+    (:func:`max_cooperative_blocks`: 1 on the simulator, which runs one block at a time
+    and cannot synchronise blocks)."""
     wanted = max(1, math.ceil(n / block))
-    if simulated():
-        return wanted
-    return max(1, min(wanted, int(kernel.max_cooperative_grid_blocks(block))))
+    return max(1, min(wanted, max_cooperative_blocks(kernel, args, block)))
 
 
 def launch_heat_steps(kernel: Any, u: Any, alpha: Any, steps: Any, out: Any) -> None:
@@ -68,8 +84,8 @@ def launch_heat_steps(kernel: Any, u: Any, alpha: Any, steps: Any, out: Any) -> 
     block = SIMULATOR_BLOCK if simulated() else GPU_BLOCK
     a = cuda.device_array(n, dtype=out.dtype)
     b = cuda.device_array(n, dtype=out.dtype)
-    grid = cooperative_grid(kernel, n, block)
-    kernel[grid, block](u, a, b, out, np.dtype(out.dtype).type(alpha), int(steps))
+    args = (u, a, b, out, np.dtype(out.dtype).type(alpha), int(steps))
+    kernel[cooperative_grid(kernel, args, n, block), block](*args)
     cuda.synchronize()
 
 
@@ -91,4 +107,5 @@ not_applicable_elsewhere(
     "grid synchronisation inside one kernel launch is a CUDA cooperative-groups feature; "
     "this framework has no user-level kernel launch")
 
-__all__ = ["KERNELS", "cooperative_grid", "kernels", "launch_heat_steps", "simulated"]
+__all__ = ["KERNELS", "cooperative_grid", "kernels", "launch_heat_steps", "max_cooperative_blocks",
+           "simulated"]

@@ -198,6 +198,10 @@ class NumbaCudasimBackend(_NumbaCudaArrays):
                 "numba.cuda was imported before NUMBA_ENABLE_CUDASIM was "
                 "set, so this process cannot use the simulator"
             )
+        if simulator_requested():  # grid.sync() over several blocks fails, not passes by luck
+            from .cudasim_guard import install
+
+            install()
         return Probe(True, version=self.version(), device="CUDA simulator (cpu)")
 
 
