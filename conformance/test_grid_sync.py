@@ -4,7 +4,8 @@ one launch, the whole grid synchronised (``cuda.cg.this_grid().sync()``) between
 On a GPU the drawn sizes span several blocks, so a kernel that synchronises only its
 block (``cuda.syncthreads()``) reads neighbours' cells from the wrong step.  The CUDA
 simulator runs one block at a time and cannot synchronise blocks: there a grid sync in a
-grid of more than one block fails with one line (:mod:`pytest_gpucheck.backends.numba.cudasim_guard`),
+grid of more than one block fails with one line
+(:mod:`pytest_gpucheck.backends.numba.cudasim_guard`),
 and cross-block synchronisation is a GPU-tier check (``docs/kernels.md``).  The checks
 every launch gets are listed in :mod:`conformance.harness`.
 """
