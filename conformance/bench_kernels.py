@@ -44,7 +44,7 @@ F32 = np.dtype(np.float32)
 
 def sizes(backend: Backend) -> dict[str, int]:
     """The size table of ``backend``'s tier."""
-    if backend.name == "numba-cudasim":
+    if backend.is_simulator:
         return SIZES["simulator"]
     return SIZES["gpu" if backend.is_gpu else "cpu"]
 
@@ -62,7 +62,7 @@ def pick_implementation(kernel: str, backend: Backend, config: pytest.Config) ->
 
 def launch_for(shape: tuple[int, ...], backend: Backend) -> LaunchConfig:
     """One thread per output element, x along the last axis."""
-    small = backend.name == "numba-cudasim"
+    small = backend.is_simulator
     if len(shape) == 1:
         block = 32 if small else 256
         return LaunchConfig(grid=(max(math.ceil(shape[0] / block), 1),), block=(block,))

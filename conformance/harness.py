@@ -126,7 +126,7 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
         notes["guard_bands"] = IMMUTABLE_NOTE.format(backend=backend.name)
     invocation = rerun_invocation(request.config)
     selector = rerun_selector(Path(request.node.path), request.node.name, invocation)
-    compile_counter = _jax_compile_counter(backend.name)
+    compile_counter = _jax_compile_counter(backend)
     before = compile_counter()
     cases = spec.cases(sizing)
 
@@ -186,7 +186,7 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
         test()
     finally:
         compiles = compile_counter() - before
-        if compiles >= 0 and backend.name.startswith("jax"):
+        if compiles >= 0 and backend.traces_under_jit:
             notes["jax_compilations"] = str(compiles)
         for key, value in notes.items():
             request.node.user_properties.append((key, value))
@@ -308,9 +308,9 @@ def _check_signature(spec: KernelSpec, impl: Implementation, backend: Any) -> No
                     "(docs/kernels.md)", pytrace=False)
 
 
-def _jax_compile_counter(backend_name: str) -> Any:
+def _jax_compile_counter(backend: Any) -> Any:
     """A callable returning the number of XLA compilations so far (JAX backends only)."""
-    if not backend_name.startswith("jax"):
+    if not backend.traces_under_jit:
         return lambda: 0
     return _JaxCompiles.counter()
 

@@ -85,6 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     selection = configure_selection(config)
+    # By name: the backends' modules are not imported at configure (loading costs nothing).
     if any(name.startswith("jax-") for name in selection.names):
         # Before any child process starts, so simulator children, MPI ranks and
         # probe children inherit it (the JAX backends apply it in-process too).
