@@ -5,7 +5,7 @@ On a GPU the drawn sizes span several blocks, so a kernel that synchronises only
 block (``cuda.syncthreads()``) reads neighbours' cells from the wrong step.  The CUDA
 simulator runs one block at a time and cannot synchronise blocks: there a grid sync in a
 grid of more than one block fails with one line
-(:mod:`pytest_gpucheck.backends.numba.cudasim_guard`),
+(:mod:`pytest_gpucheck.backends.numba.simulator_guard`),
 and cross-block synchronisation is a GPU-tier check (``docs/kernels.md``).  The checks
 every launch gets are listed in :mod:`conformance.harness`.
 """

@@ -89,3 +89,14 @@ def test_simulator_and_jit_facts() -> None:
     assert [n for n in BACKENDS if backend_class(n).is_simulator] == ["numba-cudasim"]
     assert [n for n in BACKENDS if backend_class(n).traces_under_jit] == ["jax-cpu", "jax-gpu"]
     assert [n for n in BACKENDS if backend_class(n).single_threaded] == ["numpy", "numba-cudasim"]
+
+
+def test_no_module_name_looks_like_numba_cuda_to_its_import_redirector() -> None:
+    """numba-cuda's redirector matches ``"numba.cuda" in name``: a module of ours whose dotted
+    name contains it (``backends/numba/cuda_x.py``) fails to import with RecursionError
+    wherever the redirector is installed (every fresh environment with numba-cuda)."""
+    package = Path(__file__).parents[1] / "pytest_gpucheck"
+    names = [".".join(("pytest_gpucheck", *path.relative_to(package).with_suffix("").parts))
+             for path in package.rglob("*.py")]
+    assert len(names) > 50
+    assert [name for name in names if "numba.cuda" in name] == []

@@ -2,7 +2,7 @@
 
 Numba's simulator runs a kernel one block at a time and its ``this_grid().sync()``
 synchronises only the running block.  These tests pin the simulator internals the
-guard (:mod:`pytest_gpucheck.backends.numba.cudasim_guard`) relies on, prove the guard turns a
+guard (:mod:`pytest_gpucheck.backends.numba.simulator_guard`) relies on, prove the guard turns a
 multi-block grid sync into a failure with its one line, and run the bundled cooperative
 kernel on fields many blocks wide after poisoning the memory its scratch is recycled
 from.  Each runs in a child process with ``NUMBA_ENABLE_CUDASIM=1`` (``numba.cuda``
@@ -38,7 +38,7 @@ def test_simulator_internals_the_guard_relies_on() -> None:
     out = _simulate("""
         import inspect
         from numba.cuda.simulator import kernel, kernelapi
-        from pytest_gpucheck.backends.numba import cudasim_guard
+        from pytest_gpucheck.backends.numba import simulator_guard
         # One block at a time, each by a BlockManager that knows the grid.
         source = inspect.getsource(kernel.FakeCUDAKernel.__call__)
         assert "for grid_point in np.ndindex(*grid_dim)" in source, source
@@ -49,18 +49,18 @@ def test_simulator_internals_the_guard_relies_on() -> None:
         assert "syncthreads()" in inspect.getsource(kernelapi.GridGroup.sync)
         assert kernel.FakeCUDAKernel.overloads.fget(None)[()].max_cooperative_grid_blocks(
             (8, 1, 1)) == 1
-        print(cudasim_guard.install(), cudasim_guard.installed())
-        print(cudasim_guard.install(), cudasim_guard.installed())
+        print(simulator_guard.install(), simulator_guard.installed())
+        print(simulator_guard.install(), simulator_guard.installed())
     """)
     assert out.split() == ["None", "True", "None", "True"], out
 
 
 def test_the_backend_probe_installs_the_guard() -> None:
     out = _simulate("""
-        from pytest_gpucheck.backends.numba import cudasim_guard
+        from pytest_gpucheck.backends.numba import simulator_guard
         from pytest_gpucheck.backends import get_backend
-        print(cudasim_guard.installed())
-        print(get_backend("numba-cudasim").probe().available, cudasim_guard.installed())
+        print(simulator_guard.installed())
+        print(get_backend("numba-cudasim").probe().available, simulator_guard.installed())
     """)
     assert out.split() == ["False", "True", "True"], out
 
@@ -69,9 +69,9 @@ def test_a_grid_sync_over_several_blocks_fails_with_one_line() -> None:
     out = _simulate("""
         import numpy as np
         from numba import cuda
-        from pytest_gpucheck.backends.numba import cudasim_guard
+        from pytest_gpucheck.backends.numba import simulator_guard
 
-        assert cudasim_guard.install() is None
+        assert simulator_guard.install() is None
         import sys
         sys.path.insert(0, "tests")
         import grid_sync_user_kernels as k
@@ -85,7 +85,7 @@ def test_a_grid_sync_over_several_blocks_fails_with_one_line() -> None:
             return out
         try:
             launch(k.GRID, 2)
-        except cudasim_guard.CooperativeGridTooLarge as exc:
+        except simulator_guard.CooperativeGridTooLarge as exc:
             print("refused:", exc)
         else:
             print("not refused")

@@ -10,7 +10,7 @@ most ``kernel.max_cooperative_grid_blocks(block)`` blocks and the grid-stride
 loop covers the rest of the field.  That holds on the simulator too, where the
 answer is 1: the simulator runs one block at a time and its ``grid.sync()`` only
 synchronises that block, so a grid of several blocks would read other blocks'
-cells from uninitialised scratch (see :mod:`pytest_gpucheck.backends.numba.cudasim_guard`).
+cells from uninitialised scratch (see :mod:`pytest_gpucheck.backends.numba.simulator_guard`).
 
 Never run on a GPU in this project's CI; the simulator runs it (one block, so
 synchronisation *between* blocks is checked only on a GPU).

@@ -199,7 +199,7 @@ class NumbaCudasimBackend(_NumbaCudaArrays):
                 "set, so this process cannot use the simulator"
             )
         if simulator_requested():  # grid.sync() over several blocks fails, not passes by luck
-            from .cudasim_guard import install
+            from .simulator_guard import install
 
             install()
         return Probe(True, version=self.version(), device="CUDA simulator (cpu)")
