@@ -18,14 +18,17 @@ from .selection import item_backends
 from .workers import (
     ChildRun,
     backends_option,
+    collect_deaths,
     crash_text,
     describe_exit,
     failed_report,
+    hand_over_deaths,
     missing_report,
     output_tail,
     replay,
     run_child_pytest,
     tear_down_towards,
+    write_deaths,
 )
 
 SIMULATOR_BACKEND = "numba-cudasim"
@@ -159,19 +162,13 @@ class SimulatorRouter:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """pytest-xdist (controller): a worker ended; keep its children's deaths."""
-        output = getattr(node, "workeroutput", None) or {}
-        self.deaths.extend(output.get(DEATHS_OUTPUT, []))
+        collect_deaths(node, self.deaths, DEATHS_OUTPUT)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.worker is not None:
             self.worker.close()
-        workeroutput = getattr(self.config, "workeroutput", None)
-        if workeroutput is not None:
-            workeroutput[DEATHS_OUTPUT] = list(self.deaths)  # the controller decides
-        if self.deaths and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        hand_over_deaths(self.config, session, self.deaths, DEATHS_OUTPUT)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        for line in self.deaths:
-            terminalreporter.write_line(f"gpucheck: {line}", red=True)
+        write_deaths(terminalreporter, self.deaths)

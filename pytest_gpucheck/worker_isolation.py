@@ -140,23 +140,23 @@ class IsolationRouter:
         for worker in self.workers.values():
             worker.close()
         self.workers.clear()
-        workeroutput = getattr(self.config, "workeroutput", None)
-        if workeroutput is not None:
-            workeroutput[DEATHS_OUTPUT] = list(self.deaths)  # the controller decides
-        if self.deaths and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        from .workers import hand_over_deaths
+
+        hand_over_deaths(self.config, session, self.deaths, DEATHS_OUTPUT)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """pytest-xdist (controller): a worker ended; keep its isolation workers' deaths."""
-        output = getattr(node, "workeroutput", None) or {}
-        self.deaths.extend(output.get(DEATHS_OUTPUT, []))
+        from .workers import collect_deaths
+
+        collect_deaths(node, self.deaths, DEATHS_OUTPUT)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if os.environ.get("PYTEST_XDIST_WORKER"):
             return
-        for line in self.deaths:
-            terminalreporter.write_line(f"gpucheck: {line}", red=True)
+        from .workers import write_deaths
+
+        write_deaths(terminalreporter, self.deaths)
 
 
 # inject_sticky_error is this module's public test hook (docs/reliability.md).

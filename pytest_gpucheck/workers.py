@@ -229,6 +229,31 @@ class ChildRun:
         ]
 
 
+# -- deaths: a child that died is never a green run ------------------------------------------
+def hand_over_deaths(config: pytest.Config, session: pytest.Session, deaths: list[str],
+                     output_key: str) -> None:
+    """At session end: under pytest-xdist, pass this worker's child deaths to the controller
+    (``output_key`` of its worker output; the controller decides the exit status); a run
+    in which a child died is never exit 0."""
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[output_key] = list(deaths)
+    if deaths and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def collect_deaths(node: Any, deaths: list[str], output_key: str) -> None:
+    """pytest-xdist controller, when a worker ended: keep the deaths it handed over."""
+    output = getattr(node, "workeroutput", None) or {}
+    deaths.extend(output.get(output_key, []))
+
+
+def write_deaths(terminalreporter: Any, deaths: Sequence[str]) -> None:
+    """One red summary line per child death."""
+    for line in deaths:
+        terminalreporter.write_line(f"gpucheck: {line}", red=True)
+
+
 def describe_exit(returncode: int, *, launcher: bool = False) -> str:
     """``killed by signal 11 (SIGSEGV)`` / ``exited with code 3``, for messages."""
     if returncode < 0:

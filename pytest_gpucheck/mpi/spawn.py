@@ -26,9 +26,11 @@ from ..workers import (
     crash_text,
     describe_exit,
     failed_report,
+    hand_over_deaths,
     missing_report,
     replay,
     run_child_pytest,
+    write_deaths,
 )
 from .environment import RANK_PID_VARIABLE
 from .launcher import Launcher
@@ -298,15 +300,10 @@ class SpawnRouter:
         return remaining
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        workeroutput = getattr(self.config, "workeroutput", None)
-        if workeroutput is not None:
-            workeroutput[JOB_DEATHS_OUTPUT] = list(self.deaths)  # the controller decides
-        if self.deaths and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        hand_over_deaths(self.config, session, self.deaths, JOB_DEATHS_OUTPUT)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        for line in self.deaths:
-            terminalreporter.write_line(f"gpucheck: {line}", red=True)
+        write_deaths(terminalreporter, self.deaths)
 
     def _failed(self, item: pytest.Item, text: str) -> pytest.TestReport:
         return failed_report(item, text)
