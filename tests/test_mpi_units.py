@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_gpucheck.launch_env import RANK_PID_VARIABLE, launched_rank
 from pytest_gpucheck.mpi.binding import RankBinding, describe_bindings
 from pytest_gpucheck.mpi.decomposition import block_range, coverage_problem
-from pytest_gpucheck.mpi.environment import RANK_PID_VARIABLE, launched_rank
 from pytest_gpucheck.mpi.launcher import Launcher
 from pytest_gpucheck.mpi.marker import MpiSpec, parse_mpi_mark
 from pytest_gpucheck.mpi.outcome import RankOutcome, apply_collective

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .environment import RANK_PID_VARIABLE, launched_rank
+from ..launch_env import RANK_PID_VARIABLE, launched_rank
 from .launcher import (
     DEFAULT_LAUNCHER,
     LauncherError,

@@ -17,6 +17,7 @@ from typing import Any, NoReturn, TextIO
 import pytest
 
 from ..child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+from ..launch_env import LaunchedRank, claim_rank_environment
 from ..simulator_router import needs_simulator
 from .binding import (
     RankBinding,
@@ -26,7 +27,6 @@ from .binding import (
     node_local_rank,
     this_host,
 )
-from .environment import LaunchedRank, claim_rank_environment
 from .marker import MpiSpec, mpi_spec
 from .outcome import RankOutcome, apply_collective, exchange
 from .watchdog import RUNNING, WAITING, Watchdog

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ..child_env import SIMULATOR_CHILD_VARIABLE
+from ..launch_env import RANK_PID_VARIABLE
 from ..simulator_router import needs_simulator
 from ..workers import (
     ChildRun,
@@ -32,7 +33,6 @@ from ..workers import (
     run_child_pytest,
     write_deaths,
 )
-from .environment import RANK_PID_VARIABLE
 from .launcher import Launcher
 from .marker import MpiSpec, mpi_spec
 from .watchdog import extract_report, reported_test
