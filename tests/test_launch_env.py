@@ -7,7 +7,8 @@ import doctest
 import pytest
 
 from pytest_gpucheck import devices, launch_env
-from pytest_gpucheck.mpi import binding, environment, gpu_aware
+from pytest_gpucheck.mpi import binding, gpu_aware, rank_session
+from pytest_gpucheck.mpi import plugin as mpi_plugin
 
 
 def test_the_examples_in_the_docstrings_hold() -> None:
@@ -20,7 +21,8 @@ def test_the_other_modules_read_the_same_variables() -> None:
     assert devices.LOCAL_RANK_VARIABLES is launch_env.LOCAL_RANK_VARIABLES
     assert devices.local_slot is launch_env.local_slot
     assert launch_env.LOCAL_RANK_VARIABLES[0] == binding.LOCAL_RANK_VARIABLE
-    assert environment.launched_rank is launch_env.launched_rank
+    assert mpi_plugin.launched_rank is launch_env.launched_rank
+    assert rank_session.claim_rank_environment is launch_env.claim_rank_environment
 
 
 def test_the_gpu_aware_probe_leaves_the_job(monkeypatch: pytest.MonkeyPatch) -> None:
