@@ -36,12 +36,26 @@ def test_1_fails_first(mpi_comm):
 @pytest.mark.mpi(ranks=2, timeout=5)
 def test_2_stops_the_job(mpi_comm, mpi_rank):
     case = os.environ["CASE"]
+    if mpi_rank != int(os.environ.get("VICTIM", "0")) and case not in ("abort", "hang"):
+        case = ""
     if case == "abort":
         from mpi4py import MPI
 
         MPI.COMM_WORLD.Abort()  # error code 0
-    if case == "exit" and mpi_rank == 0:
+    if case == "Abort()":
+        from mpi4py import MPI
+
+        MPI.COMM_WORLD.Abort()
+    if case == "Abort(0)":
+        mpi_comm.Abort(0)
+    if case in ("exit", "os._exit(0)"):
         os._exit(0)
+    if case == "os._exit(3)":
+        os._exit(3)
+    if case == "segfault":
+        import ctypes
+
+        ctypes.string_at(0)
     if case == "hang" and mpi_rank == 1:
         time.sleep(120)
     mpi_comm.Barrier()
@@ -53,9 +67,11 @@ def test_3_after(mpi_comm):
 """
 
 
-def run(project: Path, case: str, *command: str) -> subprocess.CompletedProcess[str]:
+def run(project: Path, case: str, *command: str, victim: int = 0
+        ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["CASE"] = case
+    env["VICTIM"] = str(victim)
     (project / "test_job.py").write_text(TESTS)
     return subprocess.run([*command, sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                            "-v", "--gpu-mpi-max-ranks=2"], cwd=project, env=env,
@@ -73,13 +89,38 @@ def test_launched_watchdog_stop_prints_the_results_before_it(tmp_path: Path) -> 
     assert "before the stop: 1 failed; the stopped test failed" in output
 
 
-def test_launched_exit_0_on_a_rank_is_not_a_green_run(tmp_path: Path) -> None:
+STOPPED = "test_job.py::test_2_stops_the_job"
+LAST_WORDS = {
+    "Abort()": f"called MPI_Abort(0) during {STOPPED}; the job ends here (with exit code 1, "
+               "not 0)",
+    "Abort(0)": f"called MPI_Abort(0) during {STOPPED}; the job ends here (with exit code 1, "
+                "not 0)",
+    "os._exit(0)": f"called os._exit(0) during {STOPPED}; the job ends here (with exit code 1, "
+                   "not 0)",
+    "os._exit(3)": f"called os._exit(3) during {STOPPED}; the job ends here",
+}
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+@pytest.mark.parametrize("case", [*LAST_WORDS, "segfault"])
+def test_launched_abort_exit_or_crash_on_a_rank_is_named_and_never_green(
+        tmp_path: Path, case: str, victim: int) -> None:
+    """``mpiexec -n 2 pytest``: the rank that ends the job says so, and the job fails."""
     assert MPIEXEC is not None
-    result = run(tmp_path, "exit", MPIEXEC, "-n", "2")
+    result = run(tmp_path, case, MPIEXEC, "-n", "2", victim=victim)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
-    assert ("gpucheck mpi: rank 0 called os._exit(0) during test_job.py::test_2_stops_the_job; "
-            "the job ends here (with exit code 1, not 0)") in output
+    assert f"{STOPPED} PASSED" not in output  # MPICH's MPI_Abort returns for a moment
+    if case == "segfault":
+        assert (f"gpucheck mpi: rank {victim} (pid ") in output, output
+        assert (f"crashed during {STOPPED}: Segmentation fault; faulthandler's stack of "
+                f"rank {victim} (every thread):") in output, output
+        assert f'[rank {victim}]   File "{tmp_path / "test_job.py"}", line ' in output, output
+        return
+    assert f"gpucheck mpi: rank {victim} {LAST_WORDS[case]}" in output, output
+    if victim == 0:  # rank 0 holds the results so far and prints them before it goes
+        assert "gpucheck mpi: results before the job was stopped" in output, output
+        assert "AssertionError: an earlier failure" in output, output
 
 
 @pytest.mark.parametrize("case", ["abort", "exit"])

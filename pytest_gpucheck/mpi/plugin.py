@@ -183,7 +183,7 @@ def mpi_comm(request: pytest.FixtureRequest) -> Generator[Any, None, None]:
     A duplicate, so messages a failed test leaves unmatched cannot be received
     by the next test.  Creating it is collective: every rank runs the test.
     """
-    comm = _rank_session(request).world.Dup()
+    comm = _rank_session(request).guarded_world.Dup()
     yield comm
     comm.Free()
 

@@ -8,9 +8,12 @@ here.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
+import subprocess
 import sys
-from collections.abc import Generator
+import time
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, NoReturn, TextIO
 
@@ -33,6 +36,8 @@ from .watchdog import RUNNING, WAITING, Watchdog
 
 #: Seconds the end-of-session exchange of failures may take before the watchdog ends the job.
 SESSION_END_TIMEOUT = 60.0
+#: Seconds between a rank's "called MPI_Abort" line and the abort itself.
+ABORT_NOTICE_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,18 @@ class RankSession:
         self.bindings: list[RankBinding] = []
         self.backend_notes: list[str] = []
         self._running = ""
+        self._real_exit = os._exit
         self._guard_exit()
+        #: ``MPI.COMM_WORLD`` as tests see it (and ``mpi_comm``, its duplicate): its
+        #: ``Abort`` names the rank and never ends the job with 0.
+        self.guarded_world: Any = self.world
+        self._unguarded: dict[str, Any] = {}
+        self._guard_abort()
+        #: Launched by the user (not a job spawned by the plugin, whose parent reads
+        #: each rank's faulthandler file): a crash reporter names this rank.
+        self.crash_reporter: CrashReporter | None = (
+            None if os.environ.get(REPORT_SINK_VARIABLE)
+            else CrashReporter(self.rank, self.host))
         self.other_failures: list[OtherRankFailure] = []
         self._active: set[str] = set()
         self._saved_stdout: TextIO | None = None
@@ -105,6 +121,9 @@ class RankSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.crash_reporter is not None:
+            # After pytest's faulthandler plugin (its pytest_configure runs after ours).
+            self.crash_reporter.enable()
         from ..devices import cuda_driver
         from ..selection import get_selection
 
@@ -161,6 +180,8 @@ class RankSession:
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
         spec = mpi_spec(item)
         self._running = item.nodeid
+        if self.crash_reporter is not None:
+            self.crash_reporter.running(item.nodeid)
         try:
             if item.nodeid not in self._active or spec is None:
                 return (yield)
@@ -171,6 +192,8 @@ class RankSession:
                 self.watchdog.disarm()
         finally:
             self._running = ""
+            if self.crash_reporter is not None:
+                self.crash_reporter.running("")
 
     def _guard_exit(self) -> None:
         """Make ``os._exit`` during a test say so, and never exit 0.
@@ -185,15 +208,71 @@ class RankSession:
             code = status
             # Not in a forked helper of the rank (multiprocessing exits its children so).
             if self._running and os.getpid() == rank_pid:
-                with contextlib.suppress(Exception):
-                    self.stderr.write(f"gpucheck mpi: rank {self.rank} called os._exit({code}) "
-                                      f"during {self._running}; the job ends here"
-                                      f"{'' if code else ' (with exit code 1, not 0)'}\n")
-                    self.stderr.flush()
+                self.last_words(f"gpucheck mpi: rank {self.rank} called os._exit({code}) "
+                                f"during {self._running}; the job ends here"
+                                f"{'' if code else ' (with exit code 1, not 0)'}")
                 code = code or 1
             real_exit(code)
 
         os._exit = exit_during_test
+
+    def _guard_abort(self) -> None:
+        """Make ``MPI_Abort`` through ``COMM_WORLD``, ``COMM_SELF`` or ``mpi_comm`` say so,
+        and never end the job with 0.
+
+        Under a launcher the job's exit status is the abort's error code:
+        ``MPI.COMM_WORLD.Abort()`` (code 0) would end every rank with a green
+        status, and MPICH's ``MPI_Abort`` even returns for a moment, so pytest
+        could print PASSED for the test that aborted.  mpi4py's types are
+        immutable, so the predefined communicators are replaced in the module by
+        subclass instances over the same handles (``Dup`` keeps the subclass);
+        the plugin's own communicators stay unguarded (the watchdog aborts with 1).
+        """
+        from mpi4py import MPI
+
+        session = self
+
+        class GuardedIntracomm(MPI.Intracomm):  # type: ignore[misc]
+            """An ``Intracomm`` whose ``Abort`` is reported and never exits 0."""
+
+            def Abort(self, errorcode: int = 0) -> NoReturn:
+                session.aborting(errorcode, lambda code: MPI.Intracomm.Abort(self, code))
+
+        for name in ("COMM_WORLD", "COMM_SELF"):
+            self._unguarded[name] = getattr(MPI, name)
+            setattr(MPI, name, GuardedIntracomm(self._unguarded[name]))
+        self.guarded_world = MPI.COMM_WORLD
+
+    def last_words(self, line: str) -> None:
+        """Print ``line`` as this rank ends the job.
+
+        Through the crash reporter where there is one: after ``MPI_Abort`` the
+        launcher kills the ranks and may drop what they wrote last, but it
+        forwards the reporter's output, which lives until the rank is gone.
+        """
+        with contextlib.suppress(Exception):
+            if self.crash_reporter is not None:
+                if self.rank == 0:  # the only rank that recorded them
+                    line = f"{self.session_so_far()}\n{line}"
+                self.crash_reporter.say(line)
+            else:
+                self.stderr.write(line + "\n")
+                self.stderr.flush()
+
+    def aborting(self, errorcode: int, real_abort: Callable[[int], object]) -> NoReturn:
+        """Say which rank aborted during which test, then abort with a non-zero code."""
+        code = errorcode or 1
+        where = f"during {self._running}" if self._running else "outside a test"
+        self.last_words(f"gpucheck mpi: rank {self.rank} called MPI_Abort({errorcode}) {where}; "
+                        f"the job ends here{'' if errorcode else ' (with exit code 1, not 0)'}")
+        # The launcher stops forwarding output once it handles the abort: give
+        # it a moment to forward that line first.
+        time.sleep(ABORT_NOTICE_SECONDS)
+        real_abort(code)
+        # MPICH's MPI_Abort returns while the launcher kills the job: never let the
+        # test go on (and be reported passed) in the meantime.
+        time.sleep(30)
+        self._real_exit(code)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -227,14 +306,14 @@ class RankSession:
             self.counts[report.outcome] = self.counts.get(report.outcome, 0) + 1
 
     def session_so_far(self) -> str:
-        """What rank 0 recorded before the watchdog stopped the job (pytest's own summary
-        never comes: MPI_Abort ends the process)."""
+        """What rank 0 recorded before the watchdog, an abort or an exit stopped the job
+        (pytest's own summary never comes: the launcher ends every rank)."""
         lines = ["=" * 20 + " gpucheck mpi: results before the job was stopped " + "=" * 20]
         for title, text in self.failures:
             lines += [f"{'_' * 10} {title} {'_' * 10}", text.rstrip()]
         counts = ", ".join(f"{n} {what}" for what, n in sorted(self.counts.items())) or "none"
         lines.append(f"before the stop: {counts}; the stopped test failed; the job exits "
-                     "non-zero (MPI_Abort)")
+                     "non-zero")
         return "\n".join(lines)
 
     # -- the end -------------------------------------------------------------------------
@@ -260,3 +339,88 @@ class RankSession:
 
     def pytest_unconfigure(self) -> None:
         self.restore_stdout()
+        from mpi4py import MPI
+
+        for name, comm in self._unguarded.items():
+            setattr(MPI, name, comm)
+        if self.crash_reporter is not None:
+            self.crash_reporter.close(self.stderr)
+
+
+#: The crash reporter's program (run with ``python -I -S``: no imports but its own).
+#: It reads one rank's faulthandler output from a pipe until the rank is gone;
+#: lines starting with RS (0x1e) name the test that is running, lines starting
+#: with GS (0x1d) are printed as they are (the rank's last words).
+_REPORTER = r"""
+import sys
+
+rank, pid, host = sys.argv[1:4]
+test, said, out = "", False, sys.stderr.buffer
+for raw in sys.stdin.buffer:
+    if raw.startswith(b"\x1e"):
+        test = raw[1:].decode("utf-8", "replace").strip()
+        continue
+    if raw.startswith(b"\x1d"):
+        out.write(raw[1:])
+        out.flush()
+        continue
+    if not said:
+        line = raw.decode("utf-8", "replace").strip()
+        cause = line.removeprefix("Fatal Python error: ") or "a fatal error"
+        where = "during " + test if test else "outside a test"
+        out.write(("gpucheck mpi: rank %s (pid %s, host %s) crashed %s: %s; "
+                   "faulthandler's stack of rank %s (every thread):\n"
+                   % (rank, pid, host, where, cause, rank)).encode())
+        said = True
+    out.write(b"[rank " + rank.encode() + b"] " + raw)
+    out.flush()
+"""
+
+
+class CrashReporter:
+    """Names the rank (and test) of a fatal error in launched mode.
+
+    A segfaulting rank dies inside its signal handler and the launcher kills
+    the others with SIGKILL, so no rank can print anything after a crash.
+    faulthandler therefore writes this rank's dump into a pipe read by a small
+    process of its own session (the launcher's kill does not reach it), which
+    prints the dump under a header naming the rank, its pid (the launcher's
+    "BAD TERMINATION" line names the pid), the test and the cause.  It exits
+    when the pipe closes: at the end of the session, or when the rank dies.
+    """
+
+    def __init__(self, rank: int, host: str) -> None:
+        read_end, self._write_end = os.pipe()
+        self.process: subprocess.Popen[bytes] | None = None
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _REPORTER, str(rank), str(os.getpid()), host],
+                stdin=read_end, start_new_session=True)
+        finally:
+            os.close(read_end)
+
+    def enable(self) -> None:
+        """Point faulthandler's fatal-error dump at the reporter."""
+        faulthandler.enable(file=self._write_end, all_threads=True)
+
+    def running(self, nodeid: str) -> None:
+        """Tell the reporter which test runs now ("" between tests)."""
+        with contextlib.suppress(OSError):
+            os.write(self._write_end, b"\x1e" + nodeid.encode() + b"\n")
+
+    def say(self, line: str) -> None:
+        """Have the reporter print ``line`` (one GS-marked record per line of it)."""
+        os.write(self._write_end, b"".join(b"\x1d" + part.encode() + b"\n"
+                                           for part in line.splitlines()))
+
+    def close(self, stderr: TextIO) -> None:
+        """Give faulthandler back to stderr, end the reporter, wait for it."""
+        faulthandler.enable(file=stderr, all_threads=True)
+        with contextlib.suppress(OSError):
+            os.close(self._write_end)
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # a forked child of the rank holds the pipe
+                self.process.kill()
+                self.process.wait()
