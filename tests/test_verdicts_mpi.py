@@ -133,3 +133,41 @@ def test_spawned_abort_or_exit_0_fails_its_test_and_the_rest_run(tmp_path: Path,
     assert "test_job.py::test_2_stops_the_job FAILED" in output
     assert "test_job.py::test_3_after PASSED" in output  # in a fresh job
     assert "while running this test; it never reported a result" in output
+
+
+PROGRESS = """
+import pytest
+
+
+def test_a():
+    pass
+
+
+def test_b():
+    pass
+
+
+@pytest.mark.mpi(ranks=2)
+def test_spawned(mpi_comm):
+    mpi_comm.Barrier()
+
+
+def test_c():
+    pass
+"""
+
+
+def test_spawned_progress_lines_are_lines_of_their_own(tmp_path: Path) -> None:
+    """The job lines never land in the middle of pytest's ``..`` progress line (the
+    "waiting for" lines are written the same way, by ``SpawnRouter._say``)."""
+    (tmp_path / "test_progress.py").write_text(PROGRESS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                             "--gpu-mpi-max-ranks=2"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=RUN_LIMIT, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    ours = [line for line in lines if "gpucheck mpi:" in line]
+    assert any("finished in" in line for line in ours), result.stdout
+    assert all(line.startswith("gpucheck mpi:") for line in ours), result.stdout
+    assert "4 passed" in result.stdout
