@@ -36,6 +36,7 @@ from .watchdog import RUNNING, WAITING, Watchdog
 
 #: Seconds the end-of-session exchange of failures may take before the watchdog ends the job.
 SESSION_END_TIMEOUT = 60.0
+RESULTS_BANNER = "=" * 20 + " gpucheck mpi: results before the job was stopped " + "=" * 20
 #: Seconds between a rank's "called MPI_Abort" line and the abort itself.
 ABORT_NOTICE_SECONDS = 0.5
 
@@ -238,6 +239,9 @@ class RankSession:
             def Abort(self, errorcode: int = 0) -> NoReturn:
                 session.aborting(errorcode, lambda code: MPI.Intracomm.Abort(self, code))
 
+        # Tracebacks show ``mpi_comm``'s repr: a readable name, not "<locals>".
+        GuardedIntracomm.__qualname__ = GuardedIntracomm.__name__
+
         for name in ("COMM_WORLD", "COMM_SELF"):
             self._unguarded[name] = getattr(MPI, name)
             setattr(MPI, name, GuardedIntracomm(self._unguarded[name]))
@@ -298,23 +302,29 @@ class RankSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.rank != 0:
             return
+        failure = ""
         if report.failed:
             self.counts["failed" if report.when == "call" else "error"] = self.counts.get(
                 "failed" if report.when == "call" else "error", 0) + 1
             self.failures.append((f"{report.nodeid} ({report.when})", str(report.longrepr)))
+            failure = _failure_block(*self.failures[-1])
         elif report.when == "call" or report.skipped:
             self.counts[report.outcome] = self.counts.get(report.outcome, 0) + 1
+        else:
+            return
+        if self.crash_reporter is not None:
+            # A segfault leaves rank 0 no chance to print them: its reporter keeps them.
+            self.crash_reporter.record(failure, self._counts_line())
 
     def session_so_far(self) -> str:
         """What rank 0 recorded before the watchdog, an abort or an exit stopped the job
         (pytest's own summary never comes: the launcher ends every rank)."""
-        lines = ["=" * 20 + " gpucheck mpi: results before the job was stopped " + "=" * 20]
-        for title, text in self.failures:
-            lines += [f"{'_' * 10} {title} {'_' * 10}", text.rstrip()]
+        return "\n".join([RESULTS_BANNER, *(_failure_block(*f) for f in self.failures),
+                          self._counts_line()])
+
+    def _counts_line(self) -> str:
         counts = ", ".join(f"{n} {what}" for what, n in sorted(self.counts.items())) or "none"
-        lines.append(f"before the stop: {counts}; the stopped test failed; the job exits "
-                     "non-zero")
-        return "\n".join(lines)
+        return f"before the stop: {counts}; the stopped test failed; the job exits non-zero"
 
     # -- the end -------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -347,16 +357,29 @@ class RankSession:
             self.crash_reporter.close(self.stderr)
 
 
+def _failure_block(title: str, text: str) -> str:
+    return f"{'_' * 10} {title} {'_' * 10}\n{text.rstrip()}"
+
+
 #: The crash reporter's program (run with ``python -I -S``: no imports but its own).
 #: It reads one rank's faulthandler output from a pipe until the rank is gone;
 #: lines starting with RS (0x1e) name the test that is running, lines starting
-#: with GS (0x1d) are printed as they are (the rank's last words).
+#: with GS (0x1d) are printed as they are (the rank's last words), lines starting
+#: with US (0x1f) and FS (0x1c) are rank 0's failures and counts so far, printed
+#: after a crash's dump.
 _REPORTER = r"""
 import sys
 
-rank, pid, host = sys.argv[1:4]
+rank, pid, host, banner = sys.argv[1:5]
 test, said, out = "", False, sys.stderr.buffer
+results, counts = [], b""
 for raw in sys.stdin.buffer:
+    if raw.startswith(b"\x1f"):
+        results.append(raw[1:])
+        continue
+    if raw.startswith(b"\x1c"):
+        counts = raw[1:]
+        continue
     if raw.startswith(b"\x1e"):
         test = raw[1:].decode("utf-8", "replace").strip()
         continue
@@ -373,6 +396,9 @@ for raw in sys.stdin.buffer:
                    % (rank, pid, host, where, cause, rank)).encode())
         said = True
     out.write(b"[rank " + rank.encode() + b"] " + raw)
+    out.flush()
+if said and counts:
+    out.write(banner.encode() + b"\n" + b"".join(results) + counts)
     out.flush()
 """
 
@@ -394,7 +420,8 @@ class CrashReporter:
         self.process: subprocess.Popen[bytes] | None = None
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _REPORTER, str(rank), str(os.getpid()), host],
+                [sys.executable, "-I", "-S", "-c", _REPORTER, str(rank), str(os.getpid()), host,
+                 RESULTS_BANNER],
                 stdin=read_end, start_new_session=True)
         finally:
             os.close(read_end)
@@ -412,6 +439,13 @@ class CrashReporter:
         """Have the reporter print ``line`` (one GS-marked record per line of it)."""
         os.write(self._write_end, b"".join(b"\x1d" + part.encode() + b"\n"
                                            for part in line.splitlines()))
+
+    def record(self, failure: str, counts: str) -> None:
+        """Keep rank 0's new failure (may be "") and its counts line, for after a crash."""
+        with contextlib.suppress(OSError):
+            os.write(self._write_end, b"".join(b"\x1f" + part.encode() + b"\n"
+                                               for part in failure.splitlines())
+                     + b"\x1c" + counts.encode() + b"\n")
 
     def close(self, stderr: TextIO) -> None:
         """Give faulthandler back to stderr, end the reporter, wait for it."""
