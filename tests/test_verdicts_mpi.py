@@ -116,6 +116,8 @@ def test_launched_abort_exit_or_crash_on_a_rank_is_named_and_never_green(
         assert (f"crashed during {STOPPED}: Segmentation fault; faulthandler's stack of "
                 f"rank {victim} (every thread):") in output, output
         assert f'[rank {victim}]   File "{tmp_path / "test_job.py"}", line ' in output, output
+        rank_pid = output.split(f"gpucheck mpi: rank {victim} (pid ", 1)[1].split(",", 1)[0]
+        assert _crash_reporters_gone(rank_pid), f"the crash reporter of pid {rank_pid} lives on"
     else:
         assert f"gpucheck mpi: rank {victim} {LAST_WORDS[case]}" in output, output
     if victim == 0:  # rank 0 holds the results so far and prints them before it goes
@@ -133,6 +135,29 @@ def test_spawned_abort_or_exit_0_fails_its_test_and_the_rest_run(tmp_path: Path,
     assert "test_job.py::test_2_stops_the_job FAILED" in output
     assert "test_job.py::test_3_after PASSED" in output  # in a fresh job
     assert "while running this test; it never reported a result" in output
+
+
+def _crash_reporters_gone(rank_pid: str, wait: float = 5.0) -> bool:
+    """No crash reporter of the rank ``rank_pid`` is left (its argv: ... RANK PID HOST ...)."""
+    import time
+
+    if not Path("/proc").is_dir():
+        return True
+    give_up = time.monotonic() + wait
+    while True:
+        alive = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"-I" in argv and b"-S" in argv and rank_pid.encode() in argv:
+                alive.append(cmdline)
+        if not alive:
+            return True
+        if time.monotonic() > give_up:
+            return False
+        time.sleep(0.1)
 
 
 PROGRESS = """
