@@ -135,3 +135,19 @@ def test_timeout_report_names_hung_ranks_and_is_found_in_output() -> None:
     assert found is not None
     assert reported_test(found) == "t.py::test_x"
     assert extract_report("no report here") is None
+
+
+def test_timeout_report_tells_the_hung_rank_from_its_peer_blocked_in_mpi() -> None:
+    sleeping = Snapshot(1, "h", 2, RUNNING, "  File t.py, line 9, in test_x\n    sleep(9)\n")
+    in_barrier = Snapshot(0, "h", 1, RUNNING, "  File t.py, line 10, in test_x\n",
+                          mpi_call="Barrier")
+    text = format_report("t.py::test_x", 3.0, 2.0, 2, [in_barrier, sleeping])
+    assert "hung (still running the test): rank(s) 1\n" in text
+    assert ("blocked in an MPI call of the test, most likely waiting for them: "
+            "rank(s) 0 (Barrier)") in text
+    assert "rank 0 (host h, pid 1): running the test (in MPI: Barrier)" in text
+    # Every rank in MPI (a deadlock): all of them are the hung ones.
+    deadlock = format_report("t.py::test_x", 3.0, 2.0, 2, [
+        in_barrier, Snapshot(1, "h", 2, RUNNING, "", mpi_call="Recv")])
+    assert "hung (still running the test): rank(s) 0, 1\n" in deadlock
+    assert "blocked in an MPI call of the test" not in deadlock

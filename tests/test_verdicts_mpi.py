@@ -84,6 +84,10 @@ def test_launched_watchdog_stop_prints_the_results_before_it(tmp_path: Path) -> 
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
     assert "did not finish within its timeout of 5 s" in output
+    # rank 1 sleeps in the test; rank 0 waits for it in mpi_comm.Barrier()
+    assert "hung (still running the test): rank(s) 1\n" in output, output
+    assert ("blocked in an MPI call of the test, most likely waiting for them: "
+            "rank(s) 0 (Barrier)") in output, output
     assert "gpucheck mpi: results before the job was stopped" in output
     assert "AssertionError: an earlier failure" in output
     assert "before the stop: 1 failed; the stopped test failed" in output

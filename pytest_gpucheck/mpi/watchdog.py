@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import linecache
 import os
+import re
 import sys
 import threading
 import time
@@ -53,6 +55,7 @@ class Snapshot:
     state: str
     stack: str
     failure: str = ""  # this rank's failure text, if its test failed
+    mpi_call: str = ""  # the mpi4py method the test's current line calls (blocked in MPI?)
 
 
 def other_threads_stacks() -> str:
@@ -70,6 +73,36 @@ def other_threads_stacks() -> str:
 
 
 _HARNESS = ("_pytest", "pluggy", "<frozen runpy>", f"pytest{os.sep}__main__")
+_CALLED = re.compile(r"\.\s*([A-Za-z_]\w*)\s*\(")
+
+
+def main_thread_mpi_call(mpi_names: frozenset[str]) -> str:
+    """The mpi4py method that the main thread's current line calls, or "".
+
+    A rank blocked in MPI has no Python frame below that line (mpi4py's
+    methods are compiled), so the innermost frame's line names the call.  This
+    tells a rank that waits in ``Barrier`` for a hung peer from the hung peer
+    itself.  A line that calls something else too may be misnamed; the stacks
+    in the report are the ground truth.
+    """
+    frame = sys._current_frames().get(threading.main_thread().ident or -1)
+    if frame is None:
+        return ""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    called = [name for name in _CALLED.findall(line) if name in mpi_names]
+    return called[-1] if called else ""
+
+
+def mpi_method_names() -> frozenset[str]:
+    """The methods of mpi4py's communicators and requests (the calls that can block)."""
+    from mpi4py import MPI
+
+    names = {n for kind in (MPI.Comm, MPI.Intracomm) for n in dir(kind)
+             if not n.startswith(("_", "Get_", "Set_", "Is_", "py2f", "f2py"))}
+    # Requests' waits; not Win or File methods, whose names (Get, Lock, Read, ...) are
+    # too common elsewhere.
+    names.update(n for n in dir(MPI.Request) if n.lower().startswith("wait"))
+    return frozenset(names - {"rank", "size", "group", "info", "name", "topology"})
 
 
 def _user_frames(stack: traceback.StackSummary) -> list[traceback.FrameSummary]:
@@ -90,7 +123,14 @@ def format_report(nodeid: str, timeout: float, grace: float, size: int,
     """The report: why the job was stopped, which ranks were stuck, then each rank's stack."""
     by_rank = {s.rank: s for s in snapshots}
     failed = [s.rank for s in snapshots if s.failure]
-    stuck = [s.rank for s in snapshots if not s.failure and s.state.startswith(RUNNING)]
+    running = [s for s in snapshots if not s.failure and s.state.startswith(RUNNING)]
+    stuck = [s.rank for s in running]
+    in_mpi: list[Snapshot] = []
+    if not failed and any(not s.mpi_call for s in running):
+        # Some ranks run the test's own code, the others wait in MPI, most likely
+        # for them: name the former as the hung ones.
+        in_mpi = [s for s in running if s.mpi_call]
+        stuck = [s.rank for s in running if not s.mpi_call]
     waiting = [s.rank for s in snapshots if not s.failure and not s.state.startswith(RUNNING)]
     silent = [r for r in range(size) if r not in by_rank]
     if failed:
@@ -99,13 +139,18 @@ def format_report(nodeid: str, timeout: float, grace: float, size: int,
     else:
         why = (f"the test did not finish within its timeout of {timeout:g} s; "
                f"hung (still running the test): rank(s) {_ranks(stuck)}")
-    lines = [BEGIN_MARK, f"{TEST_LINE}{nodeid}", why,
-             f"waiting for the other ranks: rank(s) {_ranks(waiting)}"]
+    lines = [BEGIN_MARK, f"{TEST_LINE}{nodeid}", why]
+    if in_mpi:
+        calls = ", ".join(f"{s.rank} ({s.mpi_call})" for s in in_mpi)
+        lines.append(f"blocked in an MPI call of the test, most likely waiting for them: "
+                     f"rank(s) {calls}")
+    lines.append(f"waiting for the other ranks: rank(s) {_ranks(waiting)}")
     if silent:
         lines.append(f"no answer (blocked while holding the GIL; see the faulthandler dump): "
                      f"rank(s) {_ranks(silent)}")
     for snap in sorted(snapshots, key=lambda s: s.rank):
-        state = "FAILED" if snap.failure else snap.state
+        state = "FAILED" if snap.failure else snap.state + (
+            f" (in MPI: {snap.mpi_call})" if snap.mpi_call else "")
         lines.append(f"{'-' * 16} rank {snap.rank} (host {snap.host}, pid {snap.pid}): {state} "
                      f"{'-' * 16}")
         if snap.failure:
@@ -159,6 +204,7 @@ class Watchdog:
         self._nodeid = ""
         self._timeout = 0.0
         self._state = RUNNING
+        self._mpi_names = mpi_method_names()
         self._thread = threading.Thread(target=self._run, name="gpucheck-mpi-watchdog",
                                         daemon=True)
         self._thread.start()
@@ -222,7 +268,8 @@ class Watchdog:
                         self.comm.isend(None, dest=other, tag=_ALERT)
             with self._lock:
                 mine = Snapshot(self.rank, self.host, os.getpid(), self._state,
-                                other_threads_stacks(), self._failure)
+                                other_threads_stacks(), self._failure,
+                                main_thread_mpi_call(self._mpi_names))
                 nodeid, timeout = self._nodeid, self._timeout
             if self.rank == 0:
                 snapshots = [mine, *self._collect()]
