@@ -48,6 +48,10 @@ def test_2_stops_the_job(mpi_comm, mpi_rank):
         MPI.COMM_WORLD.Abort()
     if case == "Abort(0)":
         mpi_comm.Abort(0)
+    if case == "conftest":
+        from conftest import WORLD
+
+        WORLD.Abort()
     if case in ("exit", "os._exit(0)"):
         os._exit(0)
     if case == "os._exit(3)":
@@ -139,6 +143,16 @@ def test_spawned_abort_or_exit_0_fails_its_test_and_the_rest_run(tmp_path: Path,
     assert "test_job.py::test_2_stops_the_job FAILED" in output
     assert "test_job.py::test_3_after PASSED" in output  # in a fresh job
     assert "while running this test; it never reported a result" in output
+
+
+def test_launched_abort_through_a_conftest_reference_is_named(tmp_path: Path) -> None:
+    """A ``conftest.py`` that keeps ``MPI.COMM_WORLD`` at import gets the guarded one."""
+    assert MPIEXEC is not None
+    (tmp_path / "conftest.py").write_text("from mpi4py import MPI\n\nWORLD = MPI.COMM_WORLD\n")
+    result = run(tmp_path, "conftest", MPIEXEC, "-n", "2", victim=1)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert f"gpucheck mpi: rank 1 {LAST_WORDS['Abort()']}" in output, output
 
 
 def _crash_reporters_gone(rank_pid: str, wait: float = 5.0) -> bool:

@@ -52,6 +52,18 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     pluginmanager.register(_LateConfigure(), "gpucheck-mpi-late-configure")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """In a launched rank, guard ``MPI_Abort`` before a ``conftest.py`` can keep a
+    reference to ``MPI.COMM_WORLD`` (see :func:`.rank_session.guard_mpi_abort`)."""
+    import importlib.util
+
+    if launched_rank() is not None and importlib.util.find_spec("mpi4py") is not None:
+        from .rank_session import guard_mpi_abort
+
+        guard_mpi_abort()
+
+
 def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
     """A child that spawns its own MPI jobs (the simulator child) uses the user's launcher."""
     args = []

@@ -65,7 +65,9 @@ class RankSession:
         claim_rank_environment()
         self.config = config
         self.launched = launched
-        self.world = MPI.COMM_WORLD
+        # The real COMM_WORLD: the plugin's own communicators are never guarded (the
+        # watchdog aborts with 1 and must not be reported as the test's abort).
+        self.world = _UNGUARDED.get("COMM_WORLD", MPI.COMM_WORLD)
         self.rank = self.world.Get_rank()
         self.size = self.world.Get_size()
         self.default_timeout = default_timeout
@@ -92,9 +94,9 @@ class RankSession:
         self._guard_exit()
         #: ``MPI.COMM_WORLD`` as tests see it (and ``mpi_comm``, its duplicate): its
         #: ``Abort`` names the rank and never ends the job with 0.
-        self.guarded_world: Any = self.world
-        self._unguarded: dict[str, Any] = {}
-        self._guard_abort()
+        guard_mpi_abort()  # done already, unless this plugin came after the conftests
+        _ABORT_HANDLERS.append(self.aborting)
+        self.guarded_world: Any = MPI.COMM_WORLD
         #: Launched by the user (not a job spawned by the plugin, whose parent reads
         #: each rank's faulthandler file): a crash reporter names this rank.
         self.crash_reporter: CrashReporter | None = (
@@ -217,36 +219,6 @@ class RankSession:
 
         os._exit = exit_during_test
 
-    def _guard_abort(self) -> None:
-        """Make ``MPI_Abort`` through ``COMM_WORLD``, ``COMM_SELF`` or ``mpi_comm`` say so,
-        and never end the job with 0.
-
-        Under a launcher the job's exit status is the abort's error code:
-        ``MPI.COMM_WORLD.Abort()`` (code 0) would end every rank with a green
-        status, and MPICH's ``MPI_Abort`` even returns for a moment, so pytest
-        could print PASSED for the test that aborted.  mpi4py's types are
-        immutable, so the predefined communicators are replaced in the module by
-        subclass instances over the same handles (``Dup`` keeps the subclass);
-        the plugin's own communicators stay unguarded (the watchdog aborts with 1).
-        """
-        from mpi4py import MPI
-
-        session = self
-
-        class GuardedIntracomm(MPI.Intracomm):  # type: ignore[misc]
-            """An ``Intracomm`` whose ``Abort`` is reported and never exits 0."""
-
-            def Abort(self, errorcode: int = 0) -> NoReturn:
-                session.aborting(errorcode, lambda code: MPI.Intracomm.Abort(self, code))
-
-        # Tracebacks show ``mpi_comm``'s repr: a readable name, not "<locals>".
-        GuardedIntracomm.__qualname__ = GuardedIntracomm.__name__
-
-        for name in ("COMM_WORLD", "COMM_SELF"):
-            self._unguarded[name] = getattr(MPI, name)
-            setattr(MPI, name, GuardedIntracomm(self._unguarded[name]))
-        self.guarded_world = MPI.COMM_WORLD
-
     def last_words(self, line: str) -> None:
         """Print ``line`` as this rank ends the job.
 
@@ -349,12 +321,67 @@ class RankSession:
 
     def pytest_unconfigure(self) -> None:
         self.restore_stdout()
-        from mpi4py import MPI
-
-        for name, comm in self._unguarded.items():
-            setattr(MPI, name, comm)
+        _ABORT_HANDLERS.clear()
+        unguard_mpi_abort()
         if self.crash_reporter is not None:
             self.crash_reporter.close(self.stderr)
+
+
+#: Who reports an abort through a guarded communicator (the rank's session, once
+#: configured), and the predefined communicators the guard replaced.
+_ABORT_HANDLERS: list[Callable[[int, Callable[[int], object]], NoReturn]] = []
+_UNGUARDED: dict[str, Any] = {}
+
+
+def guard_mpi_abort() -> None:
+    """Make ``MPI_Abort`` through ``COMM_WORLD``, ``COMM_SELF`` (or their duplicates,
+    ``mpi_comm`` among them) say so, and never end the job with 0.
+
+    Under a launcher the job's exit status is the abort's error code:
+    ``MPI.COMM_WORLD.Abort()`` (code 0) would end every rank with a green
+    status, and MPICH's ``MPI_Abort`` even returns for a moment, so pytest could
+    print PASSED for the test that aborted.  mpi4py's types are immutable, so
+    the predefined communicators are replaced in the module by subclass
+    instances over the same handles (``Dup`` keeps the subclass).  Called
+    before the initial ``conftest.py`` files load (``mpi/plugin.py``), so that
+    their module-level ``MPI.COMM_WORLD`` is the guarded one too.
+    """
+    from mpi4py import MPI
+
+    if _UNGUARDED:
+        return
+
+    class GuardedIntracomm(MPI.Intracomm):  # type: ignore[misc]
+        """An ``Intracomm`` whose ``Abort`` is reported and never exits 0."""
+
+        def Abort(self, errorcode: int = 0) -> NoReturn:
+            def real(code: int) -> None:
+                MPI.Intracomm.Abort(self, code)
+
+            if _ABORT_HANDLERS:
+                _ABORT_HANDLERS[-1](errorcode, real)
+            # Before the session is configured (a conftest.py at import time).
+            sys.stderr.write(f"gpucheck mpi: rank {MPI.COMM_WORLD.Get_rank()} called "
+                             f"MPI_Abort({errorcode}) before the test session started\n")
+            sys.stderr.flush()
+            real(errorcode or 1)
+            time.sleep(30)  # MPICH's MPI_Abort returns while the launcher ends the job
+            os._exit(errorcode or 1)
+
+    # Tracebacks show ``mpi_comm``'s repr: a readable name, not "<locals>".
+    GuardedIntracomm.__qualname__ = GuardedIntracomm.__name__
+    for name in ("COMM_WORLD", "COMM_SELF"):
+        _UNGUARDED[name] = getattr(MPI, name)
+        setattr(MPI, name, GuardedIntracomm(_UNGUARDED[name]))
+
+
+def unguard_mpi_abort() -> None:
+    """Put mpi4py's own predefined communicators back."""
+    from mpi4py import MPI
+
+    for name, comm in _UNGUARDED.items():
+        setattr(MPI, name, comm)
+    _UNGUARDED.clear()
 
 
 def _failure_block(title: str, text: str) -> str:
