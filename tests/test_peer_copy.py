@@ -163,6 +163,7 @@ def test_a_wrong_copy_is_rejected_with_the_checks_message(ops: Any, message: str
     assert any(message in problem for problem in problems), problems
 
 
+@pytest.mark.slow
 def test_the_suite_collects_it_for_cupy_and_torch_in_the_multi_device_row(
         pytester: pytest.Pytester) -> None:
     """Without a GPU both cells are skipped with the backend's reason, in the

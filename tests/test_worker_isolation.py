@@ -18,6 +18,9 @@ import pytest
 import user_runs
 from user_runs import junit_outcomes
 
+# Every test here runs a temporary project in a subprocess.
+pytestmark = pytest.mark.slow
+
 RUN_LIMIT = 400
 CPU_TIER = ("numpy", "numba-cpu", "numba-cudasim", "jax-cpu", "torch-cpu")
 
