@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...backends import INTEROP_BACKENDS, NO_INTEROP_ADAPTER
-from ...backends.adapter_base import Adapter, NotAvailable
+from ...backends.adapter_base import Adapter
 
 if TYPE_CHECKING:
     from ...backends.base import Backend
@@ -34,4 +34,4 @@ def get_adapter(backend: Backend) -> Adapter:
     return _adapters[key]
 
 
-__all__ = ["ADAPTERS", "NO_ADAPTER", "Adapter", "NotAvailable", "get_adapter"]
+__all__ = ["ADAPTERS", "NO_ADAPTER", "get_adapter"]
