@@ -21,12 +21,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conformance.harness import conformance_settings
+from pytest_gpucheck.backends.adapter_base import NotAvailable
+from pytest_gpucheck.backends.dtypes import DTYPE_NAMES
 from pytest_gpucheck.interop.adapters import get_adapter
-from pytest_gpucheck.interop.adapters.base import NotAvailable
 from pytest_gpucheck.interop.cases import Case, cases
 from pytest_gpucheck.interop.classify import exchange
 from pytest_gpucheck.interop.documented import DOCUMENTED, Documented, Verdict, judge
-from pytest_gpucheck.interop.dtypes import DTYPE_NAMES
 from pytest_gpucheck.interop.lifetime import check_lifetimes
 from pytest_gpucheck.interop.matrix import EXPORT_PROPERTY, OUTCOMES_PROPERTY
 from pytest_gpucheck.interop.outcomes import InteropMismatch

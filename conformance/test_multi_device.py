@@ -42,14 +42,11 @@ def test_peer_copy(gpu_backend: Any, record_property: Any) -> None:
     on GPU 1 with the same values, and the source on GPU 0 is unchanged, also after the
     copy is overwritten.  Whether the GPUs have peer access is recorded (``peer_access``),
     not required: without it the copy goes through the host."""
-    from conformance.implementations.peer_copy_impls import (
-        PEER_COPY,
-        SAMPLES,
-        check_peer_copy,
-    )
+    from conformance.implementations.peer_copy_impls import SAMPLES, check_peer_copy
 
     skip_unless_devices(gpu_backend.name, 2)
-    ops = PEER_COPY[gpu_backend.name]()
+    ops = gpu_backend.peer_copy()
+    assert ops is not None, f"{gpu_backend.name} has no peer copy (Backend.peer_copy)"
     results = [check_peer_copy(ops, host, 0, 1) for host in SAMPLES]
     record_property("peer_access", results[0].peer_access)
     problems = [problem for result in results for problem in result.problems]

@@ -26,10 +26,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-# The node-local rank variables live with the other launcher variables; re-exported
-# because the device choice is where users meet them.
-from .launch_env import LOCAL_RANK_VARIABLES as LOCAL_RANK_VARIABLES
-from .launch_env import local_slot as local_slot
+# The node-local rank variables live with the other launcher variables (launch_env).
+from .launch_env import local_slot
 
 if TYPE_CHECKING:
     import ctypes

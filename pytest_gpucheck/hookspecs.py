@@ -1,7 +1,8 @@
 """Hooks through which feature plugins extend the core.
 
-The core (``plugin.py``, :mod:`pytest_gpucheck.workers`) never names a
-feature's options: each feature plugin (``bench``, ``mpi``, ...) implements
+The core (``plugin.py``, :mod:`pytest_gpucheck.workers`,
+:mod:`pytest_gpucheck.report`) never names a feature's options or the content of
+its report: each feature plugin (``bench``, ``interop``, ``mpi``, ...) implements
 these hooks.  They are registered with ``config.pluginmanager.add_hookspecs``
 when the plugin loads, so a conftest or a third-party plugin can implement
 them too.
@@ -9,7 +10,57 @@ them too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """A feature's own part of the report (the interop pair matrix, the benchmark gate).
+
+    ``key`` names it in the JSON report (``"sections": {key: data}``; a later section
+    with the same key replaces an earlier one); ``data`` is what the JSON holds (anything
+    :func:`json.dumps` takes); ``markdown`` is appended to the Markdown report and
+    becomes a collapsed block of the GitHub job summary (titled by its first ``#``
+    heading, else by ``key``); ``terminal_lines`` are printed after the conformance
+    matrix.  Empty parts are left out where they would show.
+    """
+
+    key: str
+    data: Any
+    markdown: str = ""
+    terminal_lines: Sequence[str] = ()
+
+
+@pytest.hookspec
+def pytest_gpucheck_report_sections(config: pytest.Config) -> list[ReportSection]:
+    """Sections this plugin adds to the report: the terminal summary, ``--gpu-report``
+    (JSON and Markdown) and the GitHub job summary.
+
+    Called once, in the process that prints the summary (never in a child process or a
+    pytest-xdist worker), at ``pytest_terminal_summary``, after every test has run and
+    every ``pytest_sessionfinish`` has been called, so a section can report on the whole
+    run.  Return an empty list when there is nothing to say.  Sections appear in the
+    order the plugins were registered (the bundled features first, then ``conftest.py``
+    files and other plugins).  Example, in a ``conftest.py``::
+
+        from pytest_gpucheck.hookspecs import ReportSection
+
+        def pytest_gpucheck_report_sections(config):
+            return [ReportSection("my_tool", {"checked": 3}, "## My tool\n\n3 checked\n",
+                                  ["my tool: 3 checked"])]
+    """
+    return []  # a specification: pluggy calls the implementations, never this body
+
+
+def report_sections(config: pytest.Config) -> list[ReportSection]:
+    """Every plugin's sections, in the order the plugins were registered (pluggy calls
+    the implementations last-registered first, so their results are reversed)."""
+    results = config.hook.pytest_gpucheck_report_sections(config=config)
+    return [section for sections in reversed(results) for section in sections or ()]
 
 
 @pytest.hookspec
@@ -25,3 +76,7 @@ def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
     not forward that part.
     """
     return []  # a specification: pluggy calls the implementations, never this body
+
+
+__all__ = ["ReportSection", "pytest_gpucheck_child_args", "pytest_gpucheck_report_sections",
+           "report_sections"]

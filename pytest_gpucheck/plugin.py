@@ -193,13 +193,20 @@ class MatrixRecorder:
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     selection = get_selection(config)
     path = config.getoption("gpu_report")
+    if selection.in_simulator_child:
+        return
+    from .hookspecs import report_sections
+
+    sections = report_sections(config)
     # Nothing was recorded (and no report asked for) unless the report module
-    # was loaded: a plain run ends without importing it.
-    if selection.in_simulator_child or (not path and "pytest_gpucheck.report" not in sys.modules):
+    # was loaded or a feature has a section: a plain run ends without importing it.
+    if not path and not sections and "pytest_gpucheck.report" not in sys.modules:
         return
     from .report import get_matrix, run_facts, write_report
 
     matrix = get_matrix(config)
+    for section in sections:
+        matrix.add(section)
     if selection.explicit_option:
         matrix.backends_info = {
             name: {"version": probe.version, "device": probe.device, "reason": probe.reason}

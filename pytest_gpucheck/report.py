@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from .atomic_files import write_text_atomically
+from .hookspecs import ReportSection
 
 CELL_KEY = pytest.StashKey[dict[str, str]]()
 MATRIX_KEY = pytest.StashKey["Matrix"]()
@@ -70,15 +71,6 @@ def cell_of(item: pytest.Item) -> dict[str, str] | None:
 def _module_family(item: pytest.Item) -> str:
     stem = item.path.stem
     return stem.removeprefix("test_").removesuffix("_test")
-
-
-@dataclass
-class Section:
-    """An extra part of the report added by a feature (interop matrix, benchmark gate)."""
-
-    data: Any
-    markdown: str
-    terminal_lines: list[str]
 
 
 @dataclass(frozen=True)
@@ -152,7 +144,8 @@ class Matrix:
         default_factory=lambda: defaultdict(Counter)
     )
     failures: list[Failure] = field(default_factory=list)
-    sections: dict[str, Section] = field(default_factory=dict)
+    #: The features' own parts (``pytest_gpucheck_report_sections``), by key.
+    sections: dict[str, ReportSection] = field(default_factory=dict)
     backends_info: dict[str, dict[str, str]] = field(default_factory=dict)
     #: When, where and with what the run was made (see :func:`run_facts`).
     run: dict[str, Any] = field(default_factory=dict)
@@ -187,6 +180,10 @@ class Matrix:
                 status = "n/a"
             self.skip_reasons[key][reason] += 1
         self.counts[key][status] += 1
+
+    def add(self, section: ReportSection) -> None:
+        """Add (or, for a key already present, replace) a feature's section."""
+        self.sections[section.key] = section
 
     @property
     def families(self) -> list[str]:
@@ -496,8 +493,11 @@ def add_section(
     markdown_text: str,
     terminal_lines: list[str] | None = None,
 ) -> None:
-    """Add a feature's own section (``key``) to the terminal summary and ``--gpu-report``."""
-    get_matrix(config).sections[key] = Section(json_data, markdown_text, list(terminal_lines or []))
+    """Add a section (``key``) to the terminal summary and ``--gpu-report`` while the run
+    goes on; a plugin whose section sums up the run returns it from the
+    ``pytest_gpucheck_report_sections`` hook instead (:mod:`pytest_gpucheck.hookspecs`)."""
+    get_matrix(config).add(ReportSection(key, json_data, markdown_text,
+                                         tuple(terminal_lines or ())))
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -18,11 +18,16 @@ one the conformance suites and the MPI checks apply.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from pytest_gpucheck.device_views import slice_view, transpose_view
 from pytest_gpucheck.guards import GuardedBuffer, poison_value, same_bits
@@ -30,8 +35,35 @@ from pytest_gpucheck.kernel_launch import LaunchConfig
 from pytest_gpucheck.kernel_rules import tolerance_of
 from reference_kernels import CATALOG, KERNELS
 
+ROOT = Path(__file__).resolve().parents[1]
 SIZES = (0, 1, 7, 33)
 HISTOGRAM_BINS = 7
+
+
+def available(name: str) -> Any:
+    """The process's backend ``name``, or a skip with the reason its probe gave."""
+    from pytest_gpucheck.backends import get_backend
+
+    backend = get_backend(name)
+    probe = backend.probe()
+    if not probe.available:
+        pytest.skip(probe.reason)
+    return backend
+
+
+def frameworks_imported_by(modules: Sequence[str], frameworks: Sequence[str]) -> list[str]:
+    """Import ``modules`` in a fresh interpreter (from the repository root) and return the
+    modules of ``frameworks`` (a name and its submodules) it then holds: registering
+    implementations must import none."""
+    code = (f"import json, sys\nfor name in {list(modules)!r}:\n    __import__(name)\n"
+            f"heavy = {tuple(frameworks)!r}\n"
+            "print(json.dumps(sorted(m for m in sys.modules if any(m == h or "
+            "m.startswith(h + '.') for h in heavy))))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    imported: list[str] = json.loads(result.stdout)
+    return imported
 
 
 @dataclass(frozen=True)

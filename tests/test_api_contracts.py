@@ -60,7 +60,7 @@ def _attributes(root: Any, dotted: list[str]) -> list[str]:
 # -- cuda.core and cuda.bindings (the cuda-python backend) -----------------------------------
 def _core() -> Any:
     _need("cuda.core")
-    from pytest_gpucheck.backends.cuda_python_backend import _cuda_core
+    from pytest_gpucheck.backends.cuda_python.backend import _cuda_core
 
     return _cuda_core()
 

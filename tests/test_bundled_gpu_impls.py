@@ -19,7 +19,6 @@ import math
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,10 +27,12 @@ import numpy as np
 import pytest
 from bundled_impl_checks import (
     INDEX_MAP_LAUNCHES,
+    available,
     check_implementation,
     check_index_map,
     check_monte_carlo_samples,
     dtypes_of,
+    frameworks_imported_by,
     make_problem,
 )
 
@@ -52,14 +53,6 @@ def _ours(backend: str) -> list[Any]:
                   key=lambda impl: (impl.kernel, impl.name))
 
 
-def _available(name: str) -> Any:
-    backend = get_backend(name)
-    probe = backend.probe()
-    if not probe.available:
-        pytest.skip(probe.reason)
-    return backend
-
-
 def _params(backend: str, *, launch: bool) -> list[Any]:
     return [pytest.param(impl, id=impl.id + ":" + impl.kernel) for impl in _ours(backend)
             if impl.takes_launch == launch and impl.kernel != "monte_carlo_pi"]
@@ -72,18 +65,10 @@ INDEX_MAP_IMPLS = _params("cupy", launch=True) + _params("cuda-python", launch=T
 # -- importing -----------------------------------------------------------------------------
 def test_modules_import_without_any_framework() -> None:
     """Registering the bundled implementations imports no framework (checked in a fresh process)."""
-    code = (
-        "import sys\n"
-        "import conformance.implementations.cupy_impls, conformance.implementations.jax_impls\n"
-        "import conformance.implementations.torch_impls\n"
-        "import conformance.implementations.cuda_python_impls\n"
-        "heavy = ('cupy', 'jax', 'torch', 'cuda.core', 'cuda.bindings', 'numba')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in heavy))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, check=False)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]", result.stdout
+    assert frameworks_imported_by(
+        [f"conformance.implementations.{name}"
+         for name in ("cupy_impls", "jax_impls", "torch_impls", "cuda_python_impls")],
+        ("cupy", "jax", "torch", "cuda.core", "cuda.bindings", "numba")) == []
 
 
 @pytest.mark.parametrize("backend", ["cupy", "cuda-python"])
@@ -98,21 +83,21 @@ def test_every_kernel_implemented_or_not_applicable(backend: str) -> None:
 @pytest.mark.parametrize("impl", GPU_IMPLS)
 def test_matches_reference(impl: Any) -> None:
     """Each implementation equals the reference on every dtype and size (guards, inputs intact)."""
-    backend = _available(impl.backend)
+    backend = available(impl.backend)
     assert check_implementation(backend, impl.func, impl.kernel) > 0
 
 
 @pytest.mark.parametrize("impl", GPU_IMPLS)
 def test_strided_and_transposed_inputs(impl: Any) -> None:
     """Strided (1-D) and transposed (2-D) input views are read through their strides."""
-    backend = _available(impl.backend)
+    backend = available(impl.backend)
     assert check_implementation(backend, impl.func, impl.kernel, strided=True) > 0
 
 
 @pytest.mark.parametrize("impl", INDEX_MAP_IMPLS)
 def test_index_maps(impl: Any) -> None:
     """The thread with global index i writes element i, on each drawn launch."""
-    check_index_map(_available(impl.backend), impl.func, impl.kernel)
+    check_index_map(available(impl.backend), impl.func, impl.kernel)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -120,7 +105,7 @@ def test_index_maps(impl: Any) -> None:
                                   for impl in _ours(name) if impl.kernel == "monte_carlo_pi"])
 def test_monte_carlo_pi(impl: Any, dtype: str) -> None:
     """Samples lie in [0, 1)^2, do not repeat, estimate pi; a seed reproduces its samples."""
-    backend = _available(impl.backend)
+    backend = available(impl.backend)
 
     def samples(seed: int) -> np.ndarray:
         out = backend.empty((4000, 2), np.dtype(dtype))

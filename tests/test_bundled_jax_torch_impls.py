@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from bundled_impl_checks import (
     assert_matches,
+    available,
     check_implementation,
     check_monte_carlo_samples,
     make_problem,
@@ -23,7 +24,6 @@ from bundled_impl_checks import (
 
 import conformance.implementations.jax_impls as jax_impls
 import conformance.implementations.torch_impls as torch_impls
-from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.registry import implementations, not_applicable_reason
 from reference_kernels import CORE_KERNELS as KERNELS
 
@@ -36,14 +36,6 @@ def _ours(backend: str) -> list[Any]:
                    if impl.func.__module__ in OUR_MODULES), key=lambda impl: impl.kernel)
 
 
-def _available(name: str) -> Any:
-    backend = get_backend(name)
-    probe = backend.probe()
-    if not probe.available:
-        pytest.skip(probe.reason)
-    return backend
-
-
 def _checked(backend: str) -> list[Any]:
     return [pytest.param(impl, id=f"{backend}:{impl.kernel}")
             for impl in _ours(backend) if impl.kernel != "monte_carlo_pi"]
@@ -53,14 +45,14 @@ def _checked(backend: str) -> list[Any]:
 @pytest.mark.parametrize("impl", _checked("jax-cpu") + _checked("torch-cpu"))
 def test_matches_reference(impl: Any) -> None:
     """Each implementation equals the reference on every dtype and size (guards, inputs intact)."""
-    backend = _available(impl.backend)
+    backend = available(impl.backend)
     assert check_implementation(backend, impl.func, impl.kernel) > 0
 
 
 @pytest.mark.parametrize("impl", _checked("torch-cpu"))
 def test_torch_strided_and_transposed_inputs(impl: Any) -> None:
     """torch implementations read strided (1-D) and transposed (2-D) input views correctly."""
-    backend = _available(impl.backend)
+    backend = available(impl.backend)
     assert check_implementation(backend, impl.func, impl.kernel, strided=True) > 0
 
 
@@ -69,7 +61,7 @@ def test_torch_strided_and_transposed_inputs(impl: Any) -> None:
 @pytest.mark.parametrize("name", ["jax-cpu", "torch-cpu"])
 def test_monte_carlo_pi(name: str, dtype: str) -> None:
     """Samples lie in [0, 1)^2, do not repeat, estimate pi; a seed reproduces its samples."""
-    backend = _available(name)
+    backend = available(name)
     (impl,) = [impl for impl in _ours(name) if impl.kernel == "monte_carlo_pi"]
 
     def samples(seed: int) -> np.ndarray:
@@ -98,7 +90,7 @@ def test_every_kernel_implemented_or_not_applicable(backend: str) -> None:
 
 def test_jax_compilations_are_bounded() -> None:
     """``steps`` is traced (one compilation for any count); ``width`` compiles once per value."""
-    backend = _available("jax-cpu")
+    backend = available("jax-cpu")
     # Shapes no other test uses, so that only these calls can add compilations.
     u = backend.to_device(np.linspace(0, 1, 41))
     heat = jax_impls.heat_steps_1d.compiled()
@@ -116,7 +108,7 @@ def test_jax_compilations_are_bounded() -> None:
 
 # -- deliberately broken implementations are rejected ---------------------------------------
 def _rejected(backend_name: str, func: Any, kernel: str, match: str, **kwargs: Any) -> None:
-    backend = _available(backend_name)
+    backend = available(backend_name)
     with pytest.raises(AssertionError, match=match):
         check_implementation(backend, func, kernel, **kwargs)
 
@@ -177,7 +169,7 @@ def test_rejects_kernel_that_ignores_input_strides() -> None:
         torch.add(dense_a, b, out=out)
 
     # Contiguous inputs hide the bug; the strided run exposes it.
-    assert check_implementation(_available("torch-cpu"), vector_add_assumes_contiguous,
+    assert check_implementation(available("torch-cpu"), vector_add_assumes_contiguous,
                                 "vector_add") > 0
     _rejected("torch-cpu", vector_add_assumes_contiguous, "vector_add", "Arrays are not equal",
               strided=True)
@@ -193,7 +185,7 @@ def test_rejects_unwritten_output_elements() -> None:
 def test_rejects_monte_carlo_with_shared_stream() -> None:
     import torch
 
-    backend = _available("torch-cpu")
+    backend = available("torch-cpu")
     out = backend.empty((4000, 2), np.dtype("float64"))
     generator = torch.Generator().manual_seed(3)
     # Every "thread" restarts the same stream: all rows are the same sample.
@@ -204,7 +196,7 @@ def test_rejects_monte_carlo_with_shared_stream() -> None:
 
 def test_in_place_kernel_checked_in_place_on_torch() -> None:
     """An in-place kernel that returns a new array instead of updating ``a`` is rejected."""
-    backend = _available("torch-cpu")
+    backend = available("torch-cpu")
     problem = make_problem("add_one_2d", "int64", 7)
     assert problem is not None
 

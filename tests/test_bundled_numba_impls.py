@@ -22,9 +22,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bundled_impl_checks import check_implementation, check_monte_carlo_samples
+from bundled_impl_checks import (
+    available,
+    check_implementation,
+    check_monte_carlo_samples,
+    frameworks_imported_by,
+)
 
-from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.registry import implementations, not_applicable_reason
 from reference_kernels import CORE_KERNELS as KERNELS
 
@@ -45,31 +49,15 @@ def _params(backend: str) -> list[Any]:
             if impl.kernel != "monte_carlo_pi"]
 
 
-def _available(name: str) -> Any:
-    backend = get_backend(name)
-    probe = backend.probe()
-    if not probe.available:
-        pytest.skip(probe.reason)
-    return backend
-
-
 # -- registration -----------------------------------------------------------------------------
 
 
 def test_registering_imports_no_numba() -> None:
     """Importing the bundled modules registers everything without importing Numba."""
-    code = (
-        "import sys\n"
-        "import conformance.implementations.numpy_impls\n"
-        "import conformance.implementations.numba_cpu_impls\n"
-        "import conformance.implementations.numba_cuda_impls\n"
-        "heavy = ('numba', 'llvmlite', 'cupy', 'jax', 'torch', 'cuda')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, check=False)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert frameworks_imported_by(
+        [f"conformance.implementations.{name}"
+         for name in ("numpy_impls", "numba_cpu_impls", "numba_cuda_impls")],
+        ("numba", "llvmlite", "cupy", "jax", "torch", "cuda")) == []
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba-cpu", "numba-cuda", "numba-cudasim"])
@@ -94,7 +82,7 @@ def test_gpu_and_simulator_share_the_same_callables() -> None:
 @pytest.mark.parametrize("impl", _params("numpy"))
 def test_numpy_matches_reference(impl: Any) -> None:
     """Every dtype and size; guard bands and inputs intact."""
-    backend = _available("numpy")
+    backend = available("numpy")
     assert check_implementation(backend, impl.func, impl.kernel) > 0
     assert check_implementation(backend, impl.func, impl.kernel, strided=True, sizes=(7,)) > 0
 
@@ -102,7 +90,7 @@ def test_numpy_matches_reference(impl: Any) -> None:
 @pytest.mark.parametrize("impl", _params("numba-cpu"))
 def test_numba_cpu_matches_reference(impl: Any) -> None:
     """Every dtype and size; guard bands and inputs intact; strided and transposed inputs."""
-    backend = _available("numba-cpu")
+    backend = available("numba-cpu")
     assert check_implementation(backend, impl.func, impl.kernel) > 0
     assert check_implementation(backend, impl.func, impl.kernel, strided=True, sizes=(7,)) > 0
 
@@ -111,7 +99,7 @@ def test_numba_cpu_matches_reference(impl: Any) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_monte_carlo_pi(backend_name: str, dtype: str) -> None:
     """Samples in [0, 1)^2, no repeats, pi within 5 standard errors; seeded reproducibly."""
-    _available(backend_name)
+    available(backend_name)
     (impl,) = [impl for impl in _ours(backend_name) if impl.kernel == "monte_carlo_pi"]
 
     def draw(seed: int, n: int) -> np.ndarray:
@@ -200,7 +188,7 @@ BROKEN = {
 @pytest.mark.parametrize("kind", sorted(BROKEN))
 def test_broken_kernel_is_rejected(kind: str) -> None:
     """The same checks that pass the bundled kernels fail each deliberately broken one."""
-    backend = _available("numba-cpu")
+    backend = available("numba-cpu")
     with pytest.raises(AssertionError):
         check_implementation(backend, _broken(kind), BROKEN[kind])
 

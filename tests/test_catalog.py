@@ -170,6 +170,7 @@ def _run(project: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
+@pytest.mark.slow
 def test_a_kernel_added_through_the_catalog_is_checked_like_a_bundled_one(
         tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(TOY_CONFTEST)

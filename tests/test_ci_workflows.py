@@ -114,6 +114,7 @@ def test_install_commands_name_existing_extras_and_the_cpu_wheels(source: Any) -
     assert any(dep.startswith("torch") for dep in EXTRAS["cpu"])
     assert not any(dep.startswith(("nvidia", "triton")) for dep in EXTRAS["cpu"])
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", [github_commands, gitlab_commands], ids=["github", "gitlab"])
 def test_cpu_job_commands_pass_here(source: Any, tmp_path: Path) -> None:
     variables, commands = source("cpu")
@@ -140,6 +141,7 @@ def test_cpu_job_commands_pass_here(source: Any, tmp_path: Path) -> None:
     assert summary.read_text().count("## ✅ gpucheck:") == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", [github_commands, gitlab_commands], ids=["github", "gitlab"])
 def test_gpu_job_commands_fail_fast_without_a_gpu(source: Any, tmp_path: Path) -> None:
     variables, commands = source("gpu")

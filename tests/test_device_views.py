@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from pytest_gpucheck.backends.cuda_python_backend import DeviceArray
+from pytest_gpucheck.backends.cuda_python.backend import DeviceArray
 from pytest_gpucheck.device_views import layout_of, slice_view, transpose_view
 
 BASE = 1 << 20

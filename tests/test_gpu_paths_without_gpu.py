@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_gpucheck.interop.adapters.base import Adapter
+from pytest_gpucheck.backends.adapter_base import Adapter
+from pytest_gpucheck.backends.array_facts import ArrayFacts
 from pytest_gpucheck.interop.cases import Case
-from pytest_gpucheck.interop.facts import ArrayFacts
 from pytest_gpucheck.interop.outcomes import Exchange, Outcome
 
 
@@ -97,7 +97,7 @@ class FakeBuffer:
 
 
 def test_a_device_array_without_dlpack_is_reported_not_available() -> None:
-    from pytest_gpucheck.backends.cuda_python_backend import DeviceArray
+    from pytest_gpucheck.backends.cuda_python.backend import DeviceArray
     from pytest_gpucheck.interop.export import missing_dlpack
 
     producer = SimpleNamespace(name="cuda-python")
@@ -270,7 +270,7 @@ def driver_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
 
 
 def _fake_cuda_python_backend() -> Any:
-    from pytest_gpucheck.backends.cuda_python_backend import CudaPythonBackend
+    from pytest_gpucheck.backends.cuda_python.backend import CudaPythonBackend
 
     backend = CudaPythonBackend(0)
     backend._device, backend._stream = FakeDevice(), FakeStream()
@@ -318,7 +318,7 @@ def test_cuda_python_arrays_export_the_stream_their_data_is_written_on(
 
 
 def test_the_legacy_default_stream_is_exported_as_1_not_0() -> None:
-    from pytest_gpucheck.backends.cuda_python_backend import stream_handle
+    from pytest_gpucheck.backends.cuda_python.backend import stream_handle
 
     assert stream_handle(None) is None
     assert stream_handle(SimpleNamespace(handle=0)) == 1

@@ -22,6 +22,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# Each test runs the simulator in a subprocess (numba fixes the target at import).
+pytestmark = pytest.mark.slow
+
 
 def _simulate(code: str) -> str:
     pytest.importorskip("numba")

@@ -7,6 +7,8 @@ import pytest
 from hypothesis import given, settings
 
 from pytest_gpucheck.backends import get_backend
+from pytest_gpucheck.backends.array_facts import is_compact, significant_strides
+from pytest_gpucheck.backends.dtypes import DTYPE_NAMES, numpy_dtype
 from pytest_gpucheck.interop import (
     assert_shares_memory,
     converter,
@@ -18,8 +20,6 @@ from pytest_gpucheck.interop.adapters import get_adapter
 from pytest_gpucheck.interop.cases import Case, cases
 from pytest_gpucheck.interop.classify import flipped, same_bytes
 from pytest_gpucheck.interop.documented import DOCUMENTED
-from pytest_gpucheck.interop.dtypes import DTYPE_NAMES, numpy_dtype
-from pytest_gpucheck.interop.facts import is_compact, significant_strides
 from pytest_gpucheck.interop.lifetime import complement
 from pytest_gpucheck.interop.matrix import CELL_PROPERTY, OUTCOMES_PROPERTY, PairMatrix
 

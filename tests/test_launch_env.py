@@ -18,7 +18,6 @@ def test_the_examples_in_the_docstrings_hold() -> None:
 
 
 def test_the_other_modules_read_the_same_variables() -> None:
-    assert devices.LOCAL_RANK_VARIABLES is launch_env.LOCAL_RANK_VARIABLES
     assert devices.local_slot is launch_env.local_slot
     assert launch_env.LOCAL_RANK_VARIABLES[0] == binding.LOCAL_RANK_VARIABLE
     assert mpi_plugin.launched_rank is launch_env.launched_rank

@@ -13,12 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.implementations.peer_copy_impls import (
-    SAMPLES,
-    CupyPeerCopy,
-    TorchPeerCopy,
-    check_peer_copy,
-)
+from conformance.implementations.peer_copy_impls import SAMPLES, check_peer_copy
+from pytest_gpucheck.backends import get_backend
+from pytest_gpucheck.backends.cupy.peer_copy import CupyPeerCopy
+from pytest_gpucheck.backends.torch.peer_copy import TorchPeerCopy
 
 
 class FakeDeviceArray:
@@ -165,6 +163,7 @@ def test_a_wrong_copy_is_rejected_with_the_checks_message(ops: Any, message: str
     assert any(message in problem for problem in problems), problems
 
 
+@pytest.mark.slow
 def test_the_suite_collects_it_for_cupy_and_torch_in_the_multi_device_row(
         pytester: pytest.Pytester) -> None:
     """Without a GPU both cells are skipped with the backend's reason, in the
@@ -182,3 +181,15 @@ def test_the_suite_collects_it_for_cupy_and_torch_in_the_multi_device_row(
     report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
     cells = {(c["family"], c["backend"]): c["status"] for c in report["cells"]}
     assert cells == {("multi-device", "cupy"): "skip", ("multi-device", "torch-cuda"): "skip"}
+
+
+def test_each_gpu_backend_with_a_documented_peer_copy_hands_out_its_own() -> None:
+    """The suite asks the backend (``Backend.peer_copy``), never a table of names: CuPy and
+    torch-cuda return their adapters; every other backend has none, so the test is not
+    parametrized over it."""
+    from pytest_gpucheck.backends import BACKENDS
+
+    kinds = {name: type(get_backend(name).peer_copy()) for name in BACKENDS}
+    assert kinds.pop("cupy") is CupyPeerCopy
+    assert kinds.pop("torch-cuda") is TorchPeerCopy
+    assert set(kinds.values()) == {type(None)}

@@ -9,13 +9,12 @@ and last of the simulator batch, serially and under ``-n 2``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import user_runs
+from user_runs import junit_outcomes
 
 pytestmark = pytest.mark.slow
 
@@ -57,26 +56,7 @@ def test_6_aborts_last(gpu_backend):
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True,
-                          timeout=RUN_LIMIT, check=False)
-
-
-def junit_outcomes(path: Path) -> dict[str, tuple[str, str]]:
-    """test name -> (passed / failed / error / skipped, message text) from a JUnit file."""
-    outcomes: dict[str, tuple[str, str]] = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        name = case.get("name", "")
-        assert name not in outcomes, f"{name} reported twice"
-        outcome, text = "passed", ""
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                outcome, text = child.tag, (child.get("message") or "") + (child.text or "")
-                break
-        outcomes[name] = (outcome, text)
-    return outcomes
+    return user_runs.run_pytest(project, *args, timeout=RUN_LIMIT)
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])

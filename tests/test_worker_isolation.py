@@ -11,13 +11,15 @@ without it the cascade is visible (what the option buys).
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import user_runs
+from user_runs import junit_outcomes
+
+# Every test here runs a temporary project in a subprocess.
+pytestmark = pytest.mark.slow
 
 RUN_LIMIT = 400
 CPU_TIER = ("numpy", "numba-cpu", "numba-cudasim", "jax-cpu", "torch-cpu")
@@ -82,23 +84,7 @@ def test_3_passes(gpu_backend):
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True,
-                          timeout=RUN_LIMIT, check=False)
-
-
-def junit_outcomes(path: Path) -> dict[str, tuple[str, str]]:
-    """test name -> (outcome, message) from a JUnit file."""
-    outcomes = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        kind, message = "passed", ""
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                kind, message = child.tag, child.get("message", "")
-        outcomes[case.get("name", "")] = (kind, message)
-    return outcomes
+    return user_runs.run_pytest(project, *args, timeout=RUN_LIMIT)
 
 
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])

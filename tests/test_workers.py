@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# Every test here runs a temporary project in a subprocess.
+pytestmark = pytest.mark.slow
+
 RUN_LIMIT = 240
 
 

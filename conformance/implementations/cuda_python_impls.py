@@ -5,7 +5,7 @@ compiled to a cubin with NVRTC through ``cuda.core``
 (``Program(code, "c++", ProgramOptions(arch=...)).compile("cubin")``), cached
 per (source group, dtypes, architecture), and launched with
 ``cuda.core.launch`` on the backend's stream.  Arrays are the backend's
-:class:`~pytest_gpucheck.backends.cuda_python_backend.DeviceArray`: pointers
+:class:`~pytest_gpucheck.backends.cuda_python.backend.DeviceArray`: pointers
 go to the kernel as Python ints (``intptr_t``), sizes and strides as
 ``numpy.int64``; strides (bytes, ``None`` for C-contiguous) are honoured, so
 strided and transposed views work.
@@ -34,7 +34,7 @@ NAME = "nvrtc"
 
 
 def _core() -> Any:
-    from pytest_gpucheck.backends.cuda_python_backend import _cuda_core
+    from pytest_gpucheck.backends.cuda_python.backend import _cuda_core
 
     return _cuda_core()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,6 +22,21 @@ if TYPE_CHECKING:
     from .timing import RoundTimer
 
 Tier = Literal["cpu", "gpu"]
+
+
+class PeerCopy(Protocol):
+    """A framework's documented copy of an array from one of its GPUs to another
+    (:meth:`Backend.peer_copy`), as the multi-device suite's ``test_peer_copy`` calls it."""
+
+    name: str
+
+    def device_count(self) -> int: ...
+    def can_access_peer(self, device: int, peer: int) -> bool: ...
+    def put(self, host: np.ndarray, device: int) -> Any: ...
+    def copy_to(self, array: Any, device: int) -> Any: ...
+    def device_of(self, array: Any) -> int: ...
+    def overwrite(self, array: Any) -> None: ...
+    def to_host(self, array: Any) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -237,6 +252,12 @@ class Backend:
         from .array_ops import ArrayOps
 
         return ArrayOps(self)
+
+    def peer_copy(self) -> PeerCopy | None:
+        """How this framework copies an array from one of its GPUs to another, the way it
+        documents it (what the multi-device suite's ``test_peer_copy`` checks); ``None``
+        where the framework has no such copy to check."""
+        return None
 
 
 def first_installed_version(*distributions: str) -> str:

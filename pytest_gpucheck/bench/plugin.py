@@ -25,6 +25,7 @@ from .settings import (
 )
 
 if TYPE_CHECKING:
+    from ..hookspecs import ReportSection
     from .fixture import GpuBenchmark
     from .gate import Verdict
     from .records import BenchmarkRecord
@@ -132,6 +133,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.getini(name) != default for name, (_, default) in INI_KEYS.items()
     ):
         feature.session  # noqa: B018 - validates options, ini and stored baselines now
+
+
+def pytest_gpucheck_report_sections(config: pytest.Config) -> list[ReportSection]:
+    """The gate's section (verdicts, saves, plot), once ``pytest_sessionfinish`` made it."""
+    feature = config.stash.get(FEATURE_KEY, None)
+    state = feature._session if feature is not None else None
+    return [state.section] if state is not None and state.section is not None else []
 
 
 def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:

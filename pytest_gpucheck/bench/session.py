@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ..hookspecs import ReportSection
 from .baseline import BaselineError, BaselineStore
 from .fixture import MeasureDefaults, marker_settings
 from .gate import GateSettings, Verdict, compare, parse_override_line, settings_for
@@ -43,6 +44,8 @@ class BenchSession:
     save_error: str = ""
     #: From each pytest-xdist worker (main process only): its save outcome.
     worker_saves: list[dict[str, Any]] = field(default_factory=list)
+    #: The gate's section of the report (main process, once the run is finished).
+    section: ReportSection | None = None
 
     def judge(self, item: pytest.Item, record: BenchmarkRecord) -> Verdict:
         _, marker_gate = marker_settings(item)
@@ -185,8 +188,6 @@ def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
 
 
 def _publish(config: pytest.Config, state: BenchSession) -> None:
-    from ..report import add_section
-
     lines = gate_terminal_lines(state.results, compared=state.compare)
     errors = [state.save_error] if state.save_error else []
     errors += [w["error"] for w in state.worker_saves if w.get("error")]
@@ -207,5 +208,6 @@ def _publish(config: pytest.Config, state: BenchSession) -> None:
                      "verdict": verdict.as_dict() if verdict else None}
                     for record, verdict in state.results],
     }
-    add_section(config, "benchmarks", data, gate_markdown(state.results, compared=state.compare),
-                lines)
+    # The report asks for it (pytest_gpucheck_report_sections, bench/plugin.py).
+    state.section = ReportSection("benchmarks", data,
+                                  gate_markdown(state.results, compared=state.compare), lines)

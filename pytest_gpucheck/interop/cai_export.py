@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .facts import c_strides, significant_strides
+from ..backends.array_facts import c_strides, significant_strides
 
 if TYPE_CHECKING:
-    from .facts import ArrayFacts
+    from ..backends.array_facts import ArrayFacts
 
 REQUIRED_KEYS = ("shape", "typestr", "data", "version")
 #: The versions whose rules are checked here (v0 and v1 are long obsolete).

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .adapters.base import NotAvailable
-from .facts import ArrayFacts, significant_strides
+from ..backends.adapter_base import NotAvailable
+from ..backends.array_facts import ArrayFacts, significant_strides
 from .outcomes import Exchange, Outcome
 
 if TYPE_CHECKING:
-    from .adapters.base import Adapter
+    from ..backends.adapter_base import Adapter
     from .cases import Case
     from .converters import Converter
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import pytest
 
 if TYPE_CHECKING:
-    from .adapters.base import Adapter
+    from ..backends.adapter_base import Adapter
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: What a converter promises: always zero-copy, zero-copy unless documented, or a copy.
@@ -114,9 +114,9 @@ def register_converter(
     zero-copy: a copy, lost strides, a changed dtype, a lost read-only flag
     or a consumer that outlives the producer's memory all fail.  ``dtypes``
     limits the cases to the dtype names the converter handles (see
-    ``pytest_gpucheck.interop.dtypes.DTYPE_NAMES``); by default it gets all.
+    ``pytest_gpucheck.backends.dtypes.DTYPE_NAMES``); by default it gets all.
     """
-    from .dtypes import DTYPE_NAMES
+    from ..backends.dtypes import DTYPE_NAMES
 
     _check_backend("producer", producer)
     _check_backend("consumer", consumer)

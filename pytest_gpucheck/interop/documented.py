@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
+from ..backends.array_facts import is_compact
 from .cases import Case
-from .facts import is_compact
 from .outcomes import Exchange, Outcome
 
 if TYPE_CHECKING:

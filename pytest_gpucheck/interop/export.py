@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .adapters.base import Adapter
+    from ..backends.adapter_base import Adapter
     from .cases import Case
 
 KDL_CPU = 1

@@ -18,7 +18,7 @@ from .classify import hand_over, same_bytes
 from .outcomes import Exchange, Outcome
 
 if TYPE_CHECKING:
-    from .adapters.base import Adapter
+    from ..backends.adapter_base import Adapter
     from .cases import Case
     from .converters import Converter
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .facts import ArrayFacts
+    from ..backends.array_facts import ArrayFacts
 
 
 class Outcome(str, enum.Enum):

@@ -11,7 +11,7 @@ from .adapters import ADAPTERS, get_adapter
 from .converters import PROTOCOLS, Converter, library_converter, user_converters
 
 if TYPE_CHECKING:
-    from .adapters.base import Adapter
+    from ..backends.adapter_base import Adapter
 
 from .matrix import CELL_PROPERTY
 

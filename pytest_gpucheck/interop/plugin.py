@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..hookspecs import ReportSection
+
 # The suite's modules load when the suite (or a user's converter) is imported:
 # a run without interop checks never imports them.
 if TYPE_CHECKING:
@@ -68,19 +70,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.user_properties.append((cell_property, pair.cell()))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_terminal_summary(config: pytest.Config) -> None:
-    """Hand the matrix to the core report before it prints and writes it."""
+def pytest_gpucheck_report_sections(config: pytest.Config) -> list[ReportSection]:
+    """The pair matrix, as a section of the core report."""
     matrix = config.stash.get(MATRIX_KEY, None)
     if matrix is None or not matrix.cells:
-        return
-    from ..report import add_section
-    from ..selection import get_selection
-
-    if get_selection(config).in_simulator_child:
-        return
-    add_section(config, "interop", matrix.to_json(), matrix.markdown(),
-                ["", "gpucheck interop pair matrix", *matrix.terminal_lines()])
+        return []
+    return [ReportSection("interop", matrix.to_json(), matrix.markdown(),
+                          ("", "gpucheck interop pair matrix", *matrix.terminal_lines()))]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adapters.base import Adapter
+from ..backends.adapter_base import Adapter
 
 
 def _adapter_for(array: Any) -> Adapter:
@@ -44,8 +44,8 @@ def assert_shares_memory(a: Any, b: Any) -> None:
     restored afterwards.  Raises ``AssertionError`` naming the first difference.
     """
     __tracebackhide__ = True
+    from ..backends.array_facts import significant_strides
     from .classify import flipped, probe_indices, same_bytes
-    from .facts import significant_strides
 
     first, second = _adapter_for(a), _adapter_for(b)
     fa, fb = first.facts(a), second.facts(b)

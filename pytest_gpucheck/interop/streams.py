@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .adapters.base import NotAvailable
+from ..backends.adapter_base import NotAvailable
 
 if TYPE_CHECKING:
-    from .adapters.base import Adapter
+    from ..backends.adapter_base import Adapter
 
 #: Elements in the handed-over array, and spin-kernel cycles before the fill lands.
 ELEMENTS = 1 << 20
@@ -33,9 +33,10 @@ def check_stream_order(producer: Adapter, consumer: Adapter,
                        importer: Callable[[Any], Any]) -> list[str]:
     """Problems found (empty when the consumer saw the producer's queued write).
 
-    The producer's :meth:`~.adapters.base.Adapter.pending_fill` queues the slow
-    write; the consumer's :meth:`~.adapters.base.Adapter.stream_copy` reads the
-    import on its own stream (both live in each framework's adapter).
+    The producer's :meth:`~pytest_gpucheck.backends.adapter_base.Adapter.pending_fill`
+    queues the slow write; the consumer's
+    :meth:`~pytest_gpucheck.backends.adapter_base.Adapter.stream_copy` reads the import
+    on its own stream (both live in each framework's adapter).
     """
     if not producer.queues_pending_fill:
         raise NotAvailable(f"{producer.name}: no way to queue a slow write on a side stream")

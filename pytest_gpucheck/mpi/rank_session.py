@@ -20,6 +20,7 @@ from typing import Any, NoReturn, TextIO
 import pytest
 
 from ..child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+from ..hookspecs import ReportSection
 from ..launch_env import LaunchedRank, claim_rank_environment
 from ..simulator_router import needs_simulator
 from .binding import (
@@ -71,6 +72,8 @@ class RankSession:
         self.rank = self.world.Get_rank()
         self.size = self.world.Get_size()
         self.default_timeout = default_timeout
+        #: The report's MPI section (rank 0: the ranks and their devices).
+        self.section: ReportSection | None = None
         self.host = this_host()
         self.local_rank, self.local_size = node_local_rank(self.world)
         export_local_rank(self.local_rank)  # before the core selects this rank's device
@@ -138,20 +141,21 @@ class RankSession:
         if self.rank == 0:
             from dataclasses import asdict
 
-            from ..report import add_section
-
             rows = "\n".join(
                 f"| {b.rank} | {b.host} | {b.local_rank}/{b.local_size} | "
                 f"{b.device_index if b.device_count else 'no GPU'} | {b.how} |"
                 for b in self.bindings)
-            add_section(
-                self.config, "mpi",
+            self.section = ReportSection(
+                "mpi",
                 {"mode": "launched", "launcher": self.launched.launcher, "ranks": self.size,
                  "bindings": [asdict(b) for b in self.bindings]},
                 f"## MPI\n\n{self.size} rank(s) under a launcher ({self.launched.launcher}).\n\n"
                 "| rank | host | local rank | device | how |\n| --- | --- | --- | --- | --- |\n"
                 f"{rows}\n",
             )
+
+    def pytest_gpucheck_report_sections(self, config: pytest.Config) -> list[ReportSection]:
+        return [self.section] if self.section is not None else []
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = [f"gpucheck mpi: {self.size} rank(s) under a launcher ({self.launched.launcher}); "

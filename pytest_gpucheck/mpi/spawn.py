@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ..child_env import SIMULATOR_CHILD_VARIABLE
+from ..hookspecs import ReportSection
 from ..launch_env import RANK_PID_VARIABLE
 from ..simulator_router import needs_simulator
 from ..workers import (
@@ -74,6 +75,11 @@ class SpawnRouter:
         self._marked = False
         #: One line per job that died (for the summary and the exit status).
         self.deaths: list[str] = []
+        #: The report's MPI section (the jobs run so far).
+        self.section: ReportSection | None = None
+
+    def pytest_gpucheck_report_sections(self, config: pytest.Config) -> list[ReportSection]:
+        return [self.section] if self.section is not None else []
 
     def timeout_of(self, spec: MpiSpec) -> float:
         return spec.timeout if spec.timeout is not None else self.default_timeout
@@ -163,14 +169,11 @@ class SpawnRouter:
         return run
 
     def _publish(self) -> None:
-        from ..report import add_section
-
         rows = "\n".join(
             f"| `{j['command']}` | {j['tests']} | {j['seconds']} | {j['returncode']} |"
             for j in self.jobs
         )
-        add_section(
-            self.config,
+        self.section = ReportSection(
             "mpi",
             {
                 "mode": "spawned",

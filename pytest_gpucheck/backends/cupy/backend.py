@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._cuda_build import build_mismatch, device_line, driver_problem
-from ..base import Backend, Probe
+from ..base import Backend, PeerCopy, Probe
 from ..timing import CudaEventTimer
 
 if TYPE_CHECKING:
@@ -101,6 +101,11 @@ class CupyBackend(Backend):
         from .adapter import CupyAdapter
 
         return CupyAdapter(self)
+
+    def peer_copy(self) -> PeerCopy:
+        from .peer_copy import CupyPeerCopy
+
+        return CupyPeerCopy()
 
 
 class CupyEventTimer(CudaEventTimer):

@@ -23,6 +23,7 @@ from ...child_env import SIMULATOR_CHILD_VARIABLE
 from .._cuda_build import device_line, driver_problem
 from ..array_ops import ArrayOps, Index
 from ..base import Backend, Probe
+from ..numpy.backend import HostArrays
 from ..timing import CudaEventTimer
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ def simulator_requested() -> bool:
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
 
-class NumbaCpuBackend(Backend):
+class NumbaCpuBackend(HostArrays):
     """``@numba.njit`` (and ``prange``) kernels on NumPy arrays."""
 
     name = "numba-cpu"
@@ -48,19 +49,6 @@ class NumbaCpuBackend(Backend):
     def _probe(self) -> Probe:
         numba = self._import("numba")
         return Probe(True, version=numba.__version__, device="cpu")
-
-    @property
-    def xp(self) -> Any:
-        return np
-
-    def to_device(self, host: np.ndarray) -> Any:
-        return np.array(host, copy=True)
-
-    def to_host(self, array: Any) -> np.ndarray:
-        return np.array(array, copy=True)
-
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        return np.empty(shape, dtype=dtype)
 
 
 class _NumbaCudaArrays(Backend):

@@ -12,7 +12,26 @@ if TYPE_CHECKING:
     from ..adapter_base import Adapter
 
 
-class NumpyBackend(Backend):
+class HostArrays(Backend):
+    """NumPy arrays on the host as the device arrays: the array methods of every
+    backend whose kernels take and return NumPy arrays (NumPy, ``numba-cpu``)."""
+
+    @property
+    def xp(self) -> Any:
+        return np
+
+    def to_device(self, host: np.ndarray) -> Any:
+        # A copy, as on a device: a kernel that writes its input must not write the caller's.
+        return np.array(host, copy=True)
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return np.array(array, copy=True)
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        return np.empty(shape, dtype=dtype)
+
+
+class NumpyBackend(HostArrays):
     """NumPy on the host: the reference every other backend is checked against."""
 
     name = "numpy"
@@ -23,19 +42,6 @@ class NumpyBackend(Backend):
 
     def _probe(self) -> Probe:
         return Probe(True, version=np.__version__, device="cpu")
-
-    @property
-    def xp(self) -> Any:
-        return np
-
-    def to_device(self, host: np.ndarray) -> Any:
-        return np.array(host, copy=True)
-
-    def to_host(self, array: Any) -> np.ndarray:
-        return np.array(array, copy=True)
-
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        return np.empty(shape, dtype=dtype)
 
     def interop_adapter(self) -> Adapter:
         from .adapter import NumpyAdapter

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._cuda_build import build_mismatch, device_line, driver_problem
 from ..array_ops import ArrayOps, Index
-from ..base import Backend, Probe
+from ..base import Backend, PeerCopy, Probe
 from ..timing import CudaEventTimer
 
 if TYPE_CHECKING:
@@ -124,6 +124,11 @@ class TorchCudaBackend(_TorchBackend):
         import torch
 
         return str(torch.version.cuda or "")
+
+    def peer_copy(self) -> PeerCopy:
+        from .peer_copy import TorchPeerCopy
+
+        return TorchPeerCopy()
 
 
 class TorchEventTimer(CudaEventTimer):

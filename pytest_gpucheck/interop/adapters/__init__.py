@@ -3,7 +3,8 @@
 Each framework's adapter lives beside its backend, in
 ``pytest_gpucheck/backends/<framework>/adapter.py``, and the backend returns it
 from :meth:`~pytest_gpucheck.backends.base.Backend.interop_adapter`; this
-package holds the protocol (:mod:`.base`) and one adapter per backend and device.
+package keeps one adapter per backend and device (the protocol is
+:mod:`pytest_gpucheck.backends.adapter_base`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...backends import INTEROP_BACKENDS, NO_INTEROP_ADAPTER
-from .base import Adapter, NotAvailable
+from ...backends.adapter_base import Adapter
 
 if TYPE_CHECKING:
     from ...backends.base import Backend
@@ -33,4 +34,4 @@ def get_adapter(backend: Backend) -> Adapter:
     return _adapters[key]
 
 
-__all__ = ["ADAPTERS", "NO_ADAPTER", "Adapter", "NotAvailable", "get_adapter"]
+__all__ = ["ADAPTERS", "NO_ADAPTER", "get_adapter"]
