@@ -106,25 +106,40 @@ def _normal_sf(z: float) -> float:
 #     difference of the medians has standard error
 #     ``sigma * sqrt(1/n1 + 1/n2) * sqrt(pi/2)``.
 #
-# The smaller of the two is the power figure (the two events are positively
-# correlated, so the power of both is close to the smaller one).  ``sigma`` is
-# estimated robustly (median absolute deviation * 1.4826, pooled over the windows
-# after centring each at its median): a few rounds hit by a neighbour must not
-# make a quiet benchmark look noisy.
+# The product of the two is the power figure: the events are positively
+# associated (a large estimated shift helps both), so the product is a lower bound
+# of the probability that both hold.  ``sigma`` is
+# estimated by :func:`robust_sigma`: a few rounds hit by a neighbour must not make
+# a quiet benchmark look noisy, and the estimate must be good enough for a plan.
 
 _NORMAL = NormalDist()
 #: MAD * this = standard deviation, for normal noise.
 MAD_TO_SIGMA = 1.4826
+#: Values further from their median than this many MAD-deviations are outliers.
+CLIP = 3.5
 
 
 def robust_sigma(*groups: ArrayLike) -> float:
-    """Noise of ``groups`` pooled: MAD * 1.4826 of each value minus its group's median."""
+    """Noise of ``groups`` pooled: the standard deviation of each value minus its group's
+    median, leaving out values more than :data:`CLIP` robust deviations away.
+
+    The median absolute deviation alone resists outliers but is a poor estimate (37%
+    efficient for normal noise: from 30 values it is off by 20% or more a third of
+    the time, and a plan or a power figure made from it inherits that); the
+    standard deviation is efficient but one preempted round inflates it.  Clipping
+    at 3.5 MAD-deviations keeps the efficiency (a normal value lies beyond them
+    with probability 0.05%) and drops the rounds a neighbour hit.
+    """
     centred = [np.asarray(g, dtype=np.float64).ravel() for g in groups]
     centred = [g - np.median(g) for g in centred if g.size]
     if not centred:
         raise ValueError("robust_sigma needs at least one non-empty group")
     pooled = np.concatenate(centred)
-    return float(MAD_TO_SIGMA * np.median(np.abs(pooled)))
+    mad_sigma = float(MAD_TO_SIGMA * np.median(np.abs(pooled)))
+    kept = pooled[np.abs(pooled) <= CLIP * mad_sigma] if mad_sigma > 0 else pooled
+    # One degree of freedom per group went into its median.
+    dof = kept.size - len(centred)
+    return float(np.sqrt(np.sum(kept ** 2) / dof)) if dof > 0 else mad_sigma
 
 
 def shift_power(sigma: float, n1: int, n2: int, shift: float, alpha: float,
@@ -143,12 +158,14 @@ def shift_power(sigma: float, n1: int, n2: int, shift: float, alpha: float,
     z_alpha = _NORMAL.inv_cdf(1.0 - alpha / 2.0)
     test = _NORMAL.cdf(shift / (scale * math.sqrt(math.pi / 3.0)) - z_alpha)
     median = _NORMAL.cdf((shift - min_shift) / (scale * math.sqrt(math.pi / 2.0)))
-    return min(test, median)
+    # Both must hold.  The two events are positively associated (a large estimated
+    # shift helps both), so the product is a lower bound of the probability of both.
+    return test * median
 
 
 def rounds_for_power(sigma: float, shift: float, alpha: float, min_shift: float,
                      power: float) -> int:
-    """Rounds per side (equal on both) for :func:`shift_power` to reach ``power``.
+    """Fewest rounds per side (equal on both) for :func:`shift_power` to reach ``power``.
 
     Raises ``ValueError`` when no number of rounds can (``shift <= min_shift``).
     """
@@ -158,10 +175,14 @@ def rounds_for_power(sigma: float, shift: float, alpha: float, min_shift: float,
         raise ValueError(f"power must be in (0, 1), got {power}")
     if sigma <= 0.0:
         return 1
+    # Each condition alone needs power at least ``power``: a closed-form lower bound
+    # (sigma * sqrt(2/n) * k is the standard error; solve shift / it >= z for n) ...
     z_alpha = _NORMAL.inv_cdf(1.0 - alpha / 2.0)
     z_power = _NORMAL.inv_cdf(power)
-    # With n rounds per side the standard errors are sigma * sqrt(2/n) * k; solve
-    # shift / (sigma * sqrt(2/n) * k) >= z for n.
     test = 2.0 * (sigma * math.sqrt(math.pi / 3.0) * (z_alpha + z_power) / shift) ** 2
     median = 2.0 * (sigma * math.sqrt(math.pi / 2.0) * z_power / (shift - min_shift)) ** 2
-    return max(math.ceil(max(test, median)), 1)
+    n = max(math.ceil(max(test, median)), 1)
+    # ... from which the product of both is reached within a few doublings.
+    while shift_power(sigma, n, n, shift, alpha, min_shift) < power:
+        n = math.ceil(n * 1.05) + 1
+    return n
