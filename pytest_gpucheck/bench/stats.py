@@ -107,8 +107,10 @@ def _normal_sf(z: float) -> float:
 #     ``sigma * sqrt(1/n1 + 1/n2) * sqrt(pi/2)``.
 #
 # The product of the two is the power figure: the events are positively
-# associated (a large estimated shift helps both), so the product is a lower bound
-# of the probability that both hold.  ``sigma`` is
+# associated (a large estimated shift helps both), so the product does not
+# overstate the probability that both hold beyond the error of the normal
+# approximations (against simulation: within 0.06 at 30 rounds, 0.035 above 90%
+# power; tests/test_bench_stats.py).  ``sigma`` is
 # estimated by :func:`robust_sigma`: a few rounds hit by a neighbour must not make
 # a quiet benchmark look noisy, and the estimate must be good enough for a plan.
 
@@ -158,8 +160,8 @@ def shift_power(sigma: float, n1: int, n2: int, shift: float, alpha: float,
     z_alpha = _NORMAL.inv_cdf(1.0 - alpha / 2.0)
     test = _NORMAL.cdf(shift / (scale * math.sqrt(math.pi / 3.0)) - z_alpha)
     median = _NORMAL.cdf((shift - min_shift) / (scale * math.sqrt(math.pi / 2.0)))
-    # Both must hold.  The two events are positively associated (a large estimated
-    # shift helps both), so the product is a lower bound of the probability of both.
+    # Both must hold; the events are positively associated (a large estimated shift
+    # helps both), so their product does not overstate the chance of both.
     return test * median
 
 
