@@ -1,15 +1,22 @@
 """Measure the regression gate's false-alarm rate and its power on this machine.
 
-Each comparison times a baseline window and then a current window of the same
+Each comparison times a baseline window and two current windows of the same
 workload through the ``gpu_benchmark`` machinery (warm-up, calibrated rounds,
-the backend's timer) and asks the gate for a verdict:
+the backend's timer, rounds added until the gate's power is reached, up to
+``--max-rounds``) and asks the gate for two verdicts:
 
-* null comparisons: the current window runs the identical workload; any
+* null comparison: the current window runs the identical workload; any
   "regression" is a false alarm;
-* slowdown comparisons: the current window runs the workload plus a busy wait
+* slowdown comparison: the current window runs the workload plus a busy wait
   of ``--slowdown`` (default 10%) of the workload's calibrated time per call
   (median of the fastest half of 100 rounds: the uncontended time), an
-  injected regression the gate should catch.
+  injected regression the gate should catch.  The wait spins on the clock that
+  times the rounds (CPU time of the process for NumPy), so a neighbour that
+  preempts the spin cannot shrink the injected slowdown.
+
+The two current windows run in alternating order after the baseline.  An
+"inconclusive" verdict (the noise left the comparison short of the gate's
+power) is counted on its own: it is neither a false alarm nor a catch.
 
 Every round is paired with a device copy of the same bytes (``--reference
 copy``, the default, as the ``gpu_benchmark`` fixture does for a benchmark
@@ -17,13 +24,13 @@ that declares its bytes); the gate then compares the ratios saxpy / copy, so a
 machine-wide slowdown between the two windows cancels.  ``--reference none``
 measures the gate on the times alone.
 
-Null and slowdown comparisons are interleaved so slow drifts of a shared
-machine affect both alike.  Usage::
+Usage::
 
-    python scripts/measure_gate.py [--comparisons 200] [--rounds 30] [--size 4194304]
+    python scripts/measure_gate.py [--comparisons 200] [--size 4194304]
 
-Prints the false-alarm rate, the detection rate and the settings used; exits
-non-zero when false alarms exceed 1% or detection is below 90%.
+Prints the false-alarm rate and the detection rate, each with PASS or FAIL
+against its target (at most 1% false alarms, at least 90% caught), and the
+settings used; exits non-zero when either target is missed.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.bench.environment import describe
-from pytest_gpucheck.bench.gate import GateSettings, compare
+from pytest_gpucheck.bench.gate import GateSettings, compare, planned_rounds
 from pytest_gpucheck.bench.measure import (
     Reference,
     RoundRunner,
@@ -50,26 +57,38 @@ from pytest_gpucheck.bench.measure import (
     warm_up,
 )
 from pytest_gpucheck.bench.records import BenchmarkRecord
-from pytest_gpucheck.bench.settings import DEFAULT_ROUNDS
+from pytest_gpucheck.bench.settings import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from pytest_gpucheck.bench.timing import RoundTimer, timer_for
 
 
-def spin(seconds: float) -> None:
-    """Busy-wait: a sleep this short would overshoot by the scheduler's granularity."""
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
+def spin(seconds: float, clock: Callable[[], float] = time.perf_counter) -> None:
+    """Busy-wait ``seconds`` of ``clock``: a sleep this short would overshoot by the
+    scheduler's granularity, and a sleep costs no CPU time."""
+    end = clock() + seconds
+    while clock() < end:
         pass
 
 
 def window(timer: RoundTimer, call: Callable[[], Any], iterations: int, rounds: int,
-           name: str, backend: Any, reference: Reference | None = None) -> BenchmarkRecord:
-    """Time ``rounds`` rounds of ``call`` into a record, as the fixture does."""
+           name: str, backend: Any, reference: Reference | None = None,
+           settings: GateSettings | None = None, max_rounds: int = 0,
+           baseline: BenchmarkRecord | None = None) -> BenchmarkRecord:
+    """Time ``rounds`` rounds of ``call`` into a record, as the fixture does (with
+    ``settings``, adding the rounds the gate's power needs against ``baseline``, or
+    against a baseline like this window, up to ``max_rounds``)."""
     first = warm_up(timer, call, 1)
     paired = None if reference is None else Reference(reference.call, reference.iterations,
                                                       reference.description)
     runner = RoundRunner(timer, call, iterations, reference=paired)
     for _ in range(rounds):
         runner()
+    if settings is not None:
+        # Planned twice, as the fixture does: the second plan sees the added rounds.
+        for _ in range(2):
+            planned = planned_rounds(runner.samples, paired.samples if paired else [],
+                                     settings, rounds, max_rounds, baseline)
+            for _ in range(planned - len(runner.samples)):
+                runner()
     return BenchmarkRecord(name=name, environment=describe(backend), method=timer.method,
                            samples=runner.samples, iterations=iterations, warmup_rounds=1,
                            first_call_seconds=first, l2_flushed=False,
@@ -80,7 +99,10 @@ def window(timer: RoundTimer, call: Callable[[], Any], iterations: int, rounds: 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--comparisons", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                        help="rounds per window before the power plan adds more")
+    parser.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS,
+                        help="cap of the power plan (ini gpu_bench_max_rounds)")
     parser.add_argument("--size", type=int, default=1 << 19, help="saxpy elements")
     parser.add_argument("--slowdown", type=float, default=0.10)
     parser.add_argument("--backend", default="numpy")
@@ -92,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-fraction", type=float, default=GateSettings().keep_fraction)
     parser.add_argument("--relative-min-effect", type=float,
                         default=GateSettings().relative_min_effect)
+    parser.add_argument("--detect-effect", type=float, default=GateSettings().detect_effect)
+    parser.add_argument("--power", type=float, default=GateSettings().power)
     args = parser.parse_args(argv)
 
     backend = get_backend(args.backend)
@@ -116,36 +140,50 @@ def main(argv: list[str] | None = None) -> int:
     median = float(np.median(sorted(calibration)[:50]))
     extra = args.slowdown * median
 
+    # The host clock the rounds are timed with; events (a GPU) time the device, where
+    # a host spin is no slowdown at all, so this script injects on the host tier only.
+    clock = getattr(timer, "clock", time.perf_counter)
+
     def slowed() -> Any:
         result = saxpy()
-        spin(extra)
+        spin(extra, clock)
         return result
 
     reference = copy_reference(backend, timer, 12 * args.size) \
         if args.reference == "copy" else None
     settings = GateSettings(alpha=args.alpha, min_effect=args.min_effect,
                             keep_fraction=args.keep_fraction,
-                            relative_min_effect=args.relative_min_effect)
+                            relative_min_effect=args.relative_min_effect,
+                            detect_effect=args.detect_effect, power=args.power)
     settings.validate()
-    false_alarms = detections = 0
-    null_changes, slow_changes = [], []
+    false_alarms = detections = null_inconclusive = slow_inconclusive = 0
+    null_changes, slow_changes, window_rounds, powers = [], [], [], []
     started = time.perf_counter()
-    for _ in range(args.comparisons):
-        for slowdown in (False, True):
-            base = window(timer, saxpy, iterations, args.rounds, "saxpy", backend, reference)
+    for index in range(args.comparisons):
+        base = window(timer, saxpy, iterations, args.rounds, "saxpy", backend, reference,
+                      settings, args.max_rounds)
+        window_rounds.append(len(base.samples))
+        # Alternate which current window runs right after the baseline.
+        for slowdown in ((False, True) if index % 2 == 0 else (True, False)):
             new = window(timer, slowed if slowdown else saxpy, iterations, args.rounds,
-                         "saxpy", backend, reference)
+                         "saxpy", backend, reference, settings, args.max_rounds, base)
+            window_rounds.append(len(new.samples))
             verdict = compare(base, new, settings)
+            if verdict.power is not None:
+                powers.append(verdict.power)
             if slowdown:
                 slow_changes.append(verdict.change or 0.0)
                 detections += verdict.status == "regression"
+                slow_inconclusive += verdict.status == "inconclusive"
             else:
                 null_changes.append(verdict.change or 0.0)
                 false_alarms += verdict.status == "regression"
-        done = len(null_changes)
+                null_inconclusive += verdict.status == "inconclusive"
+        done = index + 1
         if done % 10 == 0:
             # Running totals, so a long run on a busy machine can be read before it ends.
             print(f"after {done}: false alarms {false_alarms}/{done}, caught {detections}/{done}, "
+                  f"inconclusive {null_inconclusive}+{slow_inconclusive}, "
                   f"{time.perf_counter() - started:.0f} s", flush=True)
     elapsed = time.perf_counter() - started
 
@@ -157,18 +195,28 @@ def main(argv: list[str] | None = None) -> int:
     if reference is not None:
         print(f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} on the per-round ratios "
               f"saxpy / {reference.description} ({reference.iterations} call(s)/round, "
-              f"interleaved), and median ratio change > {settings.relative_min_effect:.0%}")
+              f"interleaved), and median ratio change > {settings.relative_min_effect:.0%}; "
+              f"inconclusive below {settings.power:.0%} power to catch "
+              f"+{settings.design_effect(True):.0%}")
     else:
         print(f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} and median change > "
-              f"{settings.min_effect:.0%}, on the fastest {settings.keep_fraction:.0%} of rounds")
-    print(f"null comparisons:     {n}, false alarms {false_alarms} ({false_rate:.1%}); "
-          f"median change spread p1..p99 {np.percentile(null_changes, 1):+.1%} .. "
-          f"{np.percentile(null_changes, 99):+.1%}")
+              f"{settings.min_effect:.0%}, on the fastest {settings.keep_fraction:.0%} of rounds; "
+              f"inconclusive below {settings.power:.0%} power to catch "
+              f"+{settings.design_effect(False):.0%}")
+    false_ok, detect_ok = false_rate <= 0.01, detect_rate >= 0.90
+    print(f"null comparisons:     {n}, false alarms {false_alarms} ({false_rate:.1%}), "
+          f"inconclusive {null_inconclusive}; median change spread p1..p99 "
+          f"{np.percentile(null_changes, 1):+.1%} .. {np.percentile(null_changes, 99):+.1%}")
     print(f"slowdown comparisons: {n} (+{args.slowdown:.0%} injected), caught {detections} "
-          f"({detect_rate:.1%}); measured change p1..p99 "
+          f"({detect_rate:.1%}), inconclusive {slow_inconclusive}; measured change p1..p99 "
           f"{np.percentile(slow_changes, 1):+.1%} .. {np.percentile(slow_changes, 99):+.1%}")
+    if powers:
+        print(f"gate's power figure per comparison: median {np.median(powers):.1%}, "
+              f"min {min(powers):.1%}")
     print(f"elapsed {elapsed:.1f} s")
-    ok = false_rate <= 0.01 and detect_rate >= 0.90
+    print(f"false alarms <= 1%: {'PASS' if false_ok else 'FAIL'} ({false_rate:.1%})")
+    print(f"caught >= 90%:      {'PASS' if detect_ok else 'FAIL'} ({detect_rate:.1%})")
+    ok = false_ok and detect_ok
     print("PASS" if ok else "FAIL: false alarms must be <= 1% and detection >= 90%")
     return 0 if ok else 1
 

@@ -12,7 +12,9 @@ from pytest_gpucheck.bench.gate import (
     GateSettings,
     compare,
     format_verdict,
+    pair_means,
     parse_override_line,
+    planned_rounds,
     settings_for,
 )
 from pytest_gpucheck.bench.records import BenchmarkRecord
@@ -78,8 +80,9 @@ def test_a_slow_median_from_contention_alone_is_not_a_regression() -> None:
     assert whole.status == "regression"
 
 
-def test_large_effect_without_significance_is_not_a_regression() -> None:
-    # Very noisy rounds (lognormal, sigma 0.5): +15% in the median is within the noise.
+def test_large_effect_without_significance_is_inconclusive_not_a_regression() -> None:
+    # Very noisy rounds (lognormal, sigma 0.5): +15% in the median is within the noise,
+    # and 40 rounds of such noise could not have caught a 10% slowdown either.
     rng = np.random.default_rng(0)
     verdict = compare(record(rng.lognormal(0, 0.5, 40)), record(rng.lognormal(0, 0.5, 40) * 1.12),
                       GateSettings())
@@ -87,7 +90,11 @@ def test_large_effect_without_significance_is_not_a_regression() -> None:
     assert verdict.pvalue > 0.01
     assert verdict.change is not None
     assert verdict.change > 0.07
-    assert verdict.status == "unchanged"
+    assert verdict.status == "inconclusive"
+    assert verdict.power is not None
+    assert verdict.power < 0.5
+    assert "power to catch a 14% slowdown (target 90%)" in verdict.reason
+    assert "rounds on both sides" in verdict.reason
 
 
 def test_no_baseline_and_mismatches_are_reported_not_compared() -> None:
@@ -188,3 +195,109 @@ def test_a_framework_upgrade_is_named_and_compared_all_the_same() -> None:
                       record(noisy(1.3e-3, 8), environment=newer), GateSettings())
     assert verdict.status == "regression"
     assert "baseline recorded with cupy 13.6.0, this run 14.0.0" in format_verdict(verdict)
+
+
+# -- The power plan and "inconclusive", on synthetic rounds with the measured noise ----
+#
+# scripts/measure_gate.py measured, for NumPy saxpy with the interleaved copy on the
+# shared 2-core machine, a noise of about 10% per pair of rounds at 2^19 elements
+# and 4% at 2^22 (robust standard deviation of the log ratio), and an order effect:
+# odd rounds (copy after the saxpy) 17% apart from even ones at 2^19.  These
+# records reproduce that, deterministically (fixed seeds), with no clock involved.
+
+def measured_like(seed: int, rounds: int, pair_noise: float, slowdown: float = 0.0,
+                  order_effect: float = 0.17) -> BenchmarkRecord:
+    """Rounds whose ratio to the copy has ``pair_noise`` per pair and an alternation."""
+    rng = np.random.default_rng(seed)
+    machine = np.exp(rng.normal(0.0, 0.3, rounds))  # cancels: both members see it
+    order = np.where(np.arange(rounds) % 2 == 0, 0.0, order_effect)
+    log_ratio = np.log1p(slowdown) + order + rng.normal(0.0, pair_noise * np.sqrt(2.0), rounds)
+    reference = 1e-3 * machine
+    return record(reference * np.exp(log_ratio), reference="copy of 6291456 B",
+                  reference_samples=[float(r) for r in reference])
+
+
+def planned_comparison(seed: int, pair_noise: float, slowdown: float) -> str:
+    """Baseline and run, each timed for the rounds the fixture's plan asks for."""
+    settings = GateSettings()
+
+    def timed(seed: int, slowdown: float, baseline: BenchmarkRecord | None) -> BenchmarkRecord:
+        first = measured_like(seed, 60, pair_noise, slowdown)
+        rounds = planned_rounds(first.samples, first.reference_samples, settings, 60, 600,
+                                baseline)
+        return measured_like(seed, rounds, pair_noise, slowdown)  # the same first 60
+
+    baseline = timed(seed, 0.0, None)
+    return compare(baseline, timed(seed + 10_000, slowdown, baseline), settings).status
+
+
+@pytest.mark.parametrize("pair_noise", [0.04, 0.10])
+def test_with_planned_rounds_a_10_percent_slowdown_is_caught_and_aa_is_not_flagged(
+        pair_noise: float) -> None:
+    # 100 A/A and 100 slowed comparisons: the planned power is 95%; alpha is 0.001.
+    null = [planned_comparison(seed, pair_noise, 0.0) for seed in range(100)]
+    slow = [planned_comparison(seed, pair_noise, 0.10) for seed in range(100, 200)]
+    assert null.count("regression") <= 1
+    assert slow.count("regression") >= 90
+    assert "inconclusive" not in null + slow or null.count("inconclusive") <= 10
+
+
+def test_without_the_plan_the_noise_of_2_19_makes_60_rounds_inconclusive() -> None:
+    # What the gate said before the plan: 60 rounds of 10% noise per pair (30 pairs)
+    # catch a 10% slowdown about a third of the time; now the gate says so.
+    verdicts = [compare(measured_like(seed, 60, 0.10), measured_like(seed + 1, 60, 0.10),
+                        GateSettings()) for seed in range(0, 40, 2)]
+    assert {v.status for v in verdicts} == {"inconclusive"}
+    power = verdicts[0].power
+    assert power is not None
+    assert 0.2 < power < 0.7
+    assert "per pair of rounds" in verdicts[0].reason
+    assert "power to catch a 10% slowdown (target 90%)" in verdicts[0].reason
+    # With the rounds the reason asks for, the same noise is conclusive.
+    needed = int(verdicts[0].reason.split("it needs ")[1].split(" rounds")[0])
+    enough = compare(measured_like(1, needed, 0.10), measured_like(2, needed, 0.10),
+                     GateSettings())
+    assert enough.status == "unchanged", format_verdict(enough)
+
+
+def test_the_plan_asks_for_more_rounds_only_when_the_noise_needs_them() -> None:
+    settings = GateSettings()
+    quiet = measured_like(0, 60, 0.04)
+    noisy_run = measured_like(0, 60, 0.10)
+    assert planned_rounds(quiet.samples, quiet.reference_samples, settings, 60, 600) == 60
+    more = planned_rounds(noisy_run.samples, noisy_run.reference_samples, settings, 60, 600)
+    assert 120 < more < 600
+    assert planned_rounds(noisy_run.samples, noisy_run.reference_samples, settings, 60,
+                          100) == 100  # capped
+    # A noisier baseline asks for more rounds of this run than a quiet one would.
+    loud_baseline = measured_like(1, 100, 0.2)
+    assert planned_rounds(noisy_run.samples, noisy_run.reference_samples, settings, 60, 600,
+                          loud_baseline) > more
+
+
+def test_pairs_of_rounds_cancel_the_order_of_benchmark_and_copy() -> None:
+    ratios = [1.0, 1.21, 2.0, 2.42]  # odd rounds 21% slower: the order, not the code
+    assert pair_means([*ratios, 9.9]) == pytest.approx([1.1, 2.2])
+    # An order effect alone adds no noise to the pairs.
+    alternating = measured_like(3, 60, 0.0001, order_effect=0.3)
+    same = measured_like(4, 60, 0.0001, order_effect=0.3)
+    verdict = compare(alternating, same, GateSettings())
+    assert verdict.noise is not None
+    assert verdict.noise < 0.001
+    assert verdict.status == "unchanged"
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"detect_effect": 0}, "detect_effect"),
+    ({"power": 1}, "power"),
+])
+def test_bad_power_settings_raise(overrides: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        GateSettings().with_overrides(overrides)
+
+
+def test_the_design_effect_is_at_least_twice_the_minimum_effect() -> None:
+    assert GateSettings().design_effect(relative=True) == pytest.approx(0.10)
+    assert GateSettings().design_effect(relative=False) == pytest.approx(0.14)
+    assert GateSettings(relative_min_effect=0.2).design_effect(relative=True) == \
+        pytest.approx(0.4)

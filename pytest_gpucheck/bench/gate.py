@@ -35,6 +35,7 @@ significant) is reported, never failed.
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -43,16 +44,18 @@ import numpy as np
 from .records import BenchmarkRecord
 from .settings import (
     DEFAULT_ALPHA,
+    DEFAULT_DETECT_EFFECT,
     DEFAULT_KEEP_FRACTION,
     DEFAULT_MIN_EFFECT,
     DEFAULT_MIN_ROUNDS,
+    DEFAULT_POWER,
     DEFAULT_RELATIVE_MIN_EFFECT,
     SETTING_NAMES,
 )
-from .stats import mann_whitney_u
+from .stats import mann_whitney_u, robust_sigma, rounds_for_power, shift_power
 
-Status = Literal["regression", "improvement", "unchanged", "no-baseline", "not-comparable"]
-
+Status = Literal["regression", "improvement", "unchanged", "inconclusive", "no-baseline",
+                 "not-comparable"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,10 @@ class GateSettings:
     keep_fraction: float = DEFAULT_KEEP_FRACTION
     #: ``min_effect`` of a comparison relative to an interleaved reference.
     relative_min_effect: float = DEFAULT_RELATIVE_MIN_EFFECT
+    #: The slowdown the gate must catch (0.10 = 10%) ...
+    detect_effect: float = DEFAULT_DETECT_EFFECT
+    #: ... with at least this probability; below it, "unchanged" becomes "inconclusive".
+    power: float = DEFAULT_POWER
 
     def with_overrides(self, overrides: dict[str, Any]) -> GateSettings:
         """A copy with ``alpha``/``min_effect``/``min_rounds`` replaced where given."""
@@ -87,6 +94,33 @@ class GateSettings:
             raise ValueError(f"gate min_rounds must be >= 2, got {self.min_rounds}")
         if not 0.0 < self.keep_fraction <= 1.0:
             raise ValueError(f"gate keep_fraction must be in (0, 1], got {self.keep_fraction}")
+        if self.detect_effect <= 0.0:
+            raise ValueError(f"gate detect_effect must be > 0, got {self.detect_effect}")
+        if not 0.0 < self.power < 1.0:
+            raise ValueError(f"gate power must be in (0, 1), got {self.power}")
+
+    def design_effect(self, relative: bool) -> float:
+        """The slowdown the power is computed for: ``detect_effect``, or twice the
+        minimum effect when that is larger.
+
+        A change must exceed the minimum effect to fail, so a gate cannot promise to
+        catch changes near it; at twice the minimum the median condition has the same
+        margin on both sides (the defaults, 5% and 10%, are exactly that).
+        """
+        threshold = self.relative_min_effect if relative else self.min_effect
+        return max(self.detect_effect, 2.0 * threshold)
+
+    def power_of(self, sigma: float, n_old: int, n_new: int, relative: bool) -> float:
+        """Probability of flagging :meth:`design_effect` with these rounds and noise."""
+        threshold = self.relative_min_effect if relative else self.min_effect
+        return shift_power(sigma, n_old, n_new, math.log1p(self.design_effect(relative)),
+                           self.alpha, math.log1p(threshold))
+
+    def rounds_for(self, sigma: float, relative: bool, power: float | None = None) -> int:
+        """Rounds per side for :meth:`power_of` to reach ``power`` (default ``self.power``)."""
+        threshold = self.relative_min_effect if relative else self.min_effect
+        return rounds_for_power(sigma, math.log1p(self.design_effect(relative)), self.alpha,
+                                math.log1p(threshold), self.power if power is None else power)
 
     def kept(self, samples: list[float]) -> list[float]:
         """The fastest ``keep_fraction`` of ``samples`` (at least two)."""
@@ -112,6 +146,10 @@ class Verdict:
     relative_to: str = ""
     #: With a reference: the change of the median ratio benchmark / reference.
     relative_change: float | None = None
+    #: Per-round noise of the compared values (robust standard deviation of their log).
+    noise: float | None = None
+    #: Probability that these rounds, with this noise, catch the design effect.
+    power: float | None = None
 
     @property
     def change(self) -> float | None:
@@ -146,6 +184,10 @@ class Verdict:
             "reason": self.reason,
             "relative_to": self.relative_to,
             "relative_change": self.relative_change,
+            "noise": self.noise,
+            "power": self.power,
+            "detect_effect": self.settings.detect_effect,
+            "power_target": self.settings.power,
         }
 
 
@@ -171,11 +213,13 @@ def compare(
     relative = bool(baseline.ratios and current.ratios
                     and baseline.reference == current.reference)
     old, new = settings.kept(baseline.samples), settings.kept(current.samples)
-    tested_old, tested_new = (baseline.ratios, current.ratios) if relative else (old, new)
+    tested_old, tested_new = compared_values(baseline, settings, relative), \
+        compared_values(current, settings, relative)
     floor = smallest_pvalue(len(tested_new), len(tested_old))
     if floor >= settings.alpha:
         return replace(base, status="not-comparable", reason=(
-            f"{len(tested_new)} vs {len(tested_old)} compared rounds cannot reach alpha="
+            f"{len(tested_new)} vs {len(tested_old)} compared "
+            f"{'pairs of rounds' if relative else 'rounds'} cannot reach alpha="
             f"{settings.alpha:g} (smallest possible p {floor:.2g}); time more rounds "
             "(ini gpu_bench_rounds)"))
     test = mann_whitney_u(tested_new, tested_old)
@@ -184,11 +228,94 @@ def compare(
     if relative:
         verdict = replace(verdict, relative_to=current.reference, relative_change=float(
             np.median(tested_new) / np.median(tested_old) - 1.0))
+    # The power to catch the design effect, from the noise both windows show: a
+    # comparison that could not have seen a 10% slowdown says so instead of passing.
+    sigma = robust_sigma(np.log(tested_old), np.log(tested_new))
+    power = settings.power_of(sigma, len(tested_old), len(tested_new), relative)
+    verdict = replace(verdict, noise=sigma, power=power)
     change = verdict.change or 0.0
     threshold = settings.relative_min_effect if relative else settings.min_effect
     if test.pvalue < settings.alpha and abs(change) > threshold:
         return replace(verdict, status="regression" if change > 0 else "improvement")
+    if power < settings.power:
+        needed = settings.rounds_for(sigma, relative)
+        needed = 2 * needed if relative else math.ceil(needed / settings.keep_fraction)
+        rounds_now = min(len(baseline.samples), len(current.samples))
+        extra = (f"; it needs {needed} rounds on both sides, has {rounds_now} (raise ini "
+                 "gpu_bench_max_rounds, or run on a quieter machine)"
+                 if needed > rounds_now else "")
+        unit = "pair of rounds" if relative else "round"
+        why = (f"noise {sigma:.1%} per {unit} leaves {power:.0%} power to catch a "
+               f"{settings.design_effect(relative):.0%} slowdown (target "
+               f"{settings.power:.0%}){extra}")
+        return replace(verdict, status="inconclusive",
+                       reason=f"{why}; {note}" if note else why)
     return verdict
+
+
+def compared_values(record: BenchmarkRecord, settings: GateSettings,
+                    relative: bool) -> list[float]:
+    """What the gate compares of one record: the ratios to the reference per pair of
+    rounds (:func:`pair_means`), or the fastest ``keep_fraction`` of the times."""
+    return pair_means(record.ratios) if relative else settings.kept(record.samples)
+
+
+def pair_means(ratios: list[float]) -> list[float]:
+    """Geometric means of consecutive pairs of per-round ratios (a last odd round is left).
+
+    The reference runs before the benchmark in even rounds and after it in odd
+    ones, so neither always runs in the other's wake; but the order itself moves
+    the ratio (what the previous call left in the caches: 17% between even and odd
+    rounds of a 6 MiB saxpy on a CPU).  A pair holds one round of each order, so
+    its mean is free of that alternation, which would otherwise count as noise
+    (and make the gate ask for about twice the rounds).
+    """
+    logs = np.log(np.asarray(ratios[: len(ratios) // 2 * 2], dtype=np.float64))
+    return [float(v) for v in np.exp(logs.reshape(-1, 2).mean(axis=1))]
+
+
+def planned_rounds(samples: list[float], reference_samples: list[float],
+                   settings: GateSettings, rounds: int, max_rounds: int,
+                   baseline: BenchmarkRecord | None = None) -> int:
+    """How many rounds a benchmark should time, judged from the rounds timed so far.
+
+    The noise of what the gate will compare (ratios to the reference when every
+    round has one, else the fastest ``keep_fraction`` of the times) decides how many
+    rounds reach the gate's power (:meth:`GateSettings.power_of`); never fewer than
+    ``rounds``, never more than ``max_rounds``.  With the ``baseline`` it will be
+    compared with, the plan uses the noise of both and the baseline's rounds as
+    they are; without one (a run that records a baseline) it assumes a baseline
+    like this run.  The plan aims at the power halfway between the target and 1
+    (95% for a 90% target): the noise is an estimate, and a plan aimed at the
+    target itself would miss it about half the time.
+
+    The plan looks at the spread of the rounds only, never at the difference from
+    the baseline, so extending a run by it does not bias the test (a sample size
+    re-estimated from the variance alone).
+    """
+    relative = bool(reference_samples) and len(reference_samples) == len(samples)
+    values = (pair_means([s / r for s, r in zip(samples, reference_samples, strict=True)])
+              if relative else settings.kept(samples))
+    if len(values) < 2 or min(values) <= 0.0:
+        return rounds
+    cap = max(max_rounds, rounds)
+    target = (1.0 + settings.power) / 2.0
+    old: list[float] = []
+    if baseline is not None and bool(baseline.ratios) == relative:
+        old = compared_values(baseline, settings, relative)
+    if len(old) >= 2 and min(old) > 0.0:
+        sigma = robust_sigma(np.log(old), np.log(values))
+        # The smallest count of this run's rounds that reaches the target with the
+        # baseline's rounds as they are (or the cap, when none does).
+        for total in range(max(rounds, len(samples)), cap + 1):
+            kept = total // 2 if relative else max(int(total * settings.keep_fraction), 2)
+            if settings.power_of(sigma, len(old), kept, relative) >= target:
+                return total
+        return cap
+    needed = settings.rounds_for(robust_sigma(np.log(values)), relative, power=target)
+    # Rounds from compared values: two per pair, or 1 / keep_fraction per kept time.
+    needed = 2 * needed if relative else math.ceil(needed / settings.keep_fraction)
+    return int(min(max(rounds, needed), cap))
 
 
 def _version_note(baseline: BenchmarkRecord, current: BenchmarkRecord) -> str:
@@ -267,6 +394,9 @@ def format_verdict(verdict: Verdict) -> str:
             else verdict.settings.min_effect
         parts.append(f"confidence {verdict.confidence:.6f} (p={verdict.pvalue:.2g}, "
                      f"alpha={verdict.settings.alpha:g}, min effect {effect:.0%})")
+    if verdict.power is not None and verdict.status != "inconclusive":
+        parts.append(f"power {verdict.power:.0%} to catch "
+                     f"+{verdict.settings.design_effect(bool(verdict.relative_to)):.0%}")
     if verdict.reason:
         parts.append(verdict.reason)
     return ", ".join(parts)

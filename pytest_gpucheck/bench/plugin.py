@@ -16,9 +16,12 @@ import pytest
 from .settings import (
     DEFAULT_ALPHA,
     DEFAULT_BASELINE_DIR,
+    DEFAULT_DETECT_EFFECT,
     DEFAULT_KEEP_FRACTION,
+    DEFAULT_MAX_ROUNDS,
     DEFAULT_MIN_EFFECT,
     DEFAULT_MIN_ROUNDS,
+    DEFAULT_POWER,
     DEFAULT_RELATIVE_MIN_EFFECT,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
@@ -81,6 +84,12 @@ INI_KEYS: dict[str, tuple[str, Any]] = {
                                 str(DEFAULT_KEEP_FRACTION)),
     "gpu_bench_min_rounds": ("gate: fewest rounds a comparison needs", str(DEFAULT_MIN_ROUNDS)),
     "gpu_bench_rounds": ("timed rounds per gpu_benchmark", str(DEFAULT_ROUNDS)),
+    "gpu_bench_max_rounds": ("most rounds a gpu_benchmark adds when its noise needs more for "
+                             "the gate's power", str(DEFAULT_MAX_ROUNDS)),
+    "gpu_bench_detect_effect": ("gate: the slowdown it must catch (0.10=10%)",
+                                str(DEFAULT_DETECT_EFFECT)),
+    "gpu_bench_power": ("gate: probability of catching it; below it a comparison is "
+                        "inconclusive", str(DEFAULT_POWER)),
     "gpu_bench_warmup_rounds": ("untimed rounds after the first call",
                                 str(DEFAULT_WARMUP_ROUNDS)),
     "gpu_bench_cpu_clock": ("clock of CPU-tier benchmarks: auto (CPU time for single-threaded "
@@ -172,8 +181,14 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
         backend = request.getfixturevalue("gpu_backend")
     else:
         backend = get_backend("numpy")
-    measure, _ = marker_settings(request.node)
+    from .gate import settings_for
+
+    measure, gate_kwargs = marker_settings(request.node)
     item = request.node
+    try:
+        gate = settings_for(item.nodeid, session.gate, session.overrides, gate_kwargs)
+    except ValueError as exc:
+        pytest.fail(f"gpu_bench gate settings of {item.nodeid}: {exc}", pytrace=False)
 
     def keep(record: BenchmarkRecord) -> None:
         item.stash[RECORD_KEY] = record
@@ -183,7 +198,8 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
     disabled_by_user = bool(config.getoption("benchmark_disable", False)) and not bool(
         config.getoption("benchmark_enable", False))
     return GpuBenchmark(benchmark, backend, item.nodeid, session.measure, measure,
-                        session.store if session.compare else None, keep, disabled_by_user)
+                        session.store if session.compare else None, keep, disabled_by_user,
+                        gate)
 
 
 @pytest.hookimpl(wrapper=True)

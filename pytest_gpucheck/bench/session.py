@@ -18,7 +18,7 @@ from .baseline import BaselineError, BaselineStore
 from .fixture import MeasureDefaults, marker_settings
 from .gate import GateSettings, Verdict, compare, parse_override_line, settings_for
 from .records import BenchmarkRecord
-from .settings import DEFAULT_ALPHA, DEFAULT_BASELINE_DIR
+from .settings import DEFAULT_ALPHA, DEFAULT_BASELINE_DIR, DEFAULT_DETECT_EFFECT, DEFAULT_POWER
 from .summary import gate_markdown, gate_terminal_lines
 from .timing import CPU_CLOCK_CHOICES
 
@@ -131,6 +131,8 @@ def session_from_config(config: pytest.Config) -> BenchSession:
             min_rounds=int(_float_ini(config, "gpu_bench_min_rounds")),
             keep_fraction=_float_ini(config, "gpu_bench_keep_fraction"),
             relative_min_effect=_float_ini(config, "gpu_bench_relative_min_effect"),
+            detect_effect=_float_ini(config, "gpu_bench_detect_effect"),
+            power=_float_ini(config, "gpu_bench_power"),
         )
         gate.validate()
         overrides = [line for line in config.getini("gpu_bench_overrides") if line.strip()]
@@ -140,6 +142,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         raise pytest.UsageError(f"gpucheck benchmark gate settings: {exc}") from None
     measure = MeasureDefaults(
         rounds=int(_float_ini(config, "gpu_bench_rounds")),
+        max_rounds=int(_float_ini(config, "gpu_bench_max_rounds")),
         warmup_rounds=int(_float_ini(config, "gpu_bench_warmup_rounds")),
         l2_flush=bool(config.getoption("gpu_bench_l2_flush")),
         cpu_clock=str(config.getini("gpu_bench_cpu_clock")).strip(),
@@ -147,9 +150,9 @@ def session_from_config(config: pytest.Config) -> BenchSession:
     if measure.cpu_clock not in CPU_CLOCK_CHOICES:
         raise pytest.UsageError(f"ini gpu_bench_cpu_clock = {measure.cpu_clock!r}; "
                                 f"use {', '.join(CPU_CLOCK_CHOICES)}")
-    if measure.rounds < 1 or measure.warmup_rounds < 0:
-        raise pytest.UsageError("ini gpu_bench_rounds must be >= 1 and gpu_bench_warmup_rounds "
-                                ">= 0")
+    if measure.rounds < 1 or measure.warmup_rounds < 0 or measure.max_rounds < 1:
+        raise pytest.UsageError("ini gpu_bench_rounds and gpu_bench_max_rounds must be >= 1 and "
+                                "gpu_bench_warmup_rounds >= 0")
     workerinput = getattr(config, "workerinput", None)
     session = BenchSession(
         store=BaselineStore(Path(folder)),
@@ -179,12 +182,15 @@ def session_from_config(config: pytest.Config) -> BenchSession:
 def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
     settings = GateSettings(alpha=float(data["alpha"]), min_effect=float(data["min_effect"]),
                             keep_fraction=float(data.get("keep_fraction", 1.0)),
-                            relative_min_effect=float(data.get("relative_min_effect", 0.05)))
+                            relative_min_effect=float(data.get("relative_min_effect", 0.05)),
+                            detect_effect=float(data.get("detect_effect", DEFAULT_DETECT_EFFECT)),
+                            power=float(data.get("power_target", DEFAULT_POWER)))
     return Verdict(name=data["name"], backend=data["backend"], device=data["device"],
                    status=data["status"], baseline_median=data["baseline_median"],
                    new_median=data["new_median"], pvalue=data["pvalue"], settings=settings,
                    reason=data.get("reason", ""), relative_to=data.get("relative_to", ""),
-                   relative_change=data.get("relative_change"))
+                   relative_change=data.get("relative_change"), noise=data.get("noise"),
+                   power=data.get("power"))
 
 
 def _publish(config: pytest.Config, state: BenchSession) -> None:

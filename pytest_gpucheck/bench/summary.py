@@ -49,13 +49,13 @@ def gate_terminal_lines(results: list[Result], *, compared: bool) -> list[str]:
     verdicts = [verdict for _, verdict in results if verdict is not None]
     counts = Counter(verdict.status for verdict in verdicts)
     # Regressions first: they are why the run failed.
-    for status in ("regression", "improvement", "no-baseline", "not-comparable"):
+    for status in ("regression", "inconclusive", "improvement", "no-baseline", "not-comparable"):
         for verdict in verdicts:
             if verdict.status == status:
                 lines.append(f"  {format_verdict(verdict)}")
     lines.append("gpucheck benchmark gate: " + ", ".join(
         f"{counts[status]} {status}" for status in
-        ("regression", "improvement", "unchanged", "no-baseline", "not-comparable")
+        ("regression", "improvement", "unchanged", "inconclusive", "no-baseline", "not-comparable")
         if counts[status]) if verdicts else "gpucheck benchmark gate: nothing compared")
     return lines
 
