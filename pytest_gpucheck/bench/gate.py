@@ -2,7 +2,7 @@
 
 A benchmark is a *regression* when both hold:
 
-1. the Mann-Whitney U test on the per-round samples rejects "same
+1. the Mann-Whitney U test on the compared values rejects "same
    distribution" at level ``alpha`` (strict by default, as in asv), and
 2. the median got slower by more than ``min_effect`` (a fraction: 0.07 = 7%;
    ``relative_min_effect``, 5%, for ratios to a reference, below).
@@ -10,26 +10,35 @@ A benchmark is a *regression* when both hold:
 **Relative to a reference.**  When both records carry a calibration
 workload timed beside every round (``reference_samples``: by default a
 device copy of the bytes the benchmark declares), the gate compares the
-per-round ratios benchmark / reference instead of the times: a machine-wide
-slowdown between the two runs (memory contention from another tenant, a
-clock change) slows the copy alike and cancels, a change of the benchmark's
-own code does not.  Every round's ratio is used: contention that hits only
-one member of a pair moves the ratio either way, so no tail is dropped.
-Without a reference on both sides the gate compares the times as they are:
+ratios benchmark / reference instead of the times: a machine-wide slowdown
+between the two runs (memory contention from another tenant, a clock change)
+slows the copy alike and cancels, a change of the benchmark's own code does
+not.  The ratios are taken per pair of rounds (:func:`pair_means`: the copy
+runs before the benchmark in one and after it in the other, and that order
+alone moves the ratio).  Every pair is used: contention that hits only one
+member moves the ratio either way, so no tail is dropped.
 
-Both look at the fastest ``keep_fraction`` of each side's rounds (half by
-default).  Contention on a shared machine (other processes, cache thrashing
-by neighbours, preemption) only ever *adds* time, and it comes and goes in
-bursts longer than a round: on a busy 2-core CI machine the median of all
-rounds moved by -50%..+140% between two identical runs, while the median of
-the fastest half stayed within about +-7% (``scripts/measure_gate.py``).  The
-fast rounds measure the code; the slow tail measures the neighbours.
+**Without a reference** the gate compares the fastest ``keep_fraction`` of
+each side's times (half by default).  Contention on a shared machine (other
+processes, cache thrashing by neighbours, preemption) only ever *adds* time,
+and it comes and goes in bursts longer than a round: on a busy 2-core CI
+machine the median of all rounds moved by -50%..+140% between two identical
+runs, while the median of the fastest half stayed within about +-7%
+(``scripts/measure_gate.py``).  The fast rounds measure the code; the slow
+tail measures the neighbours.
 
 The test alone flags tiny shifts once there are many rounds (a shared machine
 drifts by a few percent between runs); the effect size alone trips on a noisy
 median.  Together they fail only on changes that are both real and large
-enough to matter.  An improvement (faster by more than ``min_effect``, and
-significant) is reported, never failed.
+enough to matter.  An improvement (faster by more than the minimum effect,
+and significant) is reported, never failed.
+
+**Power.**  Each comparison also computes, from the noise of the compared
+values, the probability that it would have caught a slowdown of
+``detect_effect`` (10%; :mod:`.stats` derives the figure).  Below ``power``
+(90%) a comparison that found nothing is *inconclusive*, not unchanged; the
+``gpu_benchmark`` fixture times the rounds the same calculation asks for
+(:func:`planned_rounds`), so a noisy benchmark gets more rounds instead.
 """
 
 from __future__ import annotations

@@ -81,7 +81,8 @@ def history_lines(store: BaselineStore) -> list[str]:
                 if record is None:
                     continue
                 gate = record.extra.get("gate", "")
-                mark = {"regression": " REGRESSION", "improvement": " improvement"}.get(gate, "")
+                mark = {"regression": " REGRESSION", "improvement": " improvement",
+                        "inconclusive": " inconclusive"}.get(gate, "")
                 points.append(f"{format_seconds(record.median)}{mark}")
             lines.append(f"  {name}: " + " -> ".join(points))
     return lines
