@@ -23,6 +23,7 @@ from .workers import (
     describe_exit,
     failed_report,
     hand_over_deaths,
+    items_ahead,
     missing_report,
     output_tail,
     replay,
@@ -45,10 +46,11 @@ class SimulatorRouter:
     """Parent-side plugin: run ``numba-cudasim`` items in one child process.
 
     Without pytest-xdist all simulator items of the session run in a single
-    child (one Numba import and one JIT cache); under xdist each worker runs
-    the simulator items it is given, one child per item.  When a child dies,
-    the item it was running fails with the cause and the items after it run
-    in a fresh child.
+    child (one Numba import and one JIT cache); under xdist each worker sends
+    the simulator items it is given to one long-lived child, one at a time,
+    naming the next one so module fixtures stay up.  When a child dies, the
+    item it was running fails with the cause and the items after it run in a
+    fresh child.
     """
 
     def __init__(self, config: pytest.Config) -> None:
@@ -76,8 +78,13 @@ class SimulatorRouter:
                     what="The numba-cudasim child process", deaths=self.deaths,
                     extra_args=backends_option(self.config, [SIMULATOR_BACKEND]),
                     env={"NUMBA_ENABLE_CUDASIM": "1", SIMULATOR_CHILD_VARIABLE: "1"})
-            reports = self.worker.run(item)
-            if self.config.getoption("gpu_isolate", "auto") == "test":
+            fresh_each = self.config.getoption("gpu_isolate", "auto") == "test"
+            ahead = [] if fresh_each else [
+                other for other in items_ahead(item) if self._routed(other)]
+            # The next item this worker runs keeps the fixtures it shares with this one
+            # up, as in a plain run (items run here in between do not touch them).
+            reports = self.worker.run(item, nextitem=ahead[0] if ahead else None, ahead=ahead)
+            if fresh_each:
                 self.worker.close()
             replay(item, reports)
             tear_down_towards(item, nextitem)

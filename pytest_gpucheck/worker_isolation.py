@@ -118,7 +118,7 @@ class IsolationRouter:
         if key is None:
             return None
         from .worker_pool import Worker
-        from .workers import backends_option, replay, tear_down_towards
+        from .workers import backends_option, items_ahead, replay, tear_down_towards
 
         worker = self.workers.get(key)
         if worker is None:
@@ -127,7 +127,11 @@ class IsolationRouter:
             worker = self.workers[key] = Worker(
                 self.config, universe, what=f"The isolation worker ({', '.join(key)})",
                 extra_args=backends_option(self.config), deaths=self.deaths)
-        reports = worker.run(item)
+        # The next item this worker runs keeps the fixtures it shares with this one up,
+        # as in a plain run (a worker per test shares nothing).
+        shared = None if self.mode == "test" else next(
+            (other for other in items_ahead(item) if self._key(other) == key), None)
+        reports = worker.run(item, nextitem=shared)
         if self.mode == "test":
             worker.close()
             del self.workers[key]

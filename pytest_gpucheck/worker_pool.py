@@ -5,10 +5,12 @@ known in advance.  A pytest-xdist worker learns its items one by one, and an
 isolation worker must stop after the item that poisoned it, so both use a
 :class:`Worker`: one ``python -m pytest`` that collects every item it may be
 asked for, then reads node targets from a pipe, runs each and answers on a
-second pipe.  Reports travel as in a batch child (the report sink), so the
-verdict rules are the same: an item the worker started and never finished
-fails with the signal or exit code and faulthandler's stack; an item it never
-started runs in a fresh worker and is never blamed.
+second pipe.  Each request names the item the parent will send next when it
+knows it, so the fixtures they share stay up as in a plain run.  Reports
+travel as in a batch child (the report sink), so the verdict rules are the
+same: an item the worker started and never finished fails with the signal or
+exit code and faulthandler's stack; an item it never started runs in a fresh
+worker and is never blamed.
 
 After a failed item the worker calls the backend's
 :meth:`~pytest_gpucheck.backends.base.Backend.health_check` (a synchronize
@@ -43,6 +45,7 @@ from .child_env import (
 )
 from .process_guard import Stopped, end_group, kill_group, sigterm_raises, start_orphan_guard
 from .workers import (
+    ITEM_SERVER,
     ChildRun,
     ReportSink,
     child_target,
@@ -57,8 +60,6 @@ from .workers import (
     read_text,
 )
 
-#: Name of the :class:`ItemServer` plugin in a worker (routers ask for it).
-ITEM_SERVER = "gpucheck-item-server"
 #: Seconds a worker gets to finish its session after its last item.
 CLOSE_GRACE = 60.0
 #: How often the parent looks whether a silent worker is still alive.
@@ -77,6 +78,17 @@ class ItemServer:
         self.replies = os.fdopen(replies_fd, "w", encoding="utf-8")
         self.health = health
         self._failed: set[str] = set()
+        #: The items the parent will send after the current one, in order (as far as it
+        #: knows them for sure): a spawn router here batches their MPI jobs with it.
+        self.ahead: list[pytest.Item] = []
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        # The previous item ran with the parent's hint of its successor, so the fixtures
+        # it shares with this one are still up.  Should the hint not have come true,
+        # finish the others first (a no-op when it did); an error there is this item's
+        # setup error rather than a lost one.
+        item.session._setupstate.teardown_exact(item)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed:
@@ -89,12 +101,18 @@ class ItemServer:
                 f"{session.testsfailed} error(s) during collection")
         by_target = {child_target(item): item for item in session.items}
         for line in self.requests:
-            target = line.strip()
+            request = json.loads(line)
+            target = str(request["run"])
             item = by_target.get(target)
             if item is None:
                 self._answer({"missing": target})
                 continue
-            item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+            # The parent names the item it will send next when it is sure of it (its
+            # own next item, routed here): module and session fixtures then stay up for
+            # it, as in a plain run, instead of being rebuilt around every item.
+            nextitem = by_target.get(request.get("next") or "")
+            self.ahead = [by_target[t] for t in request.get("ahead", []) if t in by_target]
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
             poisoned = self.health(item) if item.nodeid in self._failed else None
             self._answer({"done": target, "poisoned": poisoned})
             if poisoned is not None or session.shouldstop or session.shouldfail:
@@ -254,12 +272,22 @@ class Worker:
                 self._run.returncode = self.process.returncode
 
     # -- running items -----------------------------------------------------------------------
-    def run(self, item: pytest.Item) -> list[pytest.TestReport]:
-        """Run ``item`` in this worker (starting one if needed) and return its reports."""
+    def run(self, item: pytest.Item, *, nextitem: pytest.Item | None = None,
+            ahead: Sequence[pytest.Item] = ()) -> list[pytest.TestReport]:
+        """Run ``item`` in this worker (starting one if needed) and return its reports.
+
+        ``nextitem``: the item this worker will be sent next, when the caller is sure
+        of it, so the worker keeps the fixtures both share (pytest's ``nextitem``).
+        ``ahead``: every item this worker will be sent after ``item``, in order, as far
+        as the caller knows them (the worker's spawn router batches their MPI jobs).
+        """
+        request = {"run": child_target(item),
+                   "next": child_target(nextitem) if nextitem is not None else None,
+                   "ahead": [child_target(other) for other in ahead]}
         for attempt in (1, 2):
             if self.process is None:
                 self._start()
-            reply = self._request(child_target(item))
+            reply = self._request(json.dumps(request))
             self._collect()
             own = [r for r in self._run.reports.get(0, []) if r.nodeid == item.nodeid]
             if reply is not None and "done" in reply:
@@ -301,12 +329,13 @@ class Worker:
                 report.sections.append(("gpucheck isolation", note))
                 break
 
-    def _request(self, target: str) -> dict[str, Any] | None:
-        """Send one target; return the worker's answer, or None if it died first."""
+    def _request(self, request: str) -> dict[str, Any] | None:
+        """Send one request (a JSON line); return the worker's answer, or None if it
+        died first."""
         assert self._requests is not None
         assert self._replies is not None
         try:
-            self._requests.write(target + "\n")
+            self._requests.write(request + "\n")
             self._requests.flush()
         except BrokenPipeError:
             return None

@@ -51,6 +51,8 @@ FAULT_PREFIX = "fault-rank-"
 PROGRESS_POLL = 5.0
 #: Exit codes of a pytest child that finished normally (tests passed / failed).
 NORMAL_EXIT_CODES = (0, 1)
+#: Name of the item server plugin in a long-lived worker (:mod:`.worker_pool`).
+ITEM_SERVER = "gpucheck-item-server"
 
 
 def current_rank(env: Mapping[str, str] | None = None) -> int:
@@ -507,6 +509,59 @@ def replay(item: pytest.Item, reports: Sequence[pytest.TestReport]) -> None:
     for report in reports:
         ihook.pytest_runtest_logreport(report=report)
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+
+
+def items_ahead(item: pytest.Item) -> list[pytest.Item]:
+    """The items this process will run after ``item``, in order, as far as it knows
+    them for sure: a router batches their work (one MPI job for many items) with
+    ``item``'s.
+
+    - a long-lived worker (:mod:`pytest_gpucheck.worker_pool`): what its parent said
+      it will send next;
+    - a pytest-xdist worker: the items the controller already gave it (xdist's own
+      queue; under ``--dist=worksteal``, where queued items may be taken away and
+      would run twice, only the next one, which it has already taken);
+    - a plain session: every item after ``item``.
+    """
+    config = item.config
+    server = config.pluginmanager.get_plugin(ITEM_SERVER)
+    if server is not None:
+        return list(getattr(server, "ahead", []))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return _xdist_queue(config, item.session)
+    items = item.session.items
+    try:
+        return items[items.index(item) + 1:]
+    except ValueError:
+        return []
+
+
+def _xdist_queue(config: pytest.Config, session: pytest.Session) -> list[pytest.Item]:
+    """The items an xdist worker was given and has not run yet, in the order it runs them.
+
+    pytest-xdist has no public call for this: its worker plugin keeps the item being
+    run next (``nextitem_index``) and the rest in ``torun`` (a locked deque of
+    indices into ``session.items``, ended by a shutdown marker).  Anything unexpected
+    gives no items, which costs speed (one job per item), never a verdict.
+    """
+    interactor = next((plugin for plugin in config.pluginmanager.get_plugins()
+                       if type(plugin).__name__ == "WorkerInteractor"), None)
+    queue = getattr(interactor, "torun", None)
+    if queue is None or not hasattr(queue, "lock"):
+        return []
+    try:
+        with queue.lock() as pending:
+            indices = [getattr(interactor, "nextitem_index", None), *pending]
+        if config.getoption("dist", None) == "worksteal":
+            indices = indices[:1]
+    except Exception:  # another xdist version: fall back to one item at a time
+        return []
+    ahead: list[pytest.Item] = []
+    for index in indices:
+        if type(index) is not int or not 0 <= index < len(session.items):
+            break  # the shutdown marker: nothing after it runs
+        ahead.append(session.items[index])
+    return ahead
 
 
 def tear_down_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:

@@ -29,6 +29,7 @@ from ..workers import (
     describe_exit,
     failed_report,
     hand_over_deaths,
+    items_ahead,
     missing_report,
     replay,
     run_child_pytest,
@@ -126,16 +127,11 @@ class SpawnRouter:
         if not self._mine(item):
             return None
         if item.nodeid not in self._started:
-            if os.environ.get("PYTEST_XDIST_WORKER") or self.config.pluginmanager.has_plugin(
-                    "gpucheck-item-server"):
-                # An xdist worker, or a long-lived worker, runs only the items it is given.
-                batch = [item]
-            else:
-                batch = [
-                    other
-                    for other in item.session.items
-                    if self._mine(other) and other.nodeid not in self._started
-                ]
+            # This item and every item this process will surely run after it (the rest
+            # of a plain session; an xdist worker's or a long-lived worker's queue) share
+            # a job per rank count.
+            batch = [item, *(other for other in items_ahead(item)
+                             if self._mine(other) and other.nodeid not in self._started)]
             self._started.update(other.nodeid for other in batch)
             self._run_all(batch)
         replay(item, self._final_reports(item))
