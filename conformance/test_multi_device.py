@@ -5,7 +5,7 @@ With two GPUs or more, peer copies between them with CuPy and PyTorch
 
 On the CPU tier JAX presents 4 host devices (``--gpu-host-devices``); a backend with
 fewer than two devices skips with the reason.  The checks every call gets are listed
-in :mod:`conformance.harness`.
+in :mod:`pytest_gpucheck.conformance.harness`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conformance.harness import Cell, check_implementation
+from pytest_gpucheck.conformance.harness import Cell, check_implementation
 from pytest_gpucheck.multi_device import skip_unless_devices
 
 
@@ -42,7 +42,7 @@ def test_peer_copy(gpu_backend: Any, record_property: Any) -> None:
     on GPU 1 with the same values, and the source on GPU 0 is unchanged, also after the
     copy is overwritten.  Whether the GPUs have peer access is recorded (``peer_access``),
     not required: without it the copy goes through the host."""
-    from conformance.implementations.peer_copy_impls import (
+    from pytest_gpucheck.conformance.implementations.peer_copy_impls import (
         PEER_COPY,
         SAMPLES,
         check_peer_copy,

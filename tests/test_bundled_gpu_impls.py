@@ -35,12 +35,12 @@ from bundled_impl_checks import (
     make_problem,
 )
 
-import conformance.implementations.cuda_python_impls as cuda_python_impls
-import conformance.implementations.cupy_impls as cupy_impls
-from conformance.implementations.cuda_c import drivers, sources
+import pytest_gpucheck.conformance.implementations.cuda_python_impls as cuda_python_impls
+import pytest_gpucheck.conformance.implementations.cupy_impls as cupy_impls
 from pytest_gpucheck.backends import get_backend
+from pytest_gpucheck.conformance.implementations.cuda_c import drivers, sources
+from pytest_gpucheck.reference_kernels import CORE_KERNELS as KERNELS
 from pytest_gpucheck.registry import implementations, not_applicable_reason
-from reference_kernels import CORE_KERNELS as KERNELS
 
 OUR_MODULES = {cupy_impls.__name__: "cupy", cuda_python_impls.__name__: "cuda-python"}
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,9 +74,10 @@ def test_modules_import_without_any_framework() -> None:
     """Registering the bundled implementations imports no framework (checked in a fresh process)."""
     code = (
         "import sys\n"
-        "import conformance.implementations.cupy_impls, conformance.implementations.jax_impls\n"
-        "import conformance.implementations.torch_impls\n"
-        "import conformance.implementations.cuda_python_impls\n"
+        "import pytest_gpucheck.conformance.implementations.cupy_impls\n"
+        "import pytest_gpucheck.conformance.implementations.jax_impls\n"
+        "import pytest_gpucheck.conformance.implementations.torch_impls\n"
+        "import pytest_gpucheck.conformance.implementations.cuda_python_impls\n"
         "heavy = ('cupy', 'jax', 'torch', 'cuda.core', 'cuda.bindings', 'numba')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in heavy))\n"
     )

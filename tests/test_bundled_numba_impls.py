@@ -25,8 +25,8 @@ import pytest
 from bundled_impl_checks import check_implementation, check_monte_carlo_samples
 
 from pytest_gpucheck.backends import get_backend
+from pytest_gpucheck.reference_kernels import CORE_KERNELS as KERNELS
 from pytest_gpucheck.registry import implementations, not_applicable_reason
-from reference_kernels import CORE_KERNELS as KERNELS
 
 pytestmark = pytest.mark.slow
 
@@ -60,9 +60,9 @@ def test_registering_imports_no_numba() -> None:
     """Importing the bundled modules registers everything without importing Numba."""
     code = (
         "import sys\n"
-        "import conformance.implementations.numpy_impls\n"
-        "import conformance.implementations.numba_cpu_impls\n"
-        "import conformance.implementations.numba_cuda_impls\n"
+        "import pytest_gpucheck.conformance.implementations.numpy_impls\n"
+        "import pytest_gpucheck.conformance.implementations.numba_cpu_impls\n"
+        "import pytest_gpucheck.conformance.implementations.numba_cuda_impls\n"
         "heavy = ('numba', 'llvmlite', 'cupy', 'jax', 'torch', 'cuda')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
     )

@@ -27,11 +27,11 @@ import numpy as np
 import pytest
 from bundled_impl_checks import Problem, assert_matches
 
-from conformance.specs import SPECS, spec_for
+from pytest_gpucheck.conformance.specs import SPECS, spec_for
 from pytest_gpucheck.kernel_rules import RULES, tolerance_of
+from pytest_gpucheck.reference_kernels import CATALOG, KERNELS
+from pytest_gpucheck.reference_kernels.catalog import BUNDLED
 from pytest_gpucheck.registry import CONTRACTS, IN_PLACE
-from reference_kernels import CATALOG, KERNELS
-from reference_kernels.catalog import BUNDLED
 
 
 def test_reference_kernels_import_only_numpy() -> None:
@@ -100,7 +100,7 @@ TOY_CONFTEST = '''
 import numpy as np
 import pytest_gpucheck
 from numba import cuda, njit
-from reference_kernels.catalog import FLOATS, Entry, add
+from pytest_gpucheck.reference_kernels.catalog import FLOATS, Entry, add
 
 
 def double_add(x, y):

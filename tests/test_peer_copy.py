@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.implementations.peer_copy_impls import (
+from pytest_gpucheck.conformance.implementations.peer_copy_impls import (
     SAMPLES,
     CupyPeerCopy,
     TorchPeerCopy,
@@ -171,7 +171,7 @@ def test_the_suite_collects_it_for_cupy_and_torch_in_the_multi_device_row(
     multi-device row (with one GPU: ``needs 2 devices``, from ``skip_unless_devices``)."""
     import json
 
-    import conformance
+    from pytest_gpucheck import conformance
 
     suites = Path(conformance.__file__).parent
     result = pytester.runpytest_subprocess(
