@@ -35,10 +35,13 @@ from pytest_gpucheck.registry import CONTRACTS, IN_PLACE
 
 
 def test_reference_kernels_import_only_numpy() -> None:
-    code = ("import sys, reference_kernels\n"
+    # Importing pytest_gpucheck.reference_kernels runs the plugin package's __init__, which
+    # imports its public API lazily: no other module of the plugin may load.
+    code = ("import sys, pytest_gpucheck.reference_kernels\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & "
-            "{'pytest', 'hypothesis', 'pytest_gpucheck', 'conformance', 'numba', 'jax', "
-            "'torch', 'cupy'}))")
+            "{'pytest', 'hypothesis', 'conformance', 'numba', 'jax', 'torch', 'cupy'}"
+            " | {m for m in sys.modules if m.startswith('pytest_gpucheck.')"
+            " and not m.startswith('pytest_gpucheck.reference_kernels')}))")
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True)
     assert found.stdout.strip() == "[]"
