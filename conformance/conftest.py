@@ -11,9 +11,10 @@ express the kernel (``not_applicable``), or no implementation registered.
 
 from __future__ import annotations
 
-# Absolute imports only: in a checkout pytest imports this file as
-# `conformance.conftest`, and a relative import would load a second copy of the
-# harness beside the `pytest_gpucheck.conformance.harness` the plugin uses.
+# Absolute imports only: in a checkout pytest imports this file by its path, as a
+# module of a package named after the folder, and a relative import would load a
+# second copy of the harness beside the `pytest_gpucheck.conformance.harness` the
+# plugin uses.
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any

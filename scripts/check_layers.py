@@ -21,8 +21,8 @@ Two more rules keep each file loaded under one name only: no import may name a
 folder's bare name (``conformance...``, ``reference_kernels...``: importable only
 from a checkout's root, where it would load a second copy of a module the plugin
 loads under its installed name), and the suite files pytest imports by path
-(``test_*.py`` and ``conftest.py`` of ``conformance/``, named ``conformance.*``
-there in a checkout) may not import relatively, for the same reason.
+(``test_*.py`` and ``conftest.py`` of ``conformance/``, named after the folder
+in a checkout) may not import relatively, for the same reason.
 
 Every import counts, including imports inside functions and the module names
 given to ``importlib.import_module`` / ``pluginmanager.import_plugin`` as string
@@ -83,7 +83,7 @@ def project_files() -> Iterator[Path]:
 
 
 def imported_by_path(path: Path) -> bool:
-    """A suite file pytest imports by its path (``conformance.test_x`` in a checkout)."""
+    """A suite file pytest imports by its path (named after its folder in a checkout)."""
     rel = path.relative_to(ROOT)
     return rel.parts[0] == PACKAGE_DIRS["pytest_gpucheck.conformance"] and (
         rel.name == "conftest.py" or (rel.name.startswith("test_") and rel.suffix == ".py"))
