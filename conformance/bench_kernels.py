@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.specs import spec_for
 from pytest_gpucheck.backends.base import Backend
 from pytest_gpucheck.bench.device_copy import device_copy
+from pytest_gpucheck.conformance.specs import spec_for
 from pytest_gpucheck.kernel_launch import LaunchConfig
+from pytest_gpucheck.reference_kernels import KERNELS
 from pytest_gpucheck.registry import Implementation, implementations
-from reference_kernels import KERNELS
 
 #: Problem sizes per tier: elements of a streaming vector, side of a square grid/matrix.
 SIZES = {

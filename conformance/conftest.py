@@ -11,16 +11,20 @@ express the kernel (``not_applicable``), or no implementation registered.
 
 from __future__ import annotations
 
+# Absolute imports only: in a checkout pytest imports this file by its path, as a
+# module of a package named after the folder, and a relative import would load a
+# second copy of the harness beside the `pytest_gpucheck.conformance.harness` the
+# plugin uses.
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.harness import Cell
-from conformance.specs import spec_for
 from pytest_gpucheck import hypothesis_profiles
 from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
+from pytest_gpucheck.conformance.harness import Cell
+from pytest_gpucheck.conformance.specs import spec_for
 from pytest_gpucheck.registry import implementations, load_bundled, not_applicable_reason
 from pytest_gpucheck.report import add_section, set_cell
 from pytest_gpucheck.selection import get_selection, item_backend, parametrize_backends
@@ -194,7 +198,7 @@ def pytest_configure(config: pytest.Config) -> None:
     import json
     import os
 
-    from conformance.harness import RERUN_VARIABLE, rerun_invocation
+    from pytest_gpucheck.conformance.harness import RERUN_VARIABLE, rerun_invocation
 
     # Implementations registered through entry points load now, so a broken
     # third-party package stops the run in one line before collection.
@@ -210,7 +214,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     import os
 
-    from conformance.harness import RERUN_VARIABLE
+    from pytest_gpucheck.conformance.harness import RERUN_VARIABLE
 
     if os.environ.get(SIMULATOR_CHILD_VARIABLE) != "1":
         os.environ.pop(RERUN_VARIABLE, None)

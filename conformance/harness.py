@@ -30,7 +30,6 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from conformance.specs import Case, KernelSpec, spec_for
 from pytest_gpucheck import ci, hypothesis_profiles
 from pytest_gpucheck import strategies as gst
 from pytest_gpucheck.assertions import (
@@ -41,6 +40,7 @@ from pytest_gpucheck.assertions import (
     unchanged_problem,
     values_problem,
 )
+from pytest_gpucheck.conformance.specs import Case, KernelSpec, spec_for
 from pytest_gpucheck.device_views import layout_of
 from pytest_gpucheck.guards import GuardedBuffer, GuardReadback, same_bits
 from pytest_gpucheck.kernel_launch import LaunchConfig

@@ -7,7 +7,7 @@ identity), whether the kernel updates an argument in place, which launch
 domain a ``launch`` argument covers, and whether the contract is statistical.
 The contract facts (argument names and order, dtypes, in-place argument,
 output start, launch domain, edge cases, tolerance rule) are read from the
-kernel's entry in :mod:`reference_kernels.catalog`; a spec adds only how to
+kernel's entry in :mod:`pytest_gpucheck.reference_kernels.catalog`; a spec adds only how to
 draw problems for it (hypothesis strategies and the boundary sweep).
 """
 
@@ -24,8 +24,7 @@ from hypothesis import strategies as st
 from pytest_gpucheck import strategies as gst
 from pytest_gpucheck import tolerance as tol
 from pytest_gpucheck.kernel_rules import HEAT_OPS, SIGMOID_ULPS, rule_for
-from pytest_gpucheck.strategies import Sizing
-from reference_kernels.catalog import (
+from pytest_gpucheck.reference_kernels.catalog import (
     FLOATS,
     FRACTIONAL,
     INDEX_DTYPES,
@@ -39,6 +38,7 @@ from reference_kernels.catalog import (
     OutputInit,
     entry_for,
 )
+from pytest_gpucheck.strategies import Sizing
 
 
 @dataclass(frozen=True)
@@ -708,8 +708,10 @@ SPECS: dict[str, KernelSpec] = {
 
 
 #: Modules adding the specs of further families (each has a ``SPECS`` table).
-FAMILY_SPEC_MODULES = ("conformance.specs_ufuncs", "conformance.specs_transforms",
-                       "conformance.specs_multi_device", "conformance.specs_fused")
+FAMILY_SPEC_MODULES = ("pytest_gpucheck.conformance.specs_ufuncs",
+                       "pytest_gpucheck.conformance.specs_transforms",
+                       "pytest_gpucheck.conformance.specs_multi_device",
+                       "pytest_gpucheck.conformance.specs_fused")
 for _module in FAMILY_SPEC_MODULES:
     SPECS.update(importlib.import_module(_module).SPECS)
 
@@ -744,7 +746,7 @@ def spec_for(kernel: str) -> KernelSpec:
     one-line error names the known kernels."""
     if kernel in SPECS:
         return SPECS[kernel]
-    from reference_kernels import CATALOG
+    from pytest_gpucheck.reference_kernels import CATALOG
 
     if kernel in CATALOG:
         return KernelSpec(kernel, _vectors_cases, _sweep_1d(_edge_vectors))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from conformance.specs import SPECS as UNFUSED
-from conformance.specs import KernelSpec
+from pytest_gpucheck.conformance.specs import SPECS as UNFUSED
+from pytest_gpucheck.conformance.specs import KernelSpec
 
 #: Fused kernel -> the unfused kernel whose contract it meets.
 UNFUSED_KERNEL = {

@@ -4,7 +4,12 @@ counterparts, whose results they must reproduce."""
 
 from __future__ import annotations
 
-from conformance.specs import SUM_EXACT_BOUND, KernelSpec, _heat_cases, _reduction_cases
+from pytest_gpucheck.conformance.specs import (
+    SUM_EXACT_BOUND,
+    KernelSpec,
+    _heat_cases,
+    _reduction_cases,
+)
 
 SPECS: dict[str, KernelSpec] = {
     spec.name: spec

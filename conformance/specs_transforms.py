@@ -1,5 +1,5 @@
 """Specs of the transformation kernels: gradients (``jax.grad``, torch autograd) against
-the analytic gradients of ``reference_kernels.transforms``, and ``vmap`` against the
+the analytic gradients of ``pytest_gpucheck.reference_kernels.transforms``, and ``vmap`` against the
 stacked per-item results."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.specs import Case, CaseDraw, KernelSpec, _heat_cases
 from pytest_gpucheck import strategies as gst
+from pytest_gpucheck.conformance.specs import Case, CaseDraw, KernelSpec, _heat_cases
 from pytest_gpucheck.kernel_rules import GRAD_SIGMOID_OPS
+from pytest_gpucheck.reference_kernels.catalog import Entry
 from pytest_gpucheck.strategies import Sizing
-from reference_kernels.catalog import Entry
 
 
 def _vector_cases(bound: float) -> CaseDraw:

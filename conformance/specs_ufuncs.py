@@ -15,10 +15,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.specs import PRODUCT_EXACT_BOUND, Case, KernelSpec, _one_kind
 from pytest_gpucheck import strategies as gst
+from pytest_gpucheck.conformance.specs import PRODUCT_EXACT_BOUND, Case, KernelSpec, _one_kind
+from pytest_gpucheck.reference_kernels.catalog import Entry
 from pytest_gpucheck.strategies import Sizing
-from reference_kernels.catalog import Entry
 
 
 def _saxpy_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:

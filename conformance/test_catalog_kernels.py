@@ -1,11 +1,12 @@
-"""Conformance of the kernels a project adds to the catalog (``reference_kernels.catalog``).
+"""Conformance of the kernels a project adds to the catalog
+(``pytest_gpucheck.reference_kernels.catalog``).
 
 The bundled kernels have suites of their own.  A kernel added with
-:func:`reference_kernels.catalog.add` (for example from a project's
+:func:`pytest_gpucheck.reference_kernels.catalog.add` (for example from a project's
 ``conftest.py``, before collection) gets its test here, ``test_<kernel>``,
 run like every suite test: once per registered implementation on each
-selected backend, under the checks of :mod:`conformance.harness`, with the
-inputs of its spec (:func:`conformance.specs.spec_for`).  With no such kernel
+selected backend, under the checks of :mod:`pytest_gpucheck.conformance.harness`, with the
+inputs of its spec (:func:`pytest_gpucheck.conformance.specs.spec_for`).  With no such kernel
 this module holds no test.
 """
 
@@ -15,8 +16,8 @@ from collections.abc import Callable
 
 import pytest
 
-from conformance.harness import Cell, check_implementation
-from reference_kernels.catalog import BUNDLED, CATALOG
+from pytest_gpucheck.conformance.harness import Cell, check_implementation
+from pytest_gpucheck.reference_kernels.catalog import BUNDLED, CATALOG
 
 
 def _suite_test(kernel: str) -> Callable[[Cell, pytest.FixtureRequest], None]:

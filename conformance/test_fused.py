@@ -5,14 +5,14 @@ A fusion API compiles several array operations into one kernel; the result must
 be what the unfused operations give, within the same derived tolerance.  Each
 test runs every registered implementation of its kernel (the ``impl`` fixture:
 ``backend:name``); the checks every launch gets are listed in
-:mod:`conformance.harness`.
+:mod:`pytest_gpucheck.conformance.harness`.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.harness import Cell, check_implementation
+from pytest_gpucheck.conformance.harness import Cell, check_implementation
 
 
 @pytest.mark.gpu_kernel("fused_saxpy")

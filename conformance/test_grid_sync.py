@@ -7,14 +7,14 @@ simulator runs one block at a time and cannot synchronise blocks: there a grid s
 grid of more than one block fails with one line
 (:mod:`pytest_gpucheck.backends.numba.simulator_guard`),
 and cross-block synchronisation is a GPU-tier check (``docs/kernels.md``).  The checks
-every launch gets are listed in :mod:`conformance.harness`.
+every launch gets are listed in :mod:`pytest_gpucheck.conformance.harness`.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.harness import Cell, check_implementation
+from pytest_gpucheck.conformance.harness import Cell, check_implementation
 
 
 @pytest.mark.gpu_kernel("heat_steps_grid_sync")

@@ -9,7 +9,7 @@ read-only producers) and each hand-over is measured and classified
 refusal passes only when the library documents it
 (``pytest_gpucheck.interop.documented``); anything wrong fails with the
 measured facts.  Known upstream defects make the item an expected failure.
-Run: ``pytest --pyargs conformance.test_interop --gpu-backends=cpu``.
+Run: ``pytest --pyargs pytest_gpucheck.conformance.test_interop --gpu-backends=cpu``.
 """
 
 from __future__ import annotations

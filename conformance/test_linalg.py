@@ -2,14 +2,14 @@
 
 Each test runs every registered implementation of its kernel (the ``impl``
 fixture: ``backend:name``) on hypothesis-drawn cases; the checks every launch
-gets are listed in :mod:`conformance.harness`.
+gets are listed in :mod:`pytest_gpucheck.conformance.harness`.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.harness import Cell, check_implementation
+from pytest_gpucheck.conformance.harness import Cell, check_implementation
 
 
 @pytest.mark.gpu_kernel("matmul")

@@ -1,7 +1,7 @@
 """Several steps of the distributed 1-D heat equation equal the single-domain result.
 
 Ghost width 1, non-periodic rank chain (``MPI.PROC_NULL`` at the ends), walls
-held at 0 as in ``reference_kernels.stencils.heat_steps_1d``.
+held at 0 as in ``pytest_gpucheck.reference_kernels.stencils.heat_steps_1d``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ With two GPUs or more, peer copies between them with CuPy and PyTorch
 
 On the CPU tier JAX presents 4 host devices (``--gpu-host-devices``); a backend with
 fewer than two devices skips with the reason.  The checks every call gets are listed
-in :mod:`conformance.harness`.
+in :mod:`pytest_gpucheck.conformance.harness`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conformance.harness import Cell, check_implementation
+from pytest_gpucheck.conformance.harness import Cell, check_implementation
 from pytest_gpucheck.multi_device import skip_unless_devices
 
 

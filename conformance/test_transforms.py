@@ -4,7 +4,7 @@ implementations run eagerly against the same contracts as under ``jit``.
 
 Each test runs every registered implementation of its kernel (the ``impl``
 fixture: ``backend:name``) on hypothesis-drawn cases; the checks every launch
-gets are listed in :mod:`conformance.harness`.
+gets are listed in :mod:`pytest_gpucheck.conformance.harness`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.harness import Cell, check_implementation
 from pytest_gpucheck import tolerance as tol
+from pytest_gpucheck.conformance.harness import Cell, check_implementation
 from pytest_gpucheck.finite_differences import directional_check
+from pytest_gpucheck.reference_kernels.stencils import heat_step_1d
 from pytest_gpucheck.registry import implementations
-from reference_kernels.stencils import heat_step_1d
 
 
 @pytest.mark.gpu_kernel("grad_sum_of_squares")
@@ -149,8 +149,8 @@ def _check_finite_differences(impl: Cell, request: pytest.FixtureRequest) -> Non
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from conformance.specs import spec_for
     from pytest_gpucheck import strategies as gst
+    from pytest_gpucheck.conformance.specs import spec_for
     from pytest_gpucheck.selection import get_selection
 
     spec = spec_for(impl.implementation.kernel)

@@ -8,7 +8,7 @@ project's direct checks of the bundled implementations all apply these rules,
 so a kernel has one tolerance wherever it is checked.
 
 >>> import numpy as np
->>> from reference_kernels import CATALOG, KERNELS
+>>> from pytest_gpucheck.reference_kernels import CATALOG, KERNELS
 >>> u = np.array([0.0, 1.0, 4.0, 1.0, 0.0])
 >>> rule = rule_for(CATALOG["heat_steps_1d"].tolerance)
 >>> rule({"u": u, "alpha": 0.25, "steps": 0}, KERNELS["heat_steps_1d"](u, 0.25, 0)).kind
@@ -195,7 +195,7 @@ def grad_sigmoid(inputs: Mapping[str, Any], expected: np.ndarray) -> tol.Toleran
 
 def grad_heat_step_1d(inputs: Mapping[str, Any], expected: np.ndarray) -> tol.Tolerance:
     """``H^T g``: the heat step's :data:`HEAT_OPS` roundings over the transposed terms."""
-    from reference_kernels.transforms import heat_step_transpose_terms
+    from pytest_gpucheck.reference_kernels.transforms import heat_step_transpose_terms
 
     _, magnitude = heat_step_transpose_terms(inputs["g"], float(inputs["alpha"]))
     return tol.terms_rule(magnitude, HEAT_OPS, expected.dtype, what="H^T g of the heat step")
@@ -249,7 +249,7 @@ def rule_for(name: str) -> Rule:
 
 def tolerance_of(kernel: str, inputs: Mapping[str, Any], expected: np.ndarray) -> tol.Tolerance:
     """The tolerance ``kernel``'s catalog entry names, for these inputs and result."""
-    from reference_kernels import entry_for
+    from pytest_gpucheck.reference_kernels import entry_for
 
     return rule_for(entry_for(kernel).tolerance)(inputs, expected)
 

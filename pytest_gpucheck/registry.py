@@ -76,9 +76,10 @@ class Contract:
 
 def contract_of(kernel: str) -> Contract | None:
     """The calling convention of ``kernel``, read from its catalog entry
-    (``reference_kernels.catalog``), or None for a kernel the catalog lacks (registered
-    without the signature check).  Read on use: importing the registry imports no NumPy."""
-    from reference_kernels import CATALOG
+    (``pytest_gpucheck.reference_kernels.catalog``), or None for a kernel the catalog lacks
+    (registered without the signature check).  Read on use: importing the registry imports
+    no NumPy."""
+    from pytest_gpucheck.reference_kernels import CATALOG
 
     entry = CATALOG.get(kernel)
     if entry is None:
@@ -89,7 +90,7 @@ def contract_of(kernel: str) -> Contract | None:
 def __getattr__(name: str) -> Any:
     # ``CONTRACTS`` and ``IN_PLACE`` (every kernel's contract, the in-place kernels) are
     # views of the catalog, built when first read.
-    from reference_kernels import CATALOG
+    from pytest_gpucheck.reference_kernels import CATALOG
 
     if name == "CONTRACTS":
         return {kernel: contract_of(kernel) for kernel in CATALOG}
@@ -141,7 +142,7 @@ _not_applicable: dict[tuple[str, str], str] = {}
 
 
 def _validate(kernel: str, backend: str) -> None:
-    from reference_kernels import CATALOG
+    from pytest_gpucheck.reference_kernels import CATALOG
 
     from .backends import BACKENDS
 

@@ -1,7 +1,7 @@
 """NumPy references of the bundled kernels: the executable specification.
 
 Each kernel named in ``docs/kernels.md`` has a reference of the same name in
-the module of its family, and an entry in :mod:`reference_kernels.catalog`
+the module of its family, and an entry in :mod:`pytest_gpucheck.reference_kernels.catalog`
 (its contract: arguments, dtypes, in-place or not, tolerance rule, edge
 cases).  A reference takes the kernel's inputs minus ``out`` and ``launch``
 and *returns* the expected output as a new array (the in-place kernels

@@ -46,7 +46,7 @@ def gufunc_dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def gufunc_laplacian_2d(u: np.ndarray) -> np.ndarray:
-    """Layout ``(m,n)->(m,n)``: :func:`~reference_kernels.stencils.laplacian_2d` of
+    """Layout ``(m,n)->(m,n)``: :func:`~pytest_gpucheck.reference_kernels.stencils.laplacian_2d` of
     every 2-D slice ``u[i]`` of a stack ``u`` of shape ``(b, m, n)``.
 
     >>> gufunc_laplacian_2d(np.stack([np.arange(9.0).reshape(3, 3) ** 2] * 2))[:, 1, 1]

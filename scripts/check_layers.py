@@ -8,11 +8,21 @@ Run from the repository root::
 
 Layers, top to bottom (a module may import its own layer and the layers below)::
 
-    conformance                 the bundled suites and implementations
-    pytest_gpucheck             the plugin: core modules and feature subpackages
-    pytest_gpucheck.backends    one module or folder per framework (may use core
-                                modules, never a feature subpackage)
-    reference_kernels           the NumPy references and their contracts
+    pytest_gpucheck.conformance        the bundled suites and implementations
+    pytest_gpucheck                    the plugin: core modules and feature subpackages
+    pytest_gpucheck.backends           one module or folder per framework (may use core
+                                       modules, never a feature subpackage)
+    pytest_gpucheck.reference_kernels  the NumPy references and their contracts
+
+The folders ``conformance/`` and ``reference_kernels/`` install as
+``pytest_gpucheck.conformance`` and ``pytest_gpucheck.reference_kernels``
+(``pyproject.toml``'s ``package-dir``), and modules are named here as installed.
+Two more rules keep each file loaded under one name only: no import may name a
+folder's bare name (``conformance...``, ``reference_kernels...``: importable only
+from a checkout's root, where it would load a second copy of a module the plugin
+loads under its installed name), and the suite files pytest imports by path
+(``test_*.py`` and ``conftest.py`` of ``conformance/``, named after the folder
+in a checkout) may not import relatively, for the same reason.
 
 Every import counts, including imports inside functions and the module names
 given to ``importlib.import_module`` / ``pluginmanager.import_plugin`` as string
@@ -33,23 +43,81 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("conformance", "pytest_gpucheck", "reference_kernels")
+#: Installed package name -> its folder in the repository (pyproject.toml's package-dir).
+PACKAGE_DIRS = {"pytest_gpucheck": "pytest_gpucheck",
+                "pytest_gpucheck.conformance": "conformance",
+                "pytest_gpucheck.reference_kernels": "reference_kernels"}
+PACKAGES = ("pytest_gpucheck",)
+#: The folders' bare names: importable only from a checkout's root, never installed.
+FOLDER_NAMES = ("conformance", "reference_kernels")
 #: Layer prefixes, top first; a module belongs to the longest prefix that matches.
-LAYERS = ("conformance", "pytest_gpucheck", "pytest_gpucheck.backends", "reference_kernels")
+LAYERS = ("pytest_gpucheck.conformance", "pytest_gpucheck", "pytest_gpucheck.backends",
+          "pytest_gpucheck.reference_kernels")
 #: Calls whose first string argument names a module that gets imported.
 IMPORTING_CALLS = ("import_module", "import_plugin", "__import__")
 
 
 def module_name(path: Path) -> str:
+    """The installed name of the module in ``path``."""
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
-    return ".".join(parts)
+    package = next(name for name, folder in PACKAGE_DIRS.items() if folder == parts[0])
+    return ".".join([package, *parts[1:]])
+
+
+def module_path(dotted: str) -> Path | None:
+    """Where the module named ``dotted`` (installed name) lives, without suffix; None if
+    no package of the project holds it."""
+    best = max((name for name in PACKAGE_DIRS if dotted == name or dotted.startswith(name + ".")),
+               key=len, default=None)
+    if best is None:
+        return None
+    rest = dotted[len(best):].lstrip(".")
+    return ROOT.joinpath(PACKAGE_DIRS[best], *(rest.split(".") if rest else []))
 
 
 def project_files() -> Iterator[Path]:
-    for package in PACKAGES:
-        yield from sorted((ROOT / package).rglob("*.py"))
+    for folder in PACKAGE_DIRS.values():
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+def imported_by_path(path: Path) -> bool:
+    """A suite file pytest imports by its path (named after its folder in a checkout)."""
+    rel = path.relative_to(ROOT)
+    return rel.parts[0] == PACKAGE_DIRS["pytest_gpucheck.conformance"] and (
+        rel.name == "conftest.py" or (rel.name.startswith("test_") and rel.suffix == ".py"))
+
+
+def naming_problems(path: Path) -> Iterator[str]:
+    """Imports that would load a project file under a second name."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    location = path.relative_to(ROOT)
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level and imported_by_path(path):
+                absolute = module_name(path).rpartition(".")[0]
+                if node.module:
+                    absolute = f"{absolute}.{node.module}"
+                yield (f"{location}:{node.lineno}: relative import in a suite file pytest imports "
+                       "by its path (a second copy of the module it names); import from "
+                       f"{absolute} instead")
+            elif not node.level:
+                names = [node.module or ""]
+        elif isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in IMPORTING_CALLS and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    names = [first.value]
+        for name in names:
+            if name.split(".")[0] in FOLDER_NAMES:
+                yield (f"{location}:{node.lineno}: imports {name} by its folder name; import "
+                       f"pytest_gpucheck.{name} (the installed name)")
 
 
 def imports(path: Path) -> Iterator[tuple[int, str]]:
@@ -85,8 +153,9 @@ def imports(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _is_module(dotted: str) -> bool:
-    path = ROOT.joinpath(*dotted.split("."))
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+    path = module_path(dotted)
+    return path is not None and (path.with_suffix(".py").is_file()
+                                 or (path / "__init__.py").is_file())
 
 
 def layer(module: str) -> int:
@@ -127,8 +196,11 @@ def unit(module: str) -> str:
 def is_feature(module: str) -> bool:
     """A module of a plugin subpackage other than the backends (bench, mpi, interop...)."""
     parts = module.split(".")
-    return (len(parts) > 2 and parts[0] == "pytest_gpucheck" and parts[1] != "backends"
-            and (ROOT / parts[0] / parts[1] / "__init__.py").is_file())
+    package = ".".join(parts[:2])
+    if len(parts) <= 2 or parts[0] != "pytest_gpucheck" or package in PACKAGE_DIRS:
+        return False  # the suites and the references are layers of their own, not features
+    where = module_path(package)
+    return parts[1] != "backends" and where is not None and (where / "__init__.py").is_file()
 
 
 def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -169,6 +241,7 @@ def check() -> list[str]:
     edges: dict[str, set[str]] = {}
     where: dict[tuple[str, str], str] = {}
     for path in project_files():
+        problems.extend(naming_problems(path))
         source = module_name(path)
         for line, target in imports(path):
             location = f"{path.relative_to(ROOT)}:{line}"

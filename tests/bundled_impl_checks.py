@@ -8,7 +8,7 @@ outputs and in-place arrays inside guard bands, optionally with strided or
 transposed inputs, and every input is compared with its original afterwards.
 
 Each kernel's dtypes, in-place argument and output start are read from its
-catalog entry (``reference_kernels.catalog``).  Inputs are chosen so that the
+catalog entry (``pytest_gpucheck.reference_kernels.catalog``).  Inputs are chosen so that the
 expected result is exact in any evaluation order (integer-valued floats,
 power-of-two scalars) and compared bit for bit, except for ``sigmoid`` and
 the heat and Laplacian stencils, whose general float inputs are compared
@@ -33,7 +33,7 @@ from pytest_gpucheck.device_views import slice_view, transpose_view
 from pytest_gpucheck.guards import GuardedBuffer, poison_value, same_bits
 from pytest_gpucheck.kernel_launch import LaunchConfig
 from pytest_gpucheck.kernel_rules import tolerance_of
-from reference_kernels import CATALOG, KERNELS
+from pytest_gpucheck.reference_kernels import CATALOG, KERNELS
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (0, 1, 7, 33)
@@ -297,7 +297,7 @@ INDEX_MAP_LAUNCHES: dict[str, list[tuple[tuple[int, ...], LaunchConfig]]] = {
 
 def check_index_map(backend: Any, func: Callable[..., Any], kernel: str) -> None:
     """The thread with global index i writes element i, on each launch of ``kernel``."""
-    from reference_kernels import indexing
+    from pytest_gpucheck.reference_kernels import indexing
 
     for dtype in dtypes_of(kernel):
         for shape, launch in INDEX_MAP_LAUNCHES[kernel]:
@@ -318,7 +318,10 @@ PI_Z = 5.0
 
 def check_monte_carlo_samples(samples: np.ndarray, dtype: str) -> None:
     """Samples are (n, 2) of ``dtype`` in ``[0, 1)``, pairwise distinct, and estimate pi."""
-    from reference_kernels.reductions import monte_carlo_pi, monte_carlo_pi_standard_error
+    from pytest_gpucheck.reference_kernels.reductions import (
+        monte_carlo_pi,
+        monte_carlo_pi_standard_error,
+    )
 
     n = samples.shape[0]
     assert samples.shape == (n, 2), samples.shape

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from conformance.implementations.cuda_c import sources
+from pytest_gpucheck.conformance.implementations.cuda_c import sources
 
 SHIM = r"""
 #include <atomic>

@@ -26,8 +26,8 @@ from bundled_impl_checks import check_implementation, check_monte_carlo_samples
 from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.guards import GuardedBuffer, poison_value
 from pytest_gpucheck.kernel_launch import LaunchConfig
+from pytest_gpucheck.reference_kernels import indexing
 from pytest_gpucheck.registry import implementations
-from reference_kernels import indexing
 
 BACKEND = "numba-cudasim"
 #: Simulated threads are Python threads: small problems, small blocks.
@@ -181,7 +181,7 @@ def test_threads_sharing_a_seed_are_rejected(simulator: Any) -> None:
     from numba import cuda
     from numba.cuda.random import create_xoroshiro128p_states
 
-    from conformance.implementations.numba_cuda_impls import kernels
+    from pytest_gpucheck.conformance.implementations.numba_cuda_impls import kernels
 
     threads, n = 32, 512
     one_state = create_xoroshiro128p_states(1, seed=7).copy_to_host()

@@ -277,7 +277,7 @@ REDUCTIONS = [(k, d) for k in ("sum", "dot", "sum_of_squares", "weighted_sum", "
 def test_every_cupy_elementwise_kernel_compiles(kernel: str, dtype: str,
                                                 scalars: tuple[str, ...]) -> None:
     _need("cupy")
-    from conformance.implementations.cupy_impls import _elementwise
+    from pytest_gpucheck.conformance.implementations.cupy_impls import _elementwise
 
     _nvrtc(_elementwise_source(_elementwise(kernel), dtype, scalars))
 
@@ -285,7 +285,7 @@ def test_every_cupy_elementwise_kernel_compiles(kernel: str, dtype: str,
 @pytest.mark.parametrize(("kernel", "dtype"), REDUCTIONS, ids=[f"{k}-{d}" for k, d in REDUCTIONS])
 def test_every_cupy_reduction_kernel_compiles(kernel: str, dtype: str) -> None:
     _need("cupy")
-    from conformance.implementations.cupy_impls import _reduction
+    from pytest_gpucheck.conformance.implementations.cupy_impls import _reduction
 
     _nvrtc(_reduction_source(_reduction(kernel, dtype), dtype))
 
@@ -325,7 +325,7 @@ def _fused_kernel(kernel: str, dtype: str) -> Any:
     fusion implementation."""
     from cupy._core import _fusion_thread_local, fusion
 
-    from conformance.implementations.cupy_fuse_impls import fused
+    from pytest_gpucheck.conformance.implementations.cupy_fuse_impls import fused
 
     function = fused()[kernel]
     args = ((np.dtype(dtype).type(2), _unallocated(dtype), _unallocated(dtype))

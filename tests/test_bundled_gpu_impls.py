@@ -36,12 +36,12 @@ from bundled_impl_checks import (
     make_problem,
 )
 
-import conformance.implementations.cuda_python_impls as cuda_python_impls
-import conformance.implementations.cupy_impls as cupy_impls
-from conformance.implementations.cuda_c import drivers, sources
+import pytest_gpucheck.conformance.implementations.cuda_python_impls as cuda_python_impls
+import pytest_gpucheck.conformance.implementations.cupy_impls as cupy_impls
 from pytest_gpucheck.backends import get_backend
+from pytest_gpucheck.conformance.implementations.cuda_c import drivers, sources
+from pytest_gpucheck.reference_kernels import CORE_KERNELS as KERNELS
 from pytest_gpucheck.registry import implementations, not_applicable_reason
-from reference_kernels import CORE_KERNELS as KERNELS
 
 OUR_MODULES = {cupy_impls.__name__: "cupy", cuda_python_impls.__name__: "cuda-python"}
 ROOT = Path(__file__).resolve().parents[1]

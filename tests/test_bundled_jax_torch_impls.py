@@ -25,7 +25,6 @@ from bundled_impl_checks import (
 import conformance.implementations.jax_impls as jax_impls
 import conformance.implementations.torch_impls as torch_impls
 from pytest_gpucheck.registry import implementations, not_applicable_reason
-from reference_kernels import CORE_KERNELS as KERNELS
 
 OUR_MODULES = {jax_impls.__name__: ("jax-cpu", "jax-gpu"),
                torch_impls.__name__: ("torch-cpu", "torch-cuda")}
@@ -218,7 +217,7 @@ def test_jax_impls_keep_float64_without_the_backend() -> None:
     code = (
         "import warnings; warnings.simplefilter('error')\n"
         "import numpy as np\n"
-        "import conformance.implementations.jax_impls as J\n"
+        "import pytest_gpucheck.conformance.implementations.jax_impls as J\n"
         "print(J.sum_(np.ones(3)).dtype, J.monte_carlo_pi(1, 4, 'float64').dtype)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1],

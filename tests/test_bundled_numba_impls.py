@@ -30,7 +30,6 @@ from bundled_impl_checks import (
 )
 
 from pytest_gpucheck.registry import implementations, not_applicable_reason
-from reference_kernels import CORE_KERNELS as KERNELS
 
 pytestmark = pytest.mark.slow
 

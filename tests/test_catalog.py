@@ -27,18 +27,21 @@ import numpy as np
 import pytest
 from bundled_impl_checks import Problem, assert_matches
 
-from conformance.specs import SPECS, spec_for
+from pytest_gpucheck.conformance.specs import SPECS, spec_for
 from pytest_gpucheck.kernel_rules import RULES, tolerance_of
+from pytest_gpucheck.reference_kernels import CATALOG, KERNELS
+from pytest_gpucheck.reference_kernels.catalog import BUNDLED
 from pytest_gpucheck.registry import CONTRACTS, IN_PLACE
-from reference_kernels import CATALOG, KERNELS
-from reference_kernels.catalog import BUNDLED
 
 
 def test_reference_kernels_import_only_numpy() -> None:
-    code = ("import sys, reference_kernels\n"
+    # Importing pytest_gpucheck.reference_kernels runs the plugin package's __init__, which
+    # imports its public API lazily: no other module of the plugin may load.
+    code = ("import sys, pytest_gpucheck.reference_kernels\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & "
-            "{'pytest', 'hypothesis', 'pytest_gpucheck', 'conformance', 'numba', 'jax', "
-            "'torch', 'cupy'}))")
+            "{'pytest', 'hypothesis', 'conformance', 'numba', 'jax', 'torch', 'cupy'}"
+            " | {m for m in sys.modules if m.startswith('pytest_gpucheck.')"
+            " and not m.startswith('pytest_gpucheck.reference_kernels')}))")
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True)
     assert found.stdout.strip() == "[]"
@@ -100,7 +103,7 @@ TOY_CONFTEST = '''
 import numpy as np
 import pytest_gpucheck
 from numba import cuda, njit
-from reference_kernels.catalog import FLOATS, Entry, add
+from pytest_gpucheck.reference_kernels.catalog import FLOATS, Entry, add
 
 
 def double_add(x, y):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-import conformance
+from pytest_gpucheck import conformance
 
 pytestmark = pytest.mark.slow
 

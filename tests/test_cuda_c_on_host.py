@@ -23,11 +23,11 @@ from bundled_impl_checks import (
 )
 from cuda_c_host import HostLauncher, Patch, compiler
 
-from conformance.implementations.cuda_c import drivers
 from pytest_gpucheck.backends import get_backend
+from pytest_gpucheck.conformance.implementations.cuda_c import drivers
 from pytest_gpucheck.guards import GuardedBuffer
 from pytest_gpucheck.kernel_launch import LaunchConfig
-from reference_kernels import CORE_KERNELS as KERNELS
+from pytest_gpucheck.reference_kernels import CORE_KERNELS as KERNELS
 
 pytestmark = [
     pytest.mark.slow,
@@ -159,8 +159,8 @@ def test_rejects_tiled_matmul_without_partial_tiles(host: Any) -> None:
 
 # -- the registered raw implementations, end to end ----------------------------------------------
 def _registered_raw() -> list[Any]:
-    import conformance.implementations.cuda_python_impls as cuda_python_impls
-    import conformance.implementations.cupy_impls as cupy_impls
+    import pytest_gpucheck.conformance.implementations.cuda_python_impls as cuda_python_impls
+    import pytest_gpucheck.conformance.implementations.cupy_impls as cupy_impls
     from pytest_gpucheck.registry import implementations
 
     modules = {cupy_impls.__name__: cupy_impls, cuda_python_impls.__name__: cuda_python_impls}

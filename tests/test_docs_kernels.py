@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-import conformance
+from pytest_gpucheck import conformance
 from pytest_gpucheck.backends import get_backend
 
 pytestmark = pytest.mark.slow

@@ -133,5 +133,5 @@ def test_this_checkout_registers_the_bundled_entry_points() -> None:
 
     found = {(ep.group, ep.value) for group in (IMPLEMENTATIONS_GROUP, SUITES_GROUP)
              for ep in importlib.metadata.entry_points(group=group)}
-    assert (IMPLEMENTATIONS_GROUP, "conformance.implementations") in found
-    assert (SUITES_GROUP, "conformance") in found
+    assert (IMPLEMENTATIONS_GROUP, "pytest_gpucheck.conformance.implementations") in found
+    assert (SUITES_GROUP, "pytest_gpucheck.conformance") in found

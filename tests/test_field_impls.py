@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pytest_gpucheck.backends import BACKENDS
+from pytest_gpucheck.reference_kernels import CORE_KERNELS, KERNELS
 from pytest_gpucheck.registry import implementations, not_applicable_reason
-from reference_kernels import CORE_KERNELS, KERNELS
 
 ROOT = Path(__file__).parent.parent
 NEW_KERNELS = [k for k in KERNELS if k not in CORE_KERNELS]
@@ -39,7 +39,7 @@ def test_every_new_kernel_implemented_or_not_applicable(backend: str) -> None:
 def test_registering_imports_no_framework() -> None:
     code = (
         "import sys\n"
-        + "".join(f"import conformance.implementations.{m}\n" for m in MODULES)
+        + "".join(f"import pytest_gpucheck.conformance.implementations.{m}\n" for m in MODULES)
         + "heavy = ('numba', 'llvmlite', 'cupy', 'jax', 'torch', 'cuda')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
     )

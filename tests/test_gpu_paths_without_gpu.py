@@ -368,7 +368,7 @@ def test_every_process_of_a_jax_run_has_the_memory_policy(
 
 JAX_DEVICE_SCRIPT = """
 import jax
-from conformance.implementations.jax_impls import monte_carlo_pi_gpu
+from pytest_gpucheck.conformance.implementations.jax_impls import monte_carlo_pi_gpu
 
 # What the jax-gpu probe does for --gpu-device=1 / local rank 1, on two CPU devices.
 jax.config.update("jax_default_device", jax.devices("cpu")[1])

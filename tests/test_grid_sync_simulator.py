@@ -121,9 +121,9 @@ def test_bundled_kernel_is_right_on_many_blocks_of_cells_over_poisoned_memory() 
     out = _simulate("""
         import numpy as np
         from numba import cuda
-        from conformance.implementations.grid_sync_impls import (
+        from pytest_gpucheck.conformance.implementations.grid_sync_impls import (
             cooperative_grid, heat_steps_grid_sync, kernels)
-        from reference_kernels.cooperative import heat_steps_grid_sync as reference
+        from pytest_gpucheck.reference_kernels.cooperative import heat_steps_grid_sync as reference
 
         assert cooperative_grid(kernels(), (), 1000, 8) == 1
         rng = np.random.default_rng(7)

@@ -103,8 +103,8 @@ def test_suite_rejects_every_broken_converter(pytester: pytest.Pytester) -> None
     report = pytester.path / "report.json"
     profile = settings.get_current_profile_name()
     try:
-        result = pytester.runpytest("--pyargs", "conformance.test_interop", "-k", "user",
-                                    "--gpu-backends=numpy", f"--gpu-report={report}")
+        result = pytester.runpytest("--pyargs", "pytest_gpucheck.conformance.test_interop",
+                                    "-k", "user", "--gpu-backends=numpy", f"--gpu-report={report}")
     finally:  # the conftest loads a profile of its own, in this very process
         settings.load_profile(profile)
     # test_exchange and test_lifetime for each of the six user converters

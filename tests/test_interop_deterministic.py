@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import conformance
+from pytest_gpucheck import conformance
 
 pytestmark = pytest.mark.slow
 

@@ -27,8 +27,8 @@ def test_converter_example_passes_the_suite(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(block_with("@converter("))
     profile = settings.get_current_profile_name()
     try:
-        result = pytester.runpytest("--pyargs", "conformance.test_interop", "-k", "user:",
-                                    "--gpu-backends=numpy,torch-cpu")
+        result = pytester.runpytest("--pyargs", "pytest_gpucheck.conformance.test_interop",
+                                    "-k", "user:", "--gpu-backends=numpy,torch-cpu")
     finally:
         settings.load_profile(profile)
     result.assert_outcomes(passed=2)  # test_exchange and test_lifetime

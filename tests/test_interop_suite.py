@@ -22,7 +22,7 @@ def run_suite(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     pytester.makeconftest(FAST_PROFILE)
     profile = settings.get_current_profile_name()
     try:
-        return pytester.runpytest("--pyargs", "conformance.test_interop", *args)
+        return pytester.runpytest("--pyargs", "pytest_gpucheck.conformance.test_interop", *args)
     finally:  # the conftest loads its profile in this very process
         settings.load_profile(profile)
 

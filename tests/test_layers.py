@@ -38,12 +38,15 @@ def test_this_tree_only_points_down() -> None:
     assert "layers ok" in result.stdout
 
 
+#: A folder's bare name, spelled apart so that import rewrites leave these cases alone.
+FOLDER = "reference_kernels"
+
 CLEAN = {
-    "conformance/test_x.py": "from pytest_gpucheck import core\nimport reference_kernels\n",
+    "conformance/test_x.py": "from pytest_gpucheck import core, reference_kernels\n",
     "pytest_gpucheck/core.py": "from .backends import numpy_backend\n",
     "pytest_gpucheck/devices.py": "import os\n",
-    "pytest_gpucheck/backends/numpy_backend.py": "from ..devices import os\n"
-                                                 "from reference_kernels import x\n",
+    "pytest_gpucheck/backends/numpy_backend.py": (
+        "from ..devices import os\nfrom pytest_gpucheck.reference_kernels import x\n"),
     "pytest_gpucheck/mpi/checks.py": "from ..core import x\nfrom ..backends import y\n",
     "reference_kernels/x.py": "import numpy\n",
 }
@@ -51,11 +54,23 @@ CLEAN = {
 
 @pytest.mark.parametrize(("name", "files", "message"), [
     ("core imports the suites (lazily)", {"pytest_gpucheck/core.py":
-        "def f():\n    import conformance.test_x\n"}, "core -> conformance.test_x imports up"),
+        "def f():\n    import pytest_gpucheck.conformance.test_x\n"},
+     "core -> pytest_gpucheck.conformance.test_x imports up"),
     ("core imports the suites by name", {"pytest_gpucheck/core.py":
-        "import importlib\nimportlib.import_module('conformance')\n"}, "-> conformance imports up"),
+        "import importlib\nimportlib.import_module('pytest_gpucheck.conformance')\n"},
+     "-> pytest_gpucheck.conformance imports up"),
     ("reference imports the plugin", {"reference_kernels/x.py":
-        "from pytest_gpucheck import core\n"}, "reference_kernels.x -> pytest_gpucheck.core"),
+        "from pytest_gpucheck import core\n"},
+     "pytest_gpucheck.reference_kernels.x -> pytest_gpucheck.core"),
+    ("a suite imports a folder's bare name", {"conformance/test_x.py":
+        "from reference_kernels import x\n"},
+     "imports reference_kernels by its folder name; import pytest_gpucheck.reference_kernels"),
+    ("a module imports a folder's bare name by string", {"pytest_gpucheck/core.py":
+        f"import importlib\nimportlib.import_module('{FOLDER}.x')\n"},
+     f"imports {FOLDER}.x by its folder name"),
+    ("a suite file imports relatively", {"conformance/test_x.py":
+        "from .harness import y\n", "conformance/harness.py": "y = 1\n"},
+     "relative import in a suite file pytest imports by its path"),
     ("backend imports a feature", {"pytest_gpucheck/backends/numpy_backend.py":
         "from ..mpi import checks\n"}, "-> pytest_gpucheck.mpi.checks imports up"),
     ("core and a subpackage import each other", {"pytest_gpucheck/devices.py":

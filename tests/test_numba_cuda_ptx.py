@@ -108,7 +108,7 @@ def test_kernel_compiles_to_ptx(build: Any, dtype: str) -> None:
     cuda = _cuda_for_ptx()
     import numba
 
-    from conformance.implementations.numba_cuda_impls import kernels
+    from pytest_gpucheck.conformance.implementations.numba_cuda_impls import kernels
 
     kernel, args = build(kernels())
     try:

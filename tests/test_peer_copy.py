@@ -170,7 +170,7 @@ def test_the_suite_collects_it_for_cupy_and_torch_in_the_multi_device_row(
     multi-device row (with one GPU: ``needs 2 devices``, from ``skip_unless_devices``)."""
     import json
 
-    import conformance
+    from pytest_gpucheck import conformance
 
     suites = Path(conformance.__file__).parent
     result = pytester.runpytest_subprocess(

@@ -25,8 +25,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_array_equal, assert_array_max_ulp
 
-import reference_kernels
-from reference_kernels import FAMILIES, KERNELS, elementwise, indexing, linalg, reductions, stencils
+from pytest_gpucheck import reference_kernels
+from pytest_gpucheck.reference_kernels import (
+    FAMILIES,
+    KERNELS,
+    elementwise,
+    indexing,
+    linalg,
+    reductions,
+    stencils,
+)
 
 FLOATS = (np.float32, np.float64)
 INTEGERS = (np.int32, np.int64)
@@ -92,7 +100,7 @@ def test_every_contract_kernel_has_a_reference_and_a_family() -> None:
                ".fused"]
 )
 def test_docstring_examples_run(module: str) -> None:
-    found = doctest.testmod(importlib.import_module(f"reference_kernels{module}"))
+    found = doctest.testmod(importlib.import_module(f"pytest_gpucheck.reference_kernels{module}"))
     assert found.attempted > 0
     assert found.failed == 0
 

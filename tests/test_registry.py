@@ -37,7 +37,7 @@ def test_a_second_function_under_the_same_name_is_refused() -> None:
 
 
 def test_the_registration_contract_matches_the_suites() -> None:
-    from conformance.specs import SPECS
+    from pytest_gpucheck.conformance.specs import SPECS
     from pytest_gpucheck.registry import CONTRACTS, IN_PLACE
 
     for name, spec in SPECS.items():

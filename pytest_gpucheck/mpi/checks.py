@@ -63,7 +63,7 @@ def check_halo_exchange_1d(comm: Any, backend: Backend, transport: Transport, n:
                            distributed.halo_exchange_1d, partition: Partition = block_range,
                            dtype: Any = np.float64) -> None:
     """Periodic 1-D exchange of an ``n``-cell domain: every rank's block equals the global one."""
-    from reference_kernels import KERNELS
+    from pytest_gpucheck.reference_kernels import KERNELS
 
     ops = ops_for(backend)
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -96,7 +96,7 @@ def check_halo_exchange_2d(comm: Any, backend: Backend, transport: Transport,
                            exchange: Callable[..., Any] = distributed.halo_exchange_2d,
                            partition: Partition = block_range, dtype: Any = np.float64) -> None:
     """Periodic 2-D exchange, corners included, on a periodic process grid."""
-    from reference_kernels import KERNELS
+    from pytest_gpucheck.reference_kernels import KERNELS
 
     ops = ops_for(backend)
     cart = process_grid(comm)
@@ -145,7 +145,7 @@ def check_heat_steps_1d(comm: Any, backend: Backend, transport: Transport, u: np
     gamma_7 * (1 + 4 alpha) * max|u|`` bounds any evaluation order or fused
     multiply-add; a wrong neighbour value is off by ``alpha * |u|``, far above that.
     """
-    from reference_kernels import KERNELS
+    from pytest_gpucheck.reference_kernels import KERNELS
 
     from ..kernel_rules import tolerance_of
 
@@ -173,7 +173,7 @@ def check_allreduce(comm: Any, backend: Backend, transport: Transport, x: np.nda
     Inputs are integer-valued, so every partial and the total are exact in any
     order: one element lost or counted twice changes the result.
     """
-    from reference_kernels import KERNELS
+    from pytest_gpucheck.reference_kernels import KERNELS
 
     ops = ops_for(backend)
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -197,7 +197,7 @@ def check_scatter_compute_gather(comm: Any, backend: Backend, transport: Transpo
                                  x: np.ndarray, y: np.ndarray, *,
                                  partition: Partition = block_range) -> None:
     """Scatter ``x``, ``y`` from rank 0, ``saxpy`` on every rank's device, gather: equals saxpy."""
-    from reference_kernels import KERNELS
+    from pytest_gpucheck.reference_kernels import KERNELS
 
     ops = ops_for(backend)
     rank, size = comm.Get_rank(), comm.Get_size()

@@ -74,7 +74,7 @@ def check_row_block_matmul(comm: Any, backend: Backend, transport: Transport, a:
     Inputs are small integer-valued numbers, so the product is exact in any
     order: a row lost, duplicated or misplaced changes the result.
     """
-    from reference_kernels import KERNELS
+    from pytest_gpucheck.reference_kernels import KERNELS
 
     ops = ops_for(backend)
     rank, size = comm.Get_rank(), comm.Get_size()
