@@ -20,9 +20,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from conformance.harness import conformance_settings
 from pytest_gpucheck.backends.adapter_base import NotAvailable
 from pytest_gpucheck.backends.dtypes import DTYPE_NAMES
+from pytest_gpucheck.conformance.harness import conformance_settings
 from pytest_gpucheck.interop.adapters import get_adapter
 from pytest_gpucheck.interop.cases import Case, cases
 from pytest_gpucheck.interop.classify import exchange

@@ -42,7 +42,7 @@ def test_peer_copy(gpu_backend: Any, record_property: Any) -> None:
     on GPU 1 with the same values, and the source on GPU 0 is unchanged, also after the
     copy is overwritten.  Whether the GPUs have peer access is recorded (``peer_access``),
     not required: without it the copy goes through the host."""
-    from conformance.implementations.peer_copy_impls import SAMPLES, check_peer_copy
+    from pytest_gpucheck.conformance.implementations.peer_copy_impls import SAMPLES, check_peer_copy
 
     skip_unless_devices(gpu_backend.name, 2)
     ops = gpu_backend.peer_copy()

@@ -66,7 +66,7 @@ INDEX_MAP_IMPLS = _params("cupy", launch=True) + _params("cuda-python", launch=T
 def test_modules_import_without_any_framework() -> None:
     """Registering the bundled implementations imports no framework (checked in a fresh process)."""
     assert frameworks_imported_by(
-        [f"conformance.implementations.{name}"
+        [f"pytest_gpucheck.conformance.implementations.{name}"
          for name in ("cupy_impls", "jax_impls", "torch_impls", "cuda_python_impls")],
         ("cupy", "jax", "torch", "cuda.core", "cuda.bindings", "numba")) == []
 

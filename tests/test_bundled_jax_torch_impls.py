@@ -22,8 +22,9 @@ from bundled_impl_checks import (
     run_out_style,
 )
 
-import conformance.implementations.jax_impls as jax_impls
-import conformance.implementations.torch_impls as torch_impls
+import pytest_gpucheck.conformance.implementations.jax_impls as jax_impls
+import pytest_gpucheck.conformance.implementations.torch_impls as torch_impls
+from pytest_gpucheck.reference_kernels import CORE_KERNELS as KERNELS
 from pytest_gpucheck.registry import implementations, not_applicable_reason
 
 OUR_MODULES = {jax_impls.__name__: ("jax-cpu", "jax-gpu"),

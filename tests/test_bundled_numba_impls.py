@@ -29,6 +29,7 @@ from bundled_impl_checks import (
     frameworks_imported_by,
 )
 
+from pytest_gpucheck.reference_kernels import CORE_KERNELS as KERNELS
 from pytest_gpucheck.registry import implementations, not_applicable_reason
 
 pytestmark = pytest.mark.slow
@@ -54,7 +55,7 @@ def _params(backend: str) -> list[Any]:
 def test_registering_imports_no_numba() -> None:
     """Importing the bundled modules registers everything without importing Numba."""
     assert frameworks_imported_by(
-        [f"conformance.implementations.{name}"
+        [f"pytest_gpucheck.conformance.implementations.{name}"
          for name in ("numpy_impls", "numba_cpu_impls", "numba_cuda_impls")],
         ("numba", "llvmlite", "cupy", "jax", "torch", "cuda")) == []
 

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.implementations.peer_copy_impls import SAMPLES, check_peer_copy
 from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.backends.cupy.peer_copy import CupyPeerCopy
 from pytest_gpucheck.backends.torch.peer_copy import TorchPeerCopy
+from pytest_gpucheck.conformance.implementations.peer_copy_impls import SAMPLES, check_peer_copy
 
 
 class FakeDeviceArray:
