@@ -191,10 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     false_rate, detect_rate = false_alarms / n, detections / n
     print(f"backend {backend.name} on {describe(backend).device_model}; timer {timer.method}")
     print(f"workload saxpy n={args.size} float32, {median * 1e6:.1f} us/call uncontended, "
-          f"{iterations} call(s)/round, {args.rounds} rounds per window")
+          f"{iterations} call(s)/round, {args.rounds} rounds per window and more as the "
+          f"power plan asks, up to {args.max_rounds}: median {np.median(window_rounds):.0f}, "
+          f"max {max(window_rounds)}")
     if reference is not None:
-        print(f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} on the per-round ratios "
-              f"saxpy / {reference.description} ({reference.iterations} call(s)/round, "
+        print(f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} on the ratios "
+              f"saxpy / {reference.description} per pair of rounds "
+              f"({reference.iterations} call(s)/round, "
               f"interleaved), and median ratio change > {settings.relative_min_effect:.0%}; "
               f"inconclusive below {settings.power:.0%} power to catch "
               f"+{settings.design_effect(True):.0%}")
