@@ -98,7 +98,7 @@ def _live_processes_mentioning(text: str) -> list[str]:
 def test_spawned_mode(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """One spawned session (job starts cost seconds) and every claim about it."""
     # When this suite itself runs under pytest-xdist, the session below must not
-    # look like an xdist worker: workers batch MPI tests one job per test.
+    # look like an xdist worker: a worker batches only the items in its xdist queue.
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     pytester.makepyfile(test_scenarios=SCENARIOS)
     started = time.monotonic()
