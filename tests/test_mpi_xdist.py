@@ -16,6 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Real mpiexec jobs under xdist workers: the slow tier (the README's full command runs it).
+pytestmark = pytest.mark.slow
+
 RUN_LIMIT = 400
 
 CRASH = '''

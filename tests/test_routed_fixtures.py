@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+# Subprocess pytest runs through the worker routers: the slow tier.
+pytestmark = pytest.mark.slow
+
 RUN_LIMIT = 400
 CPU_TIER = "numpy,numba-cpu,numba-cudasim,jax-cpu,torch-cpu"
 
