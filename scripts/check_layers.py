@@ -89,6 +89,17 @@ def imported_by_path(path: Path) -> bool:
         rel.name == "conftest.py" or (rel.name.startswith("test_") and rel.suffix == ".py"))
 
 
+def called_module(node: ast.Call) -> list[str]:
+    """The module an ``import_module("a.b")``-style call names, as a one-item list (or none)."""
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if called in IMPORTING_CALLS and node.args:
+        first = node.args[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            return [first.value]
+    return []
+
+
 def naming_problems(path: Path) -> Iterator[str]:
     """Imports that would load a project file under a second name."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
@@ -108,12 +119,7 @@ def naming_problems(path: Path) -> Iterator[str]:
             elif not node.level:
                 names = [node.module or ""]
         elif isinstance(node, ast.Call):
-            func = node.func
-            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if called in IMPORTING_CALLS and node.args:
-                first = node.args[0]
-                if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                    names = [first.value]
+            names = called_module(node)
         for name in names:
             if name.split(".")[0] in FOLDER_NAMES:
                 yield (f"{location}:{node.lineno}: imports {name} by its folder name; import "
@@ -141,12 +147,7 @@ def imports(path: Path) -> Iterator[tuple[int, str]]:
             targets = [f"{module}.{alias.name}" for alias in node.names] or [module]
             targets = [t if _is_module(t) else module for t in targets]
         elif isinstance(node, ast.Call):
-            func = node.func
-            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if called in IMPORTING_CALLS and node.args:
-                first = node.args[0]
-                if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                    targets = [first.value]
+            targets = called_module(node)
         for target in targets:
             if target.split(".")[0] in PACKAGES:
                 yield node.lineno, target

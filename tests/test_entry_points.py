@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sysconfig
 import textwrap
-import venv
 from pathlib import Path
 
 import pytest
+from user_runs import borrowing_venv
 
 pytestmark = pytest.mark.slow
 
@@ -65,16 +64,7 @@ def _package(root: Path, name: str, module: str, code: str | None) -> Path:
 def environment(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtual environment that sees this one's packages (pytest, the plugin, the frameworks)."""
     where = tmp_path_factory.mktemp("thirdparty") / "venv"
-    venv.EnvBuilder(with_pip=False).create(where)
-    python = where / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True, text=True, check=True).stdout.strip()
-    # `import site; site.addsitedir(...)` also runs that folder's own .pth files
-    # (the editable install of the plugin is one).
-    ours = sysconfig.get_path("purelib")
-    Path(site, "outer.pth").write_text(f"import site; site.addsitedir({ours!r})\n",
-                                       encoding="utf-8")
+    borrowing_venv(where)
     return where
 
 

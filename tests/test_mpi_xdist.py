@@ -11,12 +11,11 @@ rank-0 process id, so the number of jobs is counted, not assumed.  The run is
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import user_runs
 
 # Real mpiexec jobs under xdist workers: the slow tier (the README's full command runs it).
 pytestmark = pytest.mark.slow
@@ -61,12 +60,8 @@ def test_after(mpi_comm, mpi_rank, n):
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    env["JOB_PIDS"] = str(project / "pids")
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True,
-                          timeout=RUN_LIMIT, check=False)
+    return user_runs.run_pytest(project, *args, timeout=RUN_LIMIT,
+                                extra_env={"JOB_PIDS": str(project / "pids")})
 
 
 def test_xdist_batches_mpi_items_and_a_crash_fails_only_its_test(tmp_path: Path) -> None:

@@ -10,13 +10,12 @@ are ``python -m pytest`` in a subprocess, as users type them.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import user_runs
 
 # Subprocess pytest runs through the worker routers: the slow tier.
 pytestmark = pytest.mark.slow
@@ -62,12 +61,8 @@ def test_uses_module_fixture(gpu_backend, shared_module, n):
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    env["FIXTURE_LOG"] = str(project / "fixtures.log")
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True,
-                          timeout=RUN_LIMIT, check=False)
+    return user_runs.run_pytest(project, *args, timeout=RUN_LIMIT,
+                                extra_env={"FIXTURE_LOG": str(project / "fixtures.log")})
 
 
 def _project(tmp_path: Path) -> Path:

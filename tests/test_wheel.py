@@ -18,13 +18,12 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import textwrap
-import venv
 import zipfile
 from pathlib import Path
 
 import pytest
+from user_runs import borrowing_venv
 
 pytestmark = pytest.mark.slow
 
@@ -94,17 +93,9 @@ def test_my_own_packages_are_mine():
 
 def test_an_installed_wheel_runs_its_suites_beside_a_project_named_alike(
         wheel: Path, tmp_path: Path) -> None:
-    where = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=False).create(where)
-    python = where / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True, text=True, check=True).stdout.strip()
     # This environment's packages (pytest, NumPy, pip) are borrowed; the plugin is the wheel's,
     # which comes first on the path.
-    ours = sysconfig.get_path("purelib")
-    Path(site, "outer.pth").write_text(f"import site; site.addsitedir({ours!r})\n",
-                                       encoding="utf-8")
+    python, site = borrowing_venv(tmp_path / "venv")
     done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
                            str(wheel)], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

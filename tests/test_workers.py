@@ -6,12 +6,11 @@ Each scenario is a temporary project run as ``python -m pytest`` in a subprocess
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import user_runs
 
 # Every test here runs a temporary project in a subprocess.
 pytestmark = pytest.mark.slow
@@ -22,12 +21,7 @@ RUN_LIMIT = 240
 def run_pytest(project: Path, *args: str,
                extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    env.update(extra_env or {})
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True,
-                          timeout=RUN_LIMIT, check=False)
+    return user_runs.run_pytest(project, *args, timeout=RUN_LIMIT, extra_env=extra_env)
 
 
 FORWARDING_CONFTEST = """

@@ -6,19 +6,40 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
+import venv
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
-def run_pytest(project: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def run_pytest(project: Path, *args: str, timeout: float,
+               extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it: without the variables
     this test session's plugin set for its own children (``PYTEST_*``, the simulator
-    switch), which would make the user's run a child of ours."""
+    switch), which would make the user's run a child of ours.  ``extra_env`` carries what
+    the scenario's own files read (where to log, for example)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
+    env.update(extra_env or {})
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
                           cwd=project, env=env, capture_output=True, text=True,
                           timeout=timeout, check=False)
+
+
+def borrowing_venv(where: Path) -> tuple[Path, str]:
+    """A virtual environment at ``where`` that sees this one's packages (pytest, NumPy, the
+    frameworks) behind its own; returns its ``python`` and its site-packages folder.
+    ``site.addsitedir`` also runs the borrowed folder's ``.pth`` files (an editable install,
+    numba-cuda's redirector), which a plain path line would not."""
+    venv.EnvBuilder(with_pip=False).create(where)
+    python = where / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    ours = sysconfig.get_path("purelib")
+    Path(site, "outer.pth").write_text(f"import site; site.addsitedir({ours!r})\n",
+                                       encoding="utf-8")
+    return python, site
 
 
 def junit_outcomes(path: Path) -> dict[str, tuple[str, str]]:
