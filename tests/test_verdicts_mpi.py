@@ -48,6 +48,10 @@ def test_2_stops_the_job(mpi_comm, mpi_rank):
         MPI.COMM_WORLD.Abort()
     if case == "Abort(0)":
         mpi_comm.Abort(0)
+    if case == "Split().Abort(0)":
+        from mpi4py import MPI
+
+        MPI.COMM_SELF.Split(0, 0).Abort(0)
     if case == "conftest":
         from conftest import WORLD
 
@@ -103,6 +107,8 @@ LAST_WORDS = {
                "not 0)",
     "Abort(0)": f"called MPI_Abort(0) during {STOPPED}; the job ends here (with exit code 1, "
                 "not 0)",
+    "Split().Abort(0)": f"called MPI_Abort(0) during {STOPPED}; the job ends here (with exit "
+                        "code 1, not 0)",
     "os._exit(0)": f"called os._exit(0) during {STOPPED}; the job ends here (with exit code 1, "
                    "not 0)",
     "os._exit(3)": f"called os._exit(3) during {STOPPED}; the job ends here",

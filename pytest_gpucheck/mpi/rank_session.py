@@ -338,7 +338,8 @@ _UNGUARDED: dict[str, Any] = {}
 
 
 def guard_mpi_abort() -> None:
-    """Make ``MPI_Abort`` through ``COMM_WORLD``, ``COMM_SELF`` (or their duplicates,
+    """Make ``MPI_Abort`` through ``COMM_WORLD``, ``COMM_SELF`` (or the communicators made
+    from them: ``Dup``, ``Clone``, ``Split``, ``Split_type``, ``Create``, ``Create_group``;
     ``mpi_comm`` among them) say so, and never end the job with 0.
 
     Under a launcher the job's exit status is the abort's error code:
@@ -371,6 +372,27 @@ def guard_mpi_abort() -> None:
             real(errorcode or 1)
             time.sleep(30)  # MPICH's MPI_Abort returns while the launcher ends the job
             os._exit(errorcode or 1)
+
+        # Dup and Clone keep the subclass by themselves; these constructors return a plain
+        # Intracomm, so a communicator derived from a guarded one is wrapped (the same handle:
+        # mpi4py never frees a communicator when its Python object goes away).
+        def Split(self, *args: Any, **kwargs: Any) -> Any:
+            return _guarded(MPI.Intracomm.Split(self, *args, **kwargs))
+
+        def Split_type(self, *args: Any, **kwargs: Any) -> Any:
+            return _guarded(MPI.Intracomm.Split_type(self, *args, **kwargs))
+
+        def Create(self, *args: Any, **kwargs: Any) -> Any:
+            return _guarded(MPI.Intracomm.Create(self, *args, **kwargs))
+
+        def Create_group(self, *args: Any, **kwargs: Any) -> Any:
+            return _guarded(MPI.Intracomm.Create_group(self, *args, **kwargs))
+
+    def _guarded(comm: Any) -> Any:
+        """``comm`` as a guarded communicator; ``COMM_NULL`` (a rank left out) stays itself."""
+        if comm == MPI.COMM_NULL or not isinstance(comm, MPI.Intracomm):
+            return comm
+        return GuardedIntracomm(comm)
 
     # Tracebacks show ``mpi_comm``'s repr: a readable name, not "<locals>".
     GuardedIntracomm.__qualname__ = GuardedIntracomm.__name__
