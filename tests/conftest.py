@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
+
+import pytest
 
 pytest_plugins = ["pytester"]
 
@@ -12,3 +15,20 @@ pytest_plugins = ["pytester"]
 for _module in ("numpy", "torch", "jax", "jax.numpy", "numba"):
     with contextlib.suppress(ImportError):
         __import__(_module)
+
+
+@pytest.fixture(autouse=True)
+def _registrations_stay_in_their_test() -> Iterator[None]:
+    """In-process pytester runs load the temporary project's ``conftest.py``, whose
+    ``@implements`` registrations live in the module-level registry: without this, a
+    later test in the same worker sees them (``(impl,) = implementations(...)`` then
+    finds two).  The registry is put back as it was after every test."""
+    from pytest_gpucheck import registry
+
+    implementations = dict(registry._implementations)
+    not_applicable = dict(registry._not_applicable)
+    yield
+    registry._implementations.clear()
+    registry._implementations.update(implementations)
+    registry._not_applicable.clear()
+    registry._not_applicable.update(not_applicable)
