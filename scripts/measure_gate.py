@@ -7,12 +7,16 @@ the backend's timer, rounds added until the gate's power is reached, up to
 
 * null comparison: the current window runs the identical workload; any
   "regression" is a false alarm;
-* slowdown comparison: the current window runs the workload plus a busy wait
-  of ``--slowdown`` (default 10%) of the workload's calibrated time per call
-  (median of the fastest half of 100 rounds: the uncontended time), an
-  injected regression the gate should catch.  The wait spins on the clock that
-  times the rounds (CPU time of the process for NumPy), so a neighbour that
-  preempts the spin cannot shrink the injected slowdown.
+* slowdown comparison: the current window runs the workload plus a fixed
+  amount of arithmetic worth ``--slowdown`` (default 10%) of the workload's
+  calibrated time per call (median of the fastest half of 100 rounds: the
+  uncontended time), an injected regression the gate should catch.  The
+  arithmetic is a Python loop on one integer, its cost per iteration
+  calibrated on the clock that times the rounds (fastest of 20 runs): no
+  system call and no memory traffic, so it adds its own time and disturbs
+  nothing else.  (A busy wait that reads a CPU-time clock makes a system call
+  per read, which also disturbs the caches: at 2^19 elements it moved the
+  ratio by +14% .. +44% instead of +10%.)
 
 The two current windows run in alternating order after the baseline.  An
 "inconclusive" verdict (the noise left the comparison short of the gate's
@@ -61,12 +65,24 @@ from pytest_gpucheck.bench.settings import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from pytest_gpucheck.bench.timing import RoundTimer, timer_for
 
 
-def spin(seconds: float, clock: Callable[[], float] = time.perf_counter) -> None:
-    """Busy-wait ``seconds`` of ``clock``: a sleep this short would overshoot by the
-    scheduler's granularity, and a sleep costs no CPU time."""
-    end = clock() + seconds
-    while clock() < end:
-        pass
+def burn(loops: int) -> int:
+    """A fixed amount of arithmetic on one integer (no system call, no memory traffic)."""
+    value = 0
+    for i in range(loops):
+        value ^= i
+    return value
+
+
+def loops_for(seconds: float, clock: Callable[[], float] = time.perf_counter,
+              probe: int = 200_000) -> int:
+    """How many :func:`burn` iterations cost ``seconds`` of ``clock``: the fastest of 20
+    timed runs (the uncontended cost, as the workload's own calibration takes)."""
+    best = float("inf")
+    for _ in range(20):
+        start = clock()
+        burn(probe)
+        best = min(best, clock() - start)
+    return max(1, round(seconds * probe / best))
 
 
 def window(timer: RoundTimer, call: Callable[[], Any], iterations: int, rounds: int,
@@ -141,12 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     extra = args.slowdown * median
 
     # The host clock the rounds are timed with; events (a GPU) time the device, where
-    # a host spin is no slowdown at all, so this script injects on the host tier only.
+    # host arithmetic is no slowdown at all, so this script injects on the host tier only.
     clock = getattr(timer, "clock", time.perf_counter)
+
+    loops = loops_for(extra, clock)
 
     def slowed() -> Any:
         result = saxpy()
-        spin(extra, clock)
+        burn(loops)
         return result
 
     reference = copy_reference(backend, timer, 12 * args.size) \
