@@ -206,13 +206,16 @@ def test_c():
 """
 
 
-def test_spawned_progress_lines_are_lines_of_their_own(tmp_path: Path) -> None:
+@pytest.mark.parametrize("verbosity", [[], ["-q"]], ids=["default", "quiet"])
+def test_spawned_progress_lines_are_lines_of_their_own(tmp_path: Path,
+                                                       verbosity: list[str]) -> None:
     """The job lines never land in the middle of pytest's ``..`` progress line (the
-    "waiting for" lines are written the same way, by ``SpawnRouter._say``)."""
+    "waiting for" lines are written the same way, by ``SpawnRouter._say``); under
+    ``-q`` (the README's main job) too, where the letters carry no file name."""
     (tmp_path / "test_progress.py").write_text(PROGRESS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                             "--gpu-mpi-max-ranks=2"], cwd=tmp_path, env=env,
+                             "--gpu-mpi-max-ranks=2", *verbosity], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=RUN_LIMIT, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()

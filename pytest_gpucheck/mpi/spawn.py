@@ -190,6 +190,10 @@ class SpawnRouter:
         """A progress line on the terminal (none on an xdist worker, which has none)."""
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and not os.environ.get("PYTEST_XDIST_WORKER"):
+            # Under -q the progress letters carry no file name, so pytest's own
+            # ensure_newline() does not know a line is open: close it here.
+            if reporter._tw.width_of_current_line:
+                reporter._tw.line()
             reporter.write_line(line)
 
     @staticmethod
