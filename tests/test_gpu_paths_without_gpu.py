@@ -391,6 +391,7 @@ def test_jax_gpu_monte_carlo_runs_on_the_device_the_probe_chose() -> None:
 # -- numba-cuda without libNVVM ----------------------------------------------------------------
 NVVM_SCRIPT = """
 from numba.cuda.cudadrv import nvvm
+from pytest_gpucheck.backends import _cuda_build
 from pytest_gpucheck.backends.numba import backend as numba_backends
 
 
@@ -399,7 +400,7 @@ def no_libnvvm(*args, **kwargs):
 
 
 nvvm.NVVM.__new__ = no_libnvvm  # as on a machine without the cu13 extra
-numba_backends.driver_problem = lambda: None  # as on a machine with a GPU
+_cuda_build.driver_problem = lambda: None  # as on a machine with a GPU
 print(numba_backends.NumbaCudaBackend(0).probe().reason)
 """
 

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 from ..devices import CudaDriver, cuda_driver
+
+
+def unready(module: str, not_installed: str) -> str | None:
+    """Why a CUDA backend cannot even start, from the two checks each makes first and
+    without importing the framework: ``module`` is not installed (then ``not_installed``
+    is the reason), or no CUDA device can be used; None when both pass."""
+    if importlib.util.find_spec(module) is None:
+        return not_installed
+    return driver_problem()
 
 
 def driver_problem() -> str | None:

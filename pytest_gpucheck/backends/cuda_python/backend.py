@@ -11,13 +11,12 @@ timer, device copy and MPI array operations (Numba views of the buffers).
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._cuda_build import build_mismatch, device_line, driver_problem
+from .._cuda_build import build_mismatch, device_line, unready
 from ..base import Backend, Probe
 from ..numba.backend import NumbaOps
 from ..timing import CudaEventTimer
@@ -148,11 +147,8 @@ class CudaPythonBackend(Backend):
         self._stream: Any = None
 
     def _probe(self) -> Probe:
-        if importlib.util.find_spec("cuda.core") is None:
-            return Probe.missing(
-                f"cuda.core is not installed; install it with: {self.install_hint}"
-            )
-        problem = driver_problem()
+        problem = unready("cuda.core",
+                          f"cuda.core is not installed; install it with: {self.install_hint}")
         if problem:
             return Probe.missing(problem)
         # cuda-bindings N.x is built against CUDA N and needs a driver for N.

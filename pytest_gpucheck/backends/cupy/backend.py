@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._cuda_build import build_mismatch, device_line, driver_problem
+from .._cuda_build import build_mismatch, device_line, unready
 from ..base import Backend, PeerCopy, Probe
 from ..timing import CudaEventTimer
 
@@ -35,9 +34,7 @@ class CupyBackend(Backend):
         return ""
 
     def _probe(self) -> Probe:
-        if importlib.util.find_spec("cupy") is None:
-            return Probe.missing(f"cupy is not installed; install it with: {self.install_hint}")
-        problem = driver_problem()
+        problem = unready("cupy", f"cupy is not installed; install it with: {self.install_hint}")
         if problem:
             return Probe.missing(problem)
         cupy = self._import("cupy")

@@ -10,14 +10,13 @@ its arrays with ``.at[]`` (:class:`JaxOps`).
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...child_env import apply_jax_memory_policy
-from .._cuda_build import device_line, driver_problem
+from .._cuda_build import device_line, unready
 from ..array_ops import ArrayOps, Index
 from ..base import Backend, Probe, first_installed_version
 from ..timing import RoundTimer
@@ -126,9 +125,7 @@ class JaxGpuBackend(_JaxBackend):
     platform = "gpu"
 
     def _probe(self) -> Probe:
-        if importlib.util.find_spec("jax") is None:
-            return Probe.missing(f"jax is not installed; install it with: {self.install_hint}")
-        problem = driver_problem()
+        problem = unready("jax", f"jax is not installed; install it with: {self.install_hint}")
         if problem:
             return Probe.missing(problem)
         apply_jax_memory_policy()

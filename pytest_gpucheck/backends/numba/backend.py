@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...child_env import SIMULATOR_CHILD_VARIABLE
-from .._cuda_build import device_line, driver_problem
+from .._cuda_build import device_line, unready
 from ..array_ops import ArrayOps, Index
 from ..base import Backend, Probe
 from ..numpy.backend import HostArrays
@@ -121,9 +121,7 @@ class NumbaCudaBackend(_NumbaCudaArrays):
                 "NUMBA_ENABLE_CUDASIM is set, so numba.cuda is the simulator "
                 "in this process; use the numba-cudasim backend"
             )
-        if importlib.util.find_spec("numba") is None:
-            return Probe.missing(f"numba is not installed; install it with: {self.install_hint}")
-        problem = driver_problem()
+        problem = unready("numba", f"numba is not installed; install it with: {self.install_hint}")
         if problem:
             return Probe.missing(problem)
         cuda = self._cuda()

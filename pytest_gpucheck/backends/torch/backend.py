@@ -6,12 +6,11 @@ operations (:class:`TorchOps`); the interop adapter is in :mod:`.adapter`.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._cuda_build import build_mismatch, device_line, driver_problem
+from .._cuda_build import build_mismatch, device_line, unready
 from ..array_ops import ArrayOps, Index
 from ..base import Backend, PeerCopy, Probe
 from ..timing import CudaEventTimer
@@ -89,9 +88,7 @@ class TorchCudaBackend(_TorchBackend):
         return f"cuda:{self.device_index}"
 
     def _probe(self) -> Probe:
-        if importlib.util.find_spec("torch") is None:
-            return Probe.missing(f"torch is not installed; install {self.install_hint}")
-        problem = driver_problem()
+        problem = unready("torch", f"torch is not installed; install {self.install_hint}")
         if problem:
             return Probe.missing(problem)
         torch = self._import("torch")
