@@ -99,7 +99,12 @@ def rank_main(argv: list[str] | None = None) -> int:
         ok = got.size == 1 and int(got[0]) == expected
         what = (f"rank {rank} of {size} ({local_count} local of {len(devices)} devices): "
                 f"sum {got.tolist()}, expected {expected}")
-        print(f"{VERDICT} {'ok' if ok else 'wrong'} {what}", flush=True)
+        # One write per verdict line: print() writes the text and its newline separately
+        # when stdout is unbuffered (PYTHONUNBUFFERED), and mpiexec then interleaves the
+        # ranks' lines ("...expected -2243gpucheck-jax-processes: ok rank 1 ...\n\n"), so
+        # the parent found one verdict where two were printed.
+        sys.stdout.write(f"{VERDICT} {'ok' if ok else 'wrong'} {what}\n")
+        sys.stdout.flush()
         return 0 if ok else 1
     finally:
         jax.distributed.shutdown()
