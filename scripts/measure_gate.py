@@ -1,32 +1,31 @@
 """Measure the regression gate's false-alarm rate and its power on this machine.
 
-Each comparison times a baseline window and two current windows of the same
-workload through the ``gpu_benchmark`` machinery (warm-up, calibrated rounds,
-the backend's timer, rounds added until the gate's power is reached, up to
-``--max-rounds``) and asks the gate for two verdicts:
+Two gates, two modes:
 
-* null comparison: the current window runs the identical workload; any
-  "regression" is a false alarm;
-* slowdown comparison: the current window runs the workload plus a fixed
-  amount of arithmetic worth ``--slowdown`` (default 10%) of the workload's
-  calibrated time per call (median of the fastest half of 100 rounds: the
-  uncontended time), an injected regression the gate should catch.  The
-  arithmetic is a Python loop on one integer, its cost per iteration
-  calibrated on the clock that times the rounds (fastest of 20 runs): no
-  system call and no memory traffic, so it adds its own time and disturbs
-  nothing else.  (A busy wait that reads a CPU-time clock makes a system call
-  per read, which also disturbs the caches: at 2^19 elements it moved the
-  ratio by +14% .. +44% instead of +10%.)
+* ``--mode interleaved`` (the default; the gate for shared CI runners): the way a
+  user runs it.  The script writes two small pytest projects, a *baseline* and a
+  *candidate*, each with one ``gpu_benchmark`` test of saxpy parametrized over the
+  comparisons, and runs ``pytest --gpu-bench-against=../baseline --gpu-report=...``
+  in the candidate, in batches (``--batch`` cases per pytest run, so the pairs of
+  processes change too), reading each case's verdict from the JSON report.  Even
+  cases run the identical kernel on both sides (a "regression" is a false alarm);
+  odd cases add a fixed amount of arithmetic worth ``--slowdown`` (10%) of a
+  call to the candidate (an injected regression the gate should catch).  Every
+  case allocates its own arrays, as a user's test does.
+* ``--mode stored``: the gate against a baseline recorded earlier
+  (``--gpu-bench-compare``), driven in-process: a baseline window, then an
+  identical and a slowed window, each compared with it.
 
-The two current windows run in alternating order after the baseline.  An
-"inconclusive" verdict (the noise left the comparison short of the gate's
+The injected slowdown is a Python loop on one integer, its cost per iteration
+calibrated on the clock that times the rounds (fastest of 20 runs), worth
+``--slowdown`` of the workload's uncontended time per call (median of the
+fastest half of 100 rounds): no system call and no memory traffic, so it adds
+its own time and disturbs nothing else.  (A busy wait that reads a CPU-time
+clock makes a system call per read, which also disturbs the caches: at 2^19
+elements it moved the ratio by +14% .. +44% instead of +10%.)
+
+An "inconclusive" verdict (the noise left the comparison short of the gate's
 power) is counted on its own: it is neither a false alarm nor a catch.
-
-Every round is paired with a device copy of the same bytes (``--reference
-copy``, the default, as the ``gpu_benchmark`` fixture does for a benchmark
-that declares its bytes); the gate then compares the ratios saxpy / copy, so a
-machine-wide slowdown between the two windows cancels.  ``--reference none``
-measures the gate on the times alone.
 
 Usage::
 
@@ -40,9 +39,14 @@ settings used; exits non-zero when either target is missed.
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
+import tempfile
+import textwrap
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -112,9 +116,207 @@ def window(timer: RoundTimer, call: Callable[[], Any], iterations: int, rounds: 
                            reference_samples=paired.samples if paired else [])
 
 
+@dataclass
+class Tally:
+    """Verdicts of the null and the slowdown comparisons."""
+
+    false_alarms: int = 0
+    detections: int = 0
+    null_inconclusive: int = 0
+    slow_inconclusive: int = 0
+    null_changes: list[float] = field(default_factory=list)
+    slow_changes: list[float] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+    powers: list[float] = field(default_factory=list)
+    #: Verdicts other than the four counted (no-baseline, not-comparable), or errors.
+    other: list[str] = field(default_factory=list)
+    #: "case N: +4.1% unchanged" for each miss and false alarm (interleaved mode).
+    wrong: list[str] = field(default_factory=list)
+
+    def add(self, slowed: bool, status: str, change: float | None, power: float | None) -> None:
+        if power is not None:
+            self.powers.append(power)
+        if status not in ("regression", "improvement", "unchanged", "inconclusive"):
+            self.other.append(status)
+        if slowed:
+            self.slow_changes.append(change or 0.0)
+            self.detections += status == "regression"
+            self.slow_inconclusive += status == "inconclusive"
+        else:
+            self.null_changes.append(change or 0.0)
+            self.false_alarms += status == "regression"
+            self.null_inconclusive += status == "inconclusive"
+
+    def progress(self, done: int, started: float) -> str:
+        return (f"after {done}: false alarms {self.false_alarms}/{done}, caught "
+                f"{self.detections}/{done}, inconclusive {self.null_inconclusive}+"
+                f"{self.slow_inconclusive}, {time.perf_counter() - started:.0f} s")
+
+
+#: The benchmark both projects of ``--mode interleaved`` run; the candidate's odd cases
+#: add ``burn(LOOPS)``.
+PROJECT_TEST = """\
+import numpy as np
+import pytest
+
+SIZE = {size}
+LOOPS = {loops}
+SLOWED = {slowed}
+
+
+def burn(loops):
+    value = 0
+    for i in range(loops):
+        value ^= i
+    return value
+
+
+@pytest.mark.parametrize("case", range({first}, {last}))
+def test_saxpy(gpu_backend, gpu_benchmark, case):
+    rng = np.random.default_rng(case)
+    x = gpu_backend.to_device(rng.random(SIZE, dtype=np.float32))
+    y = gpu_backend.to_device(rng.random(SIZE, dtype=np.float32))
+    out = gpu_backend.empty((SIZE,), np.float32)
+    xp = gpu_backend.xp
+
+    def saxpy():
+        if gpu_backend.mutable_arrays:
+            xp.multiply(x, np.float32(2.5), out=out)
+            xp.add(out, y, out=out)
+            return out
+        return np.float32(2.5) * x + y
+
+    def slowed():
+        result = saxpy()
+        burn(LOOPS)
+        return result
+
+    gpu_benchmark.pedantic(slowed if SLOWED and case % 2 else saxpy, bytes=12 * SIZE)
+"""
+
+
+def run_batch(root: Path, args: argparse.Namespace, loops: int, first: int,
+              last: int) -> tuple[list[dict[str, Any]], str]:
+    """One ``pytest --gpu-bench-against`` run over cases ``first..last-1``: the gate's
+    results from its JSON report, and what went wrong ("" when nothing did)."""
+    ini = textwrap.dedent(f"""\
+        [pytest]
+        gpu_backends = {args.backend}
+        gpu_bench_rounds = {args.rounds}
+        gpu_bench_max_rounds = {args.max_rounds}
+        gpu_bench_cpu_clock = {args.cpu_clock}
+        gpu_bench_alpha = {args.alpha}
+        gpu_bench_relative_min_effect = {args.relative_min_effect}
+        gpu_bench_detect_effect = {args.detect_effect}
+        gpu_bench_power = {args.power}
+        """)
+    for side, slowed in (("baseline", False), ("candidate", True)):
+        folder = root / side
+        folder.mkdir(exist_ok=True)
+        (folder / "pytest.ini").write_text(ini)
+        (folder / "test_gate.py").write_text(PROJECT_TEST.format(
+            size=args.size, loops=loops, slowed=slowed, first=first, last=last))
+    report = root / "report.json"
+    report.unlink(missing_ok=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "--gpu-bench-against=../baseline", f"--gpu-report={report}"],
+        cwd=root / "candidate", capture_output=True, text=True)
+    if not report.exists():
+        return [], f"pytest exited {run.returncode} without a report:\n{run.stdout[-3000:]}"
+    results = json.loads(report.read_text())["sections"]["benchmarks"]["results"]
+    seen = {case_of(result["record"]["name"]) for result in results}
+    missing = set(range(first, last)) - seen
+    problem = (f"{len(missing)} case(s) without a verdict (pytest exited {run.returncode}):\n"
+               f"{run.stdout[-3000:]}" if missing else "")
+    return results, problem
+
+
+def case_of(name: str) -> int:
+    """The case number of a node id ``test_gate.py::test_saxpy[numpy-17]``."""
+    return int(name.rsplit("-", 1)[-1].rstrip("]"))
+
+
+def measure_interleaved(args: argparse.Namespace, loops_per_second: float,
+                        tally: Tally) -> float:
+    """``pytest --gpu-bench-against`` over a baseline and a candidate project; returns
+    the injected seconds per call."""
+    started = time.perf_counter()
+    cases = 2 * args.comparisons
+    with tempfile.TemporaryDirectory(prefix="gpucheck-measure-gate-") as tmp:
+        root = Path(tmp)
+        # The injection is worth --slowdown of the time per call the gate compares:
+        # the median of both sides' rounds in an identical interleaved run (rounds
+        # after the other side's round find colder caches than rounds in a row).
+        results, problem = run_batch(root, args, 0, 0, 4)
+        if problem:
+            raise SystemExit(f"calibration run failed: {problem}")
+        per_call = float(np.median([np.median(r["record"]["samples"]) for r in results]))
+        extra = args.slowdown * per_call
+        loops = max(1, round(extra * loops_per_second))
+        print(f"calibration: {per_call * 1e6:.1f} us/call interleaved; injecting "
+              f"{extra * 1e6:.2f} us ({loops} loop iterations)", flush=True)
+        for first in range(0, cases, 2 * args.batch):
+            last = min(first + 2 * args.batch, cases)
+            results, problem = run_batch(root, args, loops, first, last)
+            if problem:
+                tally.other.append(problem.splitlines()[0])
+                print(problem)
+            for result in results:
+                verdict, record = result["verdict"] or {}, result["record"]
+                tally.rounds.append(len(record["samples"]))
+                case, status = case_of(record["name"]), verdict.get("status", "none")
+                tally.add(bool(case % 2), status, verdict.get("change"), verdict.get("power"))
+                if (status == "regression") != bool(case % 2):
+                    tally.wrong.append(f"case {case} ({'slowed' if case % 2 else 'null'}): "
+                                       f"{verdict.get('change') or 0.0:+.1%} {status}")
+            done = last // 2
+            if done % 10 == 0 or last == cases:
+                print(tally.progress(done, started), flush=True)
+    return extra
+
+
+def measure_stored(args: argparse.Namespace, backend: Any, timer: RoundTimer,
+                   saxpy: Callable[[], Any], slowed: Callable[[], Any], iterations: int,
+                   settings: GateSettings, tally: Tally) -> str:
+    """The gate against a stored baseline: baseline window, then two current windows."""
+    reference = copy_reference(backend, timer, 12 * args.size) \
+        if args.reference == "copy" else None
+    started = time.perf_counter()
+    for index in range(args.comparisons):
+        base = window(timer, saxpy, iterations, args.rounds, "saxpy", backend, reference,
+                      settings, args.max_rounds)
+        tally.rounds.append(len(base.samples))
+        # Alternate which current window runs right after the baseline.
+        for slowdown in ((False, True) if index % 2 == 0 else (True, False)):
+            new = window(timer, slowed if slowdown else saxpy, iterations, args.rounds,
+                         "saxpy", backend, reference, settings, args.max_rounds, base)
+            tally.rounds.append(len(new.samples))
+            verdict = compare(base, new, settings)
+            tally.add(slowdown, verdict.status, verdict.change, verdict.power)
+        if (index + 1) % 10 == 0:
+            # Running totals, so a long run on a busy machine can be read before it ends.
+            print(tally.progress(index + 1, started), flush=True)
+    if reference is not None:
+        return (f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} on the ratios "
+                f"saxpy / {reference.description} per pair of rounds "
+                f"({reference.iterations} call(s)/round, interleaved), and median ratio "
+                f"change > {settings.relative_min_effect:.0%}; inconclusive below "
+                f"{settings.power:.0%} power to catch +{settings.design_effect(True):.0%}")
+    return (f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} and median change > "
+            f"{settings.min_effect:.0%}, on the fastest {settings.keep_fraction:.0%} of rounds; "
+            f"inconclusive below {settings.power:.0%} power to catch "
+            f"+{settings.design_effect(False):.0%}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", default="interleaved", choices=("interleaved", "stored"),
+                        help="gate against the baseline checkout timed beside each round "
+                        "(--gpu-bench-against, default) or against a stored baseline")
     parser.add_argument("--comparisons", type=int, default=200)
+    parser.add_argument("--batch", type=int, default=10,
+                        help="interleaved: comparisons per pytest run")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
                         help="rounds per window before the power plan adds more")
     parser.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS,
@@ -124,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="numpy")
     parser.add_argument("--cpu-clock", default="auto", choices=("auto", "process", "wall"))
     parser.add_argument("--reference", default="copy", choices=("copy", "none"),
-                        help="calibration workload paired with every round (default copy)")
+                        help="stored: calibration workload paired with every round")
     parser.add_argument("--alpha", type=float, default=GateSettings().alpha)
     parser.add_argument("--min-effect", type=float, default=GateSettings().min_effect)
     parser.add_argument("--keep-fraction", type=float, default=GateSettings().keep_fraction)
@@ -154,91 +356,68 @@ def main(argv: list[str] | None = None) -> int:
     iterations = calibrate_iterations(timer, saxpy)
     calibration = window(timer, saxpy, iterations, 100, "calibration", backend).samples
     median = float(np.median(sorted(calibration)[:50]))
-    extra = args.slowdown * median
-
     # The host clock the rounds are timed with; events (a GPU) time the device, where
     # host arithmetic is no slowdown at all, so this script injects on the host tier only.
     clock = getattr(timer, "clock", time.perf_counter)
-
-    loops = loops_for(extra, clock)
+    loops = loops_for(args.slowdown * median, clock)
+    loops_per_second = loops / (args.slowdown * median)
 
     def slowed() -> Any:
         result = saxpy()
         burn(loops)
         return result
 
-    reference = copy_reference(backend, timer, 12 * args.size) \
-        if args.reference == "copy" else None
     settings = GateSettings(alpha=args.alpha, min_effect=args.min_effect,
                             keep_fraction=args.keep_fraction,
                             relative_min_effect=args.relative_min_effect,
                             detect_effect=args.detect_effect, power=args.power)
     settings.validate()
-    false_alarms = detections = null_inconclusive = slow_inconclusive = 0
-    null_changes, slow_changes, window_rounds, powers = [], [], [], []
+    tally = Tally()
     started = time.perf_counter()
-    for index in range(args.comparisons):
-        base = window(timer, saxpy, iterations, args.rounds, "saxpy", backend, reference,
-                      settings, args.max_rounds)
-        window_rounds.append(len(base.samples))
-        # Alternate which current window runs right after the baseline.
-        for slowdown in ((False, True) if index % 2 == 0 else (True, False)):
-            new = window(timer, slowed if slowdown else saxpy, iterations, args.rounds,
-                         "saxpy", backend, reference, settings, args.max_rounds, base)
-            window_rounds.append(len(new.samples))
-            verdict = compare(base, new, settings)
-            if verdict.power is not None:
-                powers.append(verdict.power)
-            if slowdown:
-                slow_changes.append(verdict.change or 0.0)
-                detections += verdict.status == "regression"
-                slow_inconclusive += verdict.status == "inconclusive"
-            else:
-                null_changes.append(verdict.change or 0.0)
-                false_alarms += verdict.status == "regression"
-                null_inconclusive += verdict.status == "inconclusive"
-        done = index + 1
-        if done % 10 == 0:
-            # Running totals, so a long run on a busy machine can be read before it ends.
-            print(f"after {done}: false alarms {false_alarms}/{done}, caught {detections}/{done}, "
-                  f"inconclusive {null_inconclusive}+{slow_inconclusive}, "
-                  f"{time.perf_counter() - started:.0f} s", flush=True)
+    if args.mode == "interleaved":
+        extra = measure_interleaved(args, loops_per_second, tally)
+        gate = (f"gate: --gpu-bench-against, Wilcoxon signed-rank two-sided alpha="
+                f"{settings.alpha:g} on the log ratios candidate / baseline per block of two "
+                f"pairs of interleaved rounds, and median ratio change > "
+                f"{settings.relative_min_effect:.0%}; inconclusive below {settings.power:.0%} "
+                f"power to catch +{settings.design_effect(True):.0%}; "
+                f"{args.batch} comparisons per pytest run")
+    else:
+        extra = args.slowdown * median
+        gate = measure_stored(args, backend, timer, saxpy, slowed, iterations, settings, tally)
     elapsed = time.perf_counter() - started
 
     n = args.comparisons
-    false_rate, detect_rate = false_alarms / n, detections / n
+    false_rate, detect_rate = tally.false_alarms / n, tally.detections / n
     print(f"backend {backend.name} on {describe(backend).device_model}; timer {timer.method}")
     print(f"workload saxpy n={args.size} float32, {median * 1e6:.1f} us/call uncontended, "
-          f"{iterations} call(s)/round, {args.rounds} rounds per window and more as the "
-          f"power plan asks, up to {args.max_rounds}: median {np.median(window_rounds):.0f}, "
-          f"max {max(window_rounds)}")
-    if reference is not None:
-        print(f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} on the ratios "
-              f"saxpy / {reference.description} per pair of rounds "
-              f"({reference.iterations} call(s)/round, "
-              f"interleaved), and median ratio change > {settings.relative_min_effect:.0%}; "
-              f"inconclusive below {settings.power:.0%} power to catch "
-              f"+{settings.design_effect(True):.0%}")
-    else:
-        print(f"gate: Mann-Whitney U two-sided alpha={settings.alpha:g} and median change > "
-              f"{settings.min_effect:.0%}, on the fastest {settings.keep_fraction:.0%} of rounds; "
-              f"inconclusive below {settings.power:.0%} power to catch "
-              f"+{settings.design_effect(False):.0%}")
-    false_ok, detect_ok = false_rate <= 0.01, detect_rate >= 0.90
-    print(f"null comparisons:     {n}, false alarms {false_alarms} ({false_rate:.1%}), "
-          f"inconclusive {null_inconclusive}; median change spread p1..p99 "
-          f"{np.percentile(null_changes, 1):+.1%} .. {np.percentile(null_changes, 99):+.1%}")
-    print(f"slowdown comparisons: {n} (+{args.slowdown:.0%} injected), caught {detections} "
-          f"({detect_rate:.1%}), inconclusive {slow_inconclusive}; measured change p1..p99 "
-          f"{np.percentile(slow_changes, 1):+.1%} .. {np.percentile(slow_changes, 99):+.1%}")
-    if powers:
-        print(f"gate's power figure per comparison: median {np.median(powers):.1%}, "
-              f"min {min(powers):.1%}")
+          f"{args.rounds} rounds per window and more as the power plan asks, up to "
+          f"{args.max_rounds}: median {np.median(tally.rounds or [0]):.0f}, "
+          f"max {max(tally.rounds or [0])}")
+    print(gate)
+    print(f"null comparisons:     {n}, false alarms {tally.false_alarms} ({false_rate:.1%}), "
+          f"inconclusive {tally.null_inconclusive}; median change spread p1..p99 "
+          f"{np.percentile(tally.null_changes or [0], 1):+.1%} .. "
+          f"{np.percentile(tally.null_changes or [0], 99):+.1%}")
+    print(f"slowdown comparisons: {n} (+{args.slowdown:.0%} injected: {extra * 1e6:.2f} us "
+          f"per call), caught "
+          f"{tally.detections} ({detect_rate:.1%}), inconclusive {tally.slow_inconclusive}; "
+          f"measured change p1..p99 {np.percentile(tally.slow_changes or [0], 1):+.1%} .. "
+          f"{np.percentile(tally.slow_changes or [0], 99):+.1%}")
+    if tally.powers:
+        print(f"gate's power figure per comparison: median {np.median(tally.powers):.1%}, "
+              f"min {min(tally.powers):.1%}")
+    if tally.wrong:
+        print(f"misses and false alarms: {'; '.join(tally.wrong)}")
+    if tally.other:
+        print(f"not counted: {len(tally.other)}: {', '.join(sorted(set(tally.other)))}")
     print(f"elapsed {elapsed:.1f} s")
+    false_ok, detect_ok = false_rate <= 0.01, detect_rate >= 0.90
     print(f"false alarms <= 1%: {'PASS' if false_ok else 'FAIL'} ({false_rate:.1%})")
     print(f"caught >= 90%:      {'PASS' if detect_ok else 'FAIL'} ({detect_rate:.1%})")
-    ok = false_ok and detect_ok
-    print("PASS" if ok else "FAIL: false alarms must be <= 1% and detection >= 90%")
+    ok = false_ok and detect_ok and not tally.other
+    print("PASS" if ok else "FAIL: false alarms must be <= 1% and detection >= 90%, every "
+          "comparison with a verdict")
     return 0 if ok else 1
 
 

@@ -9,8 +9,11 @@ import pytest
 
 from pytest_gpucheck.bench.environment import Environment
 from pytest_gpucheck.bench.gate import (
+    INTERLEAVED,
     GateSettings,
+    blocks_for_alpha,
     compare,
+    compare_interleaved,
     format_verdict,
     pair_means,
     parse_override_line,
@@ -301,3 +304,94 @@ def test_the_design_effect_is_at_least_twice_the_minimum_effect() -> None:
     assert GateSettings().design_effect(relative=False) == pytest.approx(0.14)
     assert GateSettings(relative_min_effect=0.2).design_effect(relative=True) == \
         pytest.approx(0.4)
+
+
+# -- The interleaved gate (--gpu-bench-against) ---------------------------------------
+#
+# Synthetic rounds shaped like the measured ones: each replicate (a run of the test
+# with arrays of its own) gets a placement offset of its own per side, each round an
+# order effect (the second of a pair runs in the other side's wake, +15%) and noise.
+
+
+def interleaved(seed: int, slowdown: float, replicates: int = 6, per: int = 12,
+                placement: float = 0.03, noise: float = 0.04,
+                ) -> tuple[BenchmarkRecord, BenchmarkRecord]:
+    rng = np.random.default_rng(seed)
+    base, cand = [], []
+    for _ in range(replicates):
+        offsets = rng.normal(0.0, placement, 2)
+        for k in range(per):
+            # Pair k: the baseline first when k is even; the second one pays the wake.
+            wake_base, wake_cand = (0.0, 0.15) if k % 2 == 0 else (0.15, 0.0)
+            base.append(1e-3 * np.exp(offsets[0] + wake_base + rng.normal(0.0, noise)))
+            cand.append(1e-3 * (1 + slowdown)
+                        * np.exp(offsets[1] + wake_cand + rng.normal(0.0, noise)))
+    extra = {"replicates": replicates}
+    return record(base, extra=dict(extra)), record(cand, extra=dict(extra))
+
+
+def test_interleaved_a_10_percent_slowdown_is_caught_and_aa_is_not_flagged() -> None:
+    caught = sum(compare_interleaved(*interleaved(seed, 0.10), GateSettings()).status
+                 == "regression" for seed in range(100))
+    flagged = sum(compare_interleaved(*interleaved(seed, 0.0), GateSettings()).status
+                  == "regression" for seed in range(100, 200))
+    assert caught >= 90
+    assert flagged <= 1
+
+
+def test_interleaved_verdict_names_the_checkout_and_its_figures() -> None:
+    verdict = compare_interleaved(*interleaved(3, 0.25, placement=0.01), GateSettings())
+    assert verdict.status == "regression"
+    assert verdict.relative_to == INTERLEAVED
+    assert verdict.change == pytest.approx(0.25, abs=0.05)
+    line = format_verdict(verdict)
+    assert "against the baseline checkout timed round by round beside it" in line
+    assert "fastest" not in line  # every round counts here
+    assert compare_interleaved(*interleaved(4, -0.25), GateSettings()).status == "improvement"
+
+
+def test_one_run_of_the_test_cannot_tell_placement_from_a_regression() -> None:
+    """Why the gate runs the test several times: with one run per side, an identical
+    kernel whose arrays landed 6% apart is a 'regression' (the broken design); over
+    six runs the placements average out."""
+    base, cand = interleaved(11, 0.0, replicates=1, per=72, placement=0.0)
+    slower = record([c * 1.06 for c in cand.samples], extra={"replicates": 1})
+    assert compare_interleaved(base, slower, GateSettings()).status == "regression"
+    flagged = sum(compare_interleaved(*interleaved(seed, 0.0, placement=0.045),
+                                      GateSettings()).status == "regression"
+                  for seed in range(300, 400))
+    single = sum(compare_interleaved(*interleaved(seed, 0.0, replicates=1, per=72,
+                                                  placement=0.045),
+                                     GateSettings()).status == "regression"
+                 for seed in range(300, 400))
+    assert single > 5 * max(flagged, 1)
+
+
+def test_interleaved_runs_that_disagree_are_inconclusive() -> None:
+    verdict = compare_interleaved(*interleaved(5, 0.0, placement=0.12), GateSettings())
+    assert verdict.status in ("inconclusive", "improvement", "regression")
+    wild = compare_interleaved(*interleaved(6, 0.07, replicates=2, per=32, placement=0.10),
+                               GateSettings())
+    if wild.status == "inconclusive":
+        assert "between the 2 runs of the test" in wild.reason
+        assert "gpu_bench_replicates" in wild.reason
+    assert wild.power is not None
+    assert wild.power < 0.9
+
+
+def test_interleaved_mismatches_and_too_few_blocks_are_not_compared() -> None:
+    base, cand = interleaved(8, 0.0)
+    other = dataclasses.replace(cand, method="process+synchronize")
+    assert "timing method differs" in compare_interleaved(base, other, GateSettings()).reason
+    short_base, short_cand = interleaved(9, 0.5, replicates=2, per=12)
+    verdict = compare_interleaved(short_base, short_cand, GateSettings())
+    assert verdict.status == "not-comparable"
+    assert "cannot reach alpha=0.001" in verdict.reason
+
+
+def test_blocks_for_alpha_leaves_room_below_alpha() -> None:
+    from pytest_gpucheck.bench.stats import wilcoxon_signed_rank
+
+    n = blocks_for_alpha(0.001)
+    assert wilcoxon_signed_rank(np.arange(1.0, n + 1)).pvalue < 0.0002
+    assert wilcoxon_signed_rank(np.arange(1.0, n)).pvalue >= 0.0002

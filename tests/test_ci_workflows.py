@@ -147,6 +147,21 @@ def test_gpu_job_commands_fail_fast_without_a_gpu(source: Any, tmp_path: Path) -
     variables, commands = source("gpu")
     project = _project(tmp_path)
     (project / "benchmarks").mkdir()
+    # The benchmark gate's checkout of the base commit, as the job's own lines do it
+    # (no base commit given: the previous one) in a repository of two commits.
+    for line in ("git init -q", "git add -A", "git commit -q -m one",
+                 "git commit -q --allow-empty -m two"):
+        done = subprocess.run(line, shell=True, cwd=project, capture_output=True, text=True,
+                              env={**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_COMMITTER_NAME": "u",
+                                   "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_EMAIL": "u@x"})
+        assert done.returncode == 0, done.stderr
+    checkout = "\n".join(c for c in commands if c.startswith(("base=", "if ", "git ")))
+    assert "git worktree add" in checkout
+    done = subprocess.run(["bash", "-ec", checkout], cwd=project, capture_output=True,
+                          text=True, env={k: v for k, v in os.environ.items()
+                                          if not k.endswith("_SHA")})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "gpucheck-base" / "tests").is_dir()
     for command in commands:
         if command.startswith("mkdir "):
             assert _run(command, project, variables).returncode == 0

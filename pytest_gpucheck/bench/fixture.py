@@ -9,6 +9,7 @@ hold the device times; the device facts and derived figures go to its
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,12 +18,14 @@ import pytest
 
 from .ceiling import copy_ceiling
 from .device_copy import L2Flusher, default_flush_bytes
-from .environment import describe
-from .gate import GateSettings, planned_rounds
-from .measure import RoundRunner, calibrate_iterations, copy_reference, warm_up
+from .environment import Environment, describe, environment_from_dict
+from .gate import GateSettings, blocks_for_alpha, planned_rounds
+from .interleave import BaselinePeer, PeerError, PeerServer, shared_cpu
+from .measure import DeviceClock, RoundRunner, calibrate_iterations, copy_reference, warm_up
 from .records import BenchmarkRecord
 from .settings import (
     DEFAULT_MAX_ROUNDS,
+    DEFAULT_REPLICATES,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
     MEASURE_KEYS,
@@ -36,6 +39,13 @@ if TYPE_CHECKING:
 
 
 
+#: Shortest round of an interleaved comparison (``--gpu-bench-against``).  Handing the
+#: CPU (or the GPU) to the other side costs the next round some time (caches, TLBs,
+#: the clock's ramp refill), and the two sides need not pay it alike; a round of many
+#: calls, after an untimed one (``rewarm``), makes that cost small against the round.
+INTERLEAVED_ROUND_SECONDS = 0.01
+
+
 @dataclass
 class MeasureDefaults:
     """Run-wide measurement settings (ini and command line)."""
@@ -46,6 +56,8 @@ class MeasureDefaults:
     warmup_rounds: int = DEFAULT_WARMUP_ROUNDS
     l2_flush: bool = False
     cpu_clock: str = "auto"
+    #: ``--gpu-bench-against``: runs of each benchmark's test per side.
+    replicates: int = DEFAULT_REPLICATES
 
 
 class GpuBenchmark:
@@ -68,6 +80,9 @@ class GpuBenchmark:
         on_record: Callable[[BenchmarkRecord], None],
         disabled_by_user: bool = False,
         gate: GateSettings | None = None,
+        against: Callable[[], tuple[BaselinePeer, BaselinePeer]] | None = None,
+        on_baseline: Callable[[BenchmarkRecord | str], None] | None = None,
+        peer_server: PeerServer | None = None,
     ) -> None:
         self.benchmark = benchmark
         self.backend = backend
@@ -85,6 +100,13 @@ class GpuBenchmark:
         #: Free-form facts stored with the record (e.g. which implementation ran).
         self.extra: dict[str, Any] = {}
         self.record: BenchmarkRecord | None = None
+        #: ``--gpu-bench-against``: the baseline checkout's process, and where its
+        #: record (or why there is none) goes.
+        self._against = against
+        self._on_baseline = on_baseline
+        #: Set in the baseline checkout's own process: it times rounds when told to.
+        self._peer_server = peer_server
+        self._environment: Environment | None = None
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Benchmark ``fn(*args, **kwargs)``; return its result."""
@@ -129,11 +151,21 @@ class GpuBenchmark:
             return result
 
         timer = timer_for(self.backend, self._defaults.cpu_clock)
-        environment = describe(self.backend)
+        environment = self._environment = describe(self.backend)
         first_call = warm_up(timer, call, int(warmup))
-        iterations = iterations or self._marker.get("iterations") or self._baseline_iterations(
-            environment.device_model) or calibrate_iterations(timer, call)
         flusher = (L2Flusher(self.backend, default_flush_bytes(self.backend)) if flush else None)
+        if self._peer_server is not None:
+            return self._serve_as_baseline(timer, call, flusher, environment.as_dict(),
+                                           first_call, int(warmup))
+        iterations = iterations or self._marker.get("iterations") or self._baseline_iterations(
+            environment.device_model) or calibrate_iterations(
+                timer, call, INTERLEAVED_ROUND_SECONDS if self._against is not None else 0.0)
+        max_rounds = int(self._marker.get("max_rounds") or self._defaults.max_rounds)
+        if self._against is not None and flusher is None:
+            result = self._interleaved(call, int(iterations), rounds, int(warmup), first_call,
+                                       timer)
+            if result is not None:
+                return result
         # A benchmark that declares its bytes is paired, round by round, with a
         # device copy of as many bytes: the gate compares the ratios, so a
         # machine-wide slowdown between baseline and run cancels, and the copy's
@@ -155,7 +187,6 @@ class GpuBenchmark:
         # only; the record, the baseline and the gate hold every round.
         # The plan is made twice: the second time from every round of the first
         # extension, whose noise estimate is the better one.
-        max_rounds = int(self._marker.get("max_rounds") or self._defaults.max_rounds)
         baseline = self._baseline(environment.device_model)
         for _ in range(2):
             planned = planned_rounds(runner.samples, reference.samples if reference else [],
@@ -186,6 +217,155 @@ class GpuBenchmark:
         self.benchmark.extra_info["gpucheck"] = _extra_info(self.record)
         self._on_record(self.record)
         return result
+
+    # -- --gpu-bench-against: the baseline checkout timed beside this run --------------
+    def _start_replicate(self, peer: BaselinePeer, iterations: int,
+                         side: str) -> dict[str, Any] | None:
+        """Ask ``peer`` to run this test up to its benchmark: its facts when ready, else
+        ``None`` (the baseline's reason went to ``on_baseline``).  A process that cannot
+        start or died, a candidate that cannot time its own test, and a baseline that
+        imported the candidate's code fail the test: no verdict is possible."""
+        assert self._on_baseline is not None
+        try:
+            start = peer.begin(self.name, iterations)
+        except PeerError as exc:
+            pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
+        if not start.ready:
+            if side == "candidate":
+                pytest.fail(f"gpucheck benchmark gate: the candidate process could not time "
+                            f"this test: {start.reason}", pytrace=False)
+            self._on_baseline(start.reason)
+            return None
+        foreign = start.facts.get("foreign_modules") or []
+        if foreign:
+            names = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+            pytest.fail(
+                f"gpucheck benchmark gate: the baseline process in {peer.checkout} imported "
+                f"{names} from this checkout ({peer.rootdir}), so it would time this run's "
+                "code against itself; make the checkout import its own code (pytest ini "
+                "'pythonpath = src' for a src layout, or no editable install of the project)",
+                pytrace=False)
+        return start.facts
+
+    def _interleaved(self, call: Callable[[], Any], iterations: int, rounds: int,
+                     warmup: int, first_call: float, timer: Any) -> Any | None:
+        """Time the baseline checkout and this checkout in two processes of their own,
+        in turns, one round each, in ``replicates`` runs of the test; ``None`` when the
+        baseline has no such benchmark (then this process times it alone)."""
+        assert self._against is not None
+        assert self._on_baseline is not None
+        try:
+            base, cand = self._against()
+        except PeerError as exc:
+            pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
+        replicates = self._defaults.replicates
+        # Whole blocks (two pairs of rounds) per replicate, ``rounds`` per side in all,
+        # and enough blocks for the test to reach alpha.
+        per = 2 * max(math.ceil(rounds / (2 * replicates)),
+                      math.ceil(blocks_for_alpha(self._gate.alpha) / replicates), 1)
+        base_samples: list[float] = []
+        cand_samples: list[float] = []
+        facts: dict[str, Any] = {}
+        try:
+            for replicate in range(replicates):
+                started = self._start_replicate(base, iterations, "baseline")
+                if started is None:
+                    if replicate:
+                        pytest.fail(f"gpucheck benchmark gate: the baseline timed this test "
+                                    f"{replicate} time(s), then not: {base.checkout}",
+                                    pytrace=False)
+                    return None
+                facts = started
+                if self._start_replicate(cand, iterations, "candidate") is None:
+                    return None
+                with shared_cpu(self.backend, (base.pid, cand.pid)):
+                    for k in range(per):
+                        # The baseline runs first in even pairs and second in odd ones:
+                        # neither side always runs in the other's wake.
+                        if k % 2 == 0:
+                            base_samples.append(base.round())
+                            cand_samples.append(cand.round())
+                        else:
+                            cand_samples.append(cand.round())
+                            base_samples.append(base.round())
+                outcome, message = base.end()
+                cand_outcome, cand_message = cand.end()
+                if cand_outcome not in ("passed", "was skipped"):
+                    pytest.fail(f"gpucheck benchmark gate: this test {cand_outcome} in the "
+                                f"candidate process: {cand_message}", pytrace=False)
+            base.release()
+            cand.release()
+        except PeerError as exc:
+            pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
+        # pytest-benchmark's table and JSON get the candidate's rounds, replayed.
+        clock = DeviceClock(timer.method)
+        replay = iter(cand_samples)
+
+        def replayed() -> None:
+            clock.advance(next(replay))
+
+        self.benchmark._timer = clock
+        self.benchmark.pedantic(replayed, rounds=len(cand_samples), iterations=1,
+                                warmup_rounds=0)
+        result = call()
+        self.backend.synchronize()
+        ceiling = self._copy_ceiling_at_size(timer) if self.bytes else None
+        self.extra["replicates"] = replicates
+        self._keep(cand_samples, timer.method, iterations, warmup, first_call, None, ceiling)
+        self._on_baseline(BenchmarkRecord(
+            name=self.name, environment=environment_from_dict(dict(facts["environment"])),
+            method=str(facts["method"]), samples=base_samples, iterations=iterations,
+            warmup_rounds=int(facts["warmup_rounds"]),
+            first_call_seconds=float(facts["first_call_seconds"]),
+            l2_flushed=bool(facts["l2_flushed"]), bytes=self.bytes, flops=self.flops,
+            extra={"checkout": str(base.checkout), "outcome": outcome, "message": message,
+                   "replicates": replicates}))
+        return result
+
+    def _copy_ceiling_at_size(self, timer: Any) -> float | None:
+        """GB/s of a device copy of this benchmark's bytes (same cache regime as the
+        benchmark), its fastest of 20 rounds; ``None`` without a flush-free copy."""
+        if self.l2_flush:
+            return copy_ceiling(self.backend, self._defaults.cpu_clock).gbps
+        reference = copy_reference(self.backend, timer, int(self.bytes or 0))
+        runner = RoundRunner(timer, reference.call, reference.iterations)
+        for _ in range(20):
+            runner()
+        return reference.nbytes / min(runner.samples) / 1e9
+
+    def _serve_as_baseline(self, timer: Any, call: Callable[[], Any], flusher: L2Flusher | None,
+                           environment: dict[str, str], first_call: float, warmup: int) -> Any:
+        """In the baseline checkout's process: time one round each time the lead asks."""
+        assert self._peer_server is not None
+        # The lead calibrated its calls per round (and sends the count); the baseline
+        # runs the same calls, so both sides enter their rounds equally warm.
+        calibrate_iterations(timer, call)
+        runner = RoundRunner(timer, call, self._peer_server.iterations, flusher, rewarm=True)
+        last: list[Any] = []
+
+        def time_round() -> float:
+            last[:] = [runner()]
+            return runner.samples[-1]
+
+        self._peer_server.serve({"environment": environment, "method": timer.method,
+                                 "warmup_rounds": warmup, "first_call_seconds": first_call,
+                                 "l2_flushed": flusher is not None}, time_round)
+        # Kept until the lead's "release": the next replicate's arrays then land on other
+        # memory pages, not on the ones this replicate just freed.
+        self._peer_server.kept.append(runner)
+        return last[0] if last else call()
+
+    def _keep(self, samples: list[float], method: str, iterations: int, warmup: int,
+              first_call: float, flusher: L2Flusher | None, ceiling: float | None) -> None:
+        """Make this run's record and hand it on."""
+        assert self._environment is not None
+        self.record = BenchmarkRecord(
+            name=self.name, environment=self._environment, method=method,
+            samples=list(samples), iterations=iterations, warmup_rounds=warmup,
+            first_call_seconds=first_call, l2_flushed=flusher is not None, bytes=self.bytes,
+            flops=self.flops, ceiling_gbps=ceiling, extra=dict(self.extra))
+        self.benchmark.extra_info["gpucheck"] = _extra_info(self.record)
+        self._on_record(self.record)
 
     def _baseline(self, device_model: str) -> BenchmarkRecord | None:
         """The record this run will be compared with (only when comparing)."""

@@ -46,6 +46,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
@@ -61,7 +62,14 @@ from .settings import (
     DEFAULT_RELATIVE_MIN_EFFECT,
     SETTING_NAMES,
 )
-from .stats import mann_whitney_u, robust_sigma, rounds_for_power, shift_power
+from .stats import (
+    mann_whitney_u,
+    paired_power,
+    robust_sigma,
+    rounds_for_power,
+    shift_power,
+    wilcoxon_signed_rank,
+)
 
 Status = Literal["regression", "improvement", "unchanged", "inconclusive", "no-baseline",
                  "not-comparable"]
@@ -327,6 +335,116 @@ def planned_rounds(samples: list[float], reference_samples: list[float],
     return int(min(max(rounds, needed), cap))
 
 
+#: What an interleaved comparison is relative to (``Verdict.relative_to``).
+INTERLEAVED = "the baseline checkout timed round by round beside it"
+
+
+def interleaved_blocks(baseline: list[float], current: list[float]) -> list[float]:
+    """The log ratios candidate / baseline an interleaved comparison tests, one per block
+    of two pairs of rounds.
+
+    Round ``k`` of each side ran next to round ``k`` of the other, the baseline first
+    in even pairs and second in odd ones (the order alone moves a round: what the
+    other side left in the caches).  A block holds one pair of each order, so its
+    mean is free of that alternation (as :func:`pair_means` for a reference).
+    """
+    count = min(len(baseline), len(current))
+    ratios = [c / b for c, b in zip(current[:count], baseline[:count], strict=True)]
+    return [math.log(v) for v in pair_means(ratios)]
+
+
+def compare_interleaved(baseline: BenchmarkRecord, current: BenchmarkRecord,
+                        settings: GateSettings) -> Verdict:
+    """Decide whether ``current`` regressed against ``baseline`` timed beside it.
+
+    ``baseline.samples[k]`` and ``current.samples[k]`` are rounds of the baseline
+    checkout and of this one timed one right after the other (``--gpu-bench-against``),
+    so whatever slows the machine down for longer than a round slows both and cancels
+    in their ratio.  The rounds come in ``replicates`` equal runs of the test, each
+    with arrays of its own: where arrays land in memory moves a memory-bound kernel by
+    several percent, the same for both checkouts, so the change is the mean over the
+    runs of each run's median log ratio, and its noise the spread between the runs.
+    A regression needs both: the Wilcoxon signed-rank test of every block's log ratio
+    against zero rejects at ``alpha``, and the change exceeds ``relative_min_effect``.
+    Below the power target to catch ``detect_effect`` a comparison that found nothing
+    is inconclusive.
+    """
+    env = current.environment
+    base = Verdict(current.name, current.backend, env.device_model, "not-comparable",
+                   baseline_median=baseline.median, new_median=current.median,
+                   settings=settings, relative_to=INTERLEAVED)
+    mismatch = _mismatch(baseline, current)
+    if mismatch:
+        return replace(base, reason=mismatch)
+    replicates = max(1, int(current.extra.get("replicates") or 1))
+    per = min(len(baseline.samples), len(current.samples)) // replicates
+    runs = [interleaved_blocks(baseline.samples[j * per:(j + 1) * per],
+                               current.samples[j * per:(j + 1) * per])
+            for j in range(replicates)]
+    blocks = [value for run in runs for value in run]
+    if len(blocks) < max(2, settings.min_rounds // 2) or not all(runs):
+        return replace(base, reason=f"{len(blocks)} blocks of interleaved rounds < "
+                                    f"min_rounds={settings.min_rounds} rounds / 2")
+    floor = separated_pvalue(len(blocks))
+    if floor >= settings.alpha:
+        return replace(base, reason=(
+            f"{len(blocks)} blocks of interleaved rounds cannot reach alpha="
+            f"{settings.alpha:g} (smallest possible p {floor:.2g}); time more rounds "
+            "(ini gpu_bench_rounds)"))
+    test = wilcoxon_signed_rank(blocks)
+    medians = np.array([float(np.median(run)) for run in runs])
+    change = math.expm1(float(medians.mean()))
+    # The noise of one run's median: between runs when there are several, else within.
+    within = robust_sigma(blocks) * math.sqrt(math.pi / 2.0 / max(len(blocks), 1))
+    between = float(medians.std(ddof=1)) if replicates > 1 else 0.0
+    sigma = max(between, within * math.sqrt(replicates))
+    power = interleaved_power(settings, sigma, replicates, robust_sigma(blocks), len(blocks))
+    verdict = replace(base, status="unchanged", pvalue=test.pvalue, relative_change=change,
+                      noise=sigma, power=power, reason=_version_note(baseline, current))
+    if test.pvalue < settings.alpha and abs(change) > settings.relative_min_effect:
+        return replace(verdict, status="regression" if change > 0 else "improvement")
+    if power < settings.power:
+        why = (f"noise {sigma:.1%} between the {replicates} runs of the test leaves "
+               f"{power:.0%} power to catch a {settings.design_effect(True):.0%} slowdown "
+               f"(target {settings.power:.0%}); raise ini gpu_bench_replicates, or run on a "
+               "quieter machine")
+        note = verdict.reason
+        return replace(verdict, status="inconclusive", reason=f"{why}; {note}" if note else why)
+    return verdict
+
+
+def interleaved_power(settings: GateSettings, sigma: float, replicates: int,
+                      block_sigma: float, blocks: int) -> float:
+    """Probability that an interleaved comparison flags the design effect: the mean of
+    ``replicates`` run medians (each with noise ``sigma``) must exceed the minimum
+    effect, and the signed-rank test over ``blocks`` blocks (noise ``block_sigma``)
+    must reject; the product, as :func:`~.stats.shift_power` argues."""
+    shift = math.log1p(settings.design_effect(True))
+    threshold = math.log1p(settings.relative_min_effect)
+    test = paired_power(block_sigma, blocks, shift, settings.alpha, 0.0)
+    if sigma <= 0.0:
+        return test
+    mean = NormalDist().cdf((shift - threshold) / (sigma / math.sqrt(replicates)))
+    return test * mean
+
+
+def blocks_for_alpha(alpha: float) -> int:
+    """Fewest blocks whose complete separation reaches a fifth of ``alpha``: fewer could
+    never flag anything, and at exactly ``alpha`` one block out of line would hide a
+    regression (20 at the default 0.001)."""
+    n = 2
+    while separated_pvalue(n) >= alpha / 5.0:
+        n += 1
+    return n
+
+
+def separated_pvalue(n: int) -> float:
+    """The signed-rank p-value of ``n`` distinct positive differences: no sample of this
+    size gets lower (equal differences would, through the tie correction, but timings
+    are not equal)."""
+    return wilcoxon_signed_rank(np.arange(1.0, n + 1.0)).pvalue
+
+
 def _version_note(baseline: BenchmarkRecord, current: BenchmarkRecord) -> str:
     """A note when the framework's version changed since the baseline (compared all the
     same: a new version is a common cause of a regression, and worth naming)."""
@@ -388,15 +506,16 @@ def settings_for(
 def format_verdict(verdict: Verdict) -> str:
     """One line: benchmark, backend, device, baseline median, new median, change, confidence."""
     parts = [f"{verdict.status.upper()} {verdict.name} [{verdict.backend} on {verdict.device}]"]
-    kept = ("" if verdict.settings.keep_fraction == 1.0
+    kept = ("" if verdict.settings.keep_fraction == 1.0 or verdict.relative_to == INTERLEAVED
             else f" (fastest {verdict.settings.keep_fraction:.0%} of rounds)")
     if verdict.baseline_median is not None:
         parts.append(f"baseline median{kept} {format_seconds(verdict.baseline_median)}")
     if verdict.new_median is not None:
         parts.append(f"new median {format_seconds(verdict.new_median)}")
     if verdict.change is not None:
-        against = f" relative to an interleaved {verdict.relative_to}" if verdict.relative_to \
-            else ""
+        against = (f" against {verdict.relative_to}" if verdict.relative_to == INTERLEAVED
+                   else f" relative to an interleaved {verdict.relative_to}"
+                   if verdict.relative_to else "")
         parts.append(f"change {verdict.change:+.1%}{against}")
     if verdict.confidence is not None:
         effect = verdict.settings.relative_min_effect if verdict.relative_to \

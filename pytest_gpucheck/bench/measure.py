@@ -94,6 +94,10 @@ class RoundRunner:
     iterations: int = 1
     flusher: L2Flusher | None = None
     reference: Reference | None = None
+    #: Run one untimed call before each timed round (after the flush, if any: then
+    #: it is not set), so the round finds the caches as its own last call left them,
+    #: whatever ran in between (the other side of an interleaved comparison).
+    rewarm: bool = False
     samples: list[float] = field(default_factory=list)
     clock: DeviceClock = field(init=False)
 
@@ -113,6 +117,8 @@ class RoundRunner:
             self._time_reference()
         if self.flusher is not None:
             self.flusher.flush()
+        elif self.rewarm:
+            self.timer.time_round(self.call, 1)
         elapsed, result = self.timer.time_round(self.call, self.iterations)
         if not reference_first:
             self._time_reference()
@@ -134,13 +140,15 @@ def warm_up(timer: RoundTimer, call: Callable[[], Any], warmup_rounds: int) -> f
     return first
 
 
-def calibrate_iterations(timer: RoundTimer, call: Callable[[], Any]) -> int:
-    """Calls per round so that a round lasts at least the timer's useful minimum.
+def calibrate_iterations(timer: RoundTimer, call: Callable[[], Any],
+                         minimum: float = 0.0) -> int:
+    """Calls per round so that a round lasts at least the timer's useful minimum (or
+    ``minimum`` seconds, when longer).
 
     Calibration uses the fastest of a few probes: one probe hit by a neighbour's
     burst would otherwise pick one call per round for a kernel that needs many.
     """
-    minimum = timer.min_round_seconds
+    minimum = max(minimum, timer.min_round_seconds)
     single = min(timer.time_round(call, 1)[0] for _ in range(CALIBRATION_PROBES))
     if single >= minimum:
         return 1

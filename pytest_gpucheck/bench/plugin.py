@@ -7,6 +7,7 @@ framework or pytest-benchmark at load time.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from .settings import (
     DEFAULT_MIN_ROUNDS,
     DEFAULT_POWER,
     DEFAULT_RELATIVE_MIN_EFFECT,
+    DEFAULT_REPLICATES,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
 )
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from ..hookspecs import ReportSection
     from .fixture import GpuBenchmark
     from .gate import Verdict
+    from .interleave import PeerServer
     from .records import BenchmarkRecord
     from .session import BenchSession
 
@@ -40,10 +43,14 @@ MARKER = ("gpu_bench(**settings): settings of this benchmark: rounds, warmup_rou
 
 FEATURE_KEY: pytest.StashKey[BenchFeature] = pytest.StashKey()
 RECORD_KEY: pytest.StashKey[BenchmarkRecord] = pytest.StashKey()
+#: With --gpu-bench-against: the baseline checkout's record of the item, or why none.
+AGAINST_KEY: pytest.StashKey[BenchmarkRecord | str] = pytest.StashKey()
+#: In the baseline checkout's process (--gpu-bench-peer): the server of the lead.
+PEER_KEY: pytest.StashKey[PeerServer] = pytest.StashKey()
 VERDICT_KEY: pytest.StashKey[Verdict] = pytest.StashKey()
 #: Options that make a run use the feature from the start (and validate it up front).
 EAGER_OPTIONS = ("gpu_bench_save", "gpu_bench_compare", "gpu_bench_plot", "gpu_bench_baseline",
-                 "gpu_bench_l2_flush")
+                 "gpu_bench_l2_flush", "gpu_bench_against")
 
 
 class BenchmarkRegression(Exception):
@@ -60,6 +67,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-bench-compare", dest="gpu_bench_compare", action="store_true",
                     help="compare gpu_benchmark results with the stored baseline of the same "
                     "device model and backend; fail on significant regressions.")
+    group.addoption("--gpu-bench-against", dest="gpu_bench_against", metavar="DIR",
+                    default=None, help="compare every gpu_benchmark with the same test in DIR, "
+                    "a checkout of the baseline code (git worktree add DIR origin/main), timed "
+                    "round by round beside it in this job; fail on significant regressions. "
+                    "The gate for shared CI runners.")
+    # Internal: the baseline checkout's process, started by --gpu-bench-against.
+    group.addoption("--gpu-bench-peer", dest="gpu_bench_peer", type=int, default=None,
+                    help=argparse.SUPPRESS)
     group.addoption("--gpu-bench-plot", dest="gpu_bench_plot", metavar="PATH.html", default=None,
                     help="write a self-contained HTML plot of baseline vs this run and history.")
     group.addoption("--gpu-bench-l2-flush", dest="gpu_bench_l2_flush", action="store_true",
@@ -90,6 +105,9 @@ INI_KEYS: dict[str, tuple[str, Any]] = {
                                 str(DEFAULT_DETECT_EFFECT)),
     "gpu_bench_power": ("gate: probability of catching it; below it a comparison is "
                         "inconclusive", str(DEFAULT_POWER)),
+    "gpu_bench_replicates": ("--gpu-bench-against: runs of each benchmark's test per side "
+                             "(fresh arrays each), over which the gate averages",
+                             str(DEFAULT_REPLICATES)),
     "gpu_bench_warmup_rounds": ("untimed rounds after the first call",
                                 str(DEFAULT_WARMUP_ROUNDS)),
     "gpu_bench_cpu_clock": ("clock of CPU-tier benchmarks: auto (CPU time for single-threaded "
@@ -135,6 +153,18 @@ class BenchFeature:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
+    peer_fd = config.getoption("gpu_bench_peer", None)
+    if peer_fd is not None or config.getoption("gpu_bench_against", None):
+        from .interleave import same_host_allocation
+
+        # Both sides of an interleaved comparison place their host arrays alike.
+        same_host_allocation()
+    if peer_fd is not None:
+        from .interleave import PeerServer
+
+        server = PeerServer(int(peer_fd))
+        config.stash[PEER_KEY] = server
+        config.pluginmanager.register(server, "gpucheck-bench-peer")
     feature = BenchFeature(config)
     config.stash[FEATURE_KEY] = feature
     config.pluginmanager.register(feature, "gpucheck-bench")
@@ -194,12 +224,20 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
         item.stash[RECORD_KEY] = record
         session.local_records.append(record)
 
+    def keep_baseline(baseline: BenchmarkRecord | str) -> None:
+        item.stash[AGAINST_KEY] = baseline
+
     config = request.config
     disabled_by_user = bool(config.getoption("benchmark_disable", False)) and not bool(
         config.getoption("benchmark_enable", False))
+    against = None
+    if session.against is not None and not disabled_by_user:
+        def against() -> Any:
+            return session.peers(request.session)
     return GpuBenchmark(benchmark, backend, item.nodeid, session.measure, measure,
                         session.store if session.compare else None, keep, disabled_by_user,
-                        gate)
+                        gate, against=against, on_baseline=keep_baseline,
+                        peer_server=config.stash.get(PEER_KEY, None))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -207,8 +245,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     result = yield  # a failing test body raises here and is not gated
     record = item.stash.get(RECORD_KEY, None)
     session = item.config.stash[FEATURE_KEY].session if record is not None else None
-    if record is not None and session is not None and session.compare:
-        verdict = session.judge(item, record)
+    if record is not None and session is not None and session.gating:
+        verdict = session.judge(item, record, item.stash.get(AGAINST_KEY, None))
         item.stash[VERDICT_KEY] = verdict
         # Saved with the record, so the baseline history shows the gate's decisions.
         record.extra["gate"] = verdict.status

@@ -16,9 +16,24 @@ import pytest
 from ..hookspecs import ReportSection
 from .baseline import BaselineError, BaselineStore
 from .fixture import MeasureDefaults, marker_settings
-from .gate import GateSettings, Verdict, compare, parse_override_line, settings_for
+from .gate import (
+    INTERLEAVED,
+    GateSettings,
+    Verdict,
+    compare,
+    compare_interleaved,
+    parse_override_line,
+    settings_for,
+)
+from .interleave import BaselinePeer
 from .records import BenchmarkRecord
-from .settings import DEFAULT_ALPHA, DEFAULT_BASELINE_DIR, DEFAULT_DETECT_EFFECT, DEFAULT_POWER
+from .settings import (
+    DEFAULT_ALPHA,
+    DEFAULT_BASELINE_DIR,
+    DEFAULT_DETECT_EFFECT,
+    DEFAULT_POWER,
+    DEFAULT_REPLICATES,
+)
 from .summary import gate_markdown, gate_terminal_lines
 from .timing import CPU_CLOCK_CHOICES
 
@@ -46,14 +61,46 @@ class BenchSession:
     worker_saves: list[dict[str, Any]] = field(default_factory=list)
     #: The gate's section of the report (main process, once the run is finished).
     section: ReportSection | None = None
+    #: ``--gpu-bench-against``: the baseline checkout, and its process once started.
+    against: Path | None = None
+    peer: BaselinePeer | None = None
+    candidate: BaselinePeer | None = None
+    #: How the baseline process ended, when badly (fails the run).
+    peer_error: str = ""
 
-    def judge(self, item: pytest.Item, record: BenchmarkRecord) -> Verdict:
+    @property
+    def gating(self) -> bool:
+        """Whether benchmarks are judged: against stored baselines or a checkout."""
+        return self.compare or self.against is not None
+
+    def peers(self, session: pytest.Session) -> tuple[BaselinePeer, BaselinePeer]:
+        """The baseline checkout's process and this checkout's, started on the first
+        benchmark."""
+        assert self.against is not None
+        if self.peer is None or self.candidate is None:
+            nodeids = [item.nodeid for item in session.items
+                       if "gpu_benchmark" in getattr(item, "fixturenames", ())]
+            if self.peer is None:
+                self.peer = BaselinePeer(session.config, self.against, nodeids)
+            self.candidate = BaselinePeer(session.config, Path(session.config.rootpath),
+                                          nodeids, role="candidate")
+        return self.peer, self.candidate
+
+    def judge(self, item: pytest.Item, record: BenchmarkRecord,
+              against: BenchmarkRecord | str | None = None) -> Verdict:
         _, marker_gate = marker_settings(item)
         try:
             settings = settings_for(record.name, self.gate, self.overrides, marker_gate)
         except ValueError as exc:
             pytest.fail(f"gpu_bench gate settings of {record.name}: {exc}", pytrace=False)
         env = record.environment
+        if self.against is not None:
+            if isinstance(against, BenchmarkRecord):
+                return compare_interleaved(against, record, settings)
+            return Verdict(record.name, record.backend, env.device_model, "no-baseline",
+                           new_median=record.median, settings=settings,
+                           relative_to=INTERLEAVED, reason=against or (
+                               f"the baseline checkout {self.against} did not time it"))
         baseline = self.store.baseline(record.name, env.device_model, record.backend)
         verdict = compare(baseline, record, settings)
         if verdict.status == "no-baseline":
@@ -88,6 +135,11 @@ class BenchSession:
         naming the folder and the OS error; nothing is called saved unless it
         is on disk.
         """
+        errors = [peer.close() for peer in (self.peer, self.candidate) if peer is not None]
+        self.peer = self.candidate = None
+        self.peer_error = "; ".join(error for error in errors if error)
+        if self.peer_error:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.save and self.local_records:
             try:
                 self.saved = self.store.save(self.local_records, self.run_id, self.process)
@@ -104,7 +156,8 @@ class BenchSession:
                 "saved": len(self.saved), "error": self.save_error}
         if self.save_error or any(w.get("error") for w in self.worker_saves):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if not self.is_worker and (self.results or self.save_error or self.worker_saves):
+        if not self.is_worker and (self.results or self.save_error or self.worker_saves
+                                   or self.peer_error):
             _publish(session.config, self)
 
 
@@ -146,6 +199,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         warmup_rounds=int(_float_ini(config, "gpu_bench_warmup_rounds")),
         l2_flush=bool(config.getoption("gpu_bench_l2_flush")),
         cpu_clock=str(config.getini("gpu_bench_cpu_clock")).strip(),
+        replicates=int(_float_ini(config, "gpu_bench_replicates")),
     )
     if measure.cpu_clock not in CPU_CLOCK_CHOICES:
         raise pytest.UsageError(f"ini gpu_bench_cpu_clock = {measure.cpu_clock!r}; "
@@ -153,6 +207,12 @@ def session_from_config(config: pytest.Config) -> BenchSession:
     if measure.rounds < 1 or measure.warmup_rounds < 0 or measure.max_rounds < 1:
         raise pytest.UsageError("ini gpu_bench_rounds and gpu_bench_max_rounds must be >= 1 and "
                                 "gpu_bench_warmup_rounds >= 0")
+    if measure.replicates < 2:
+        raise pytest.UsageError(f"ini gpu_bench_replicates = {measure.replicates}; the gate "
+                                "needs at least 2 runs per side to see how far placement "
+                                f"moves a benchmark; set it to 2 or more ({DEFAULT_REPLICATES} "
+                                "by default)")
+    against = _against_folder(config)
     workerinput = getattr(config, "workerinput", None)
     session = BenchSession(
         store=BaselineStore(Path(folder)),
@@ -165,6 +225,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         run_id=str(workerinput["testrunuid"]) if workerinput else uuid.uuid4().hex,
         process=str(workerinput["workerid"]) if workerinput else "main",
         is_worker=workerinput is not None,
+        against=against,
     )
     try:
         session.store.check_folder()
@@ -177,6 +238,27 @@ def session_from_config(config: pytest.Config) -> BenchSession:
     except BaselineError as exc:
         raise pytest.UsageError(str(exc)) from None
     return session
+
+
+def _against_folder(config: pytest.Config) -> Path | None:
+    """``--gpu-bench-against=DIR``, checked before collection: a folder other than this
+    checkout, and not combined with stored baselines."""
+    value = config.getoption("gpu_bench_against", None)
+    if value is None:
+        return None
+    folder = Path(value).resolve()
+    if not folder.is_dir():
+        raise pytest.UsageError(f"--gpu-bench-against={value}: no such folder; check the "
+                                "baseline out there first (git worktree add "
+                                f"{value} origin/main)")
+    if folder == Path(config.rootpath).resolve():
+        raise pytest.UsageError(f"--gpu-bench-against={value} is this checkout itself; give "
+                                "a checkout of the baseline code (git worktree add ../base "
+                                "origin/main)")
+    if config.getoption("gpu_bench_compare", False):
+        raise pytest.UsageError("--gpu-bench-against and --gpu-bench-compare are two gates; "
+                                "use one (--gpu-bench-against on shared CI runners)")
+    return folder
 
 
 def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
@@ -194,8 +276,9 @@ def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
 
 
 def _publish(config: pytest.Config, state: BenchSession) -> None:
-    lines = gate_terminal_lines(state.results, compared=state.compare)
+    lines = gate_terminal_lines(state.results, compared=state.gating)
     errors = [state.save_error] if state.save_error else []
+    errors += [state.peer_error] if state.peer_error else []
     errors += [w["error"] for w in state.worker_saves if w.get("error")]
     lines += errors
     saved = (len(state.local_records) if state.saved else 0) + sum(
@@ -208,7 +291,8 @@ def _publish(config: pytest.Config, state: BenchSession) -> None:
         write_plot(state.plot, state.results, state.store)
         lines.append(f"gpucheck: benchmark plot written to {state.plot}")
     data = {
-        "compared": state.compare,
+        "compared": state.gating,
+        "against": str(state.against) if state.against is not None else None,
         "baseline_dir": str(state.store.root),
         "results": [{"record": record.as_dict(),
                      "verdict": verdict.as_dict() if verdict else None}
@@ -216,4 +300,4 @@ def _publish(config: pytest.Config, state: BenchSession) -> None:
     }
     # The report asks for it (pytest_gpucheck_report_sections, bench/plugin.py).
     state.section = ReportSection("benchmarks", data,
-                                  gate_markdown(state.results, compared=state.compare), lines)
+                                  gate_markdown(state.results, compared=state.gating), lines)

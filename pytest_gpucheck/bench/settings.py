@@ -23,6 +23,11 @@ DEFAULT_ROUNDS = 60
 #: Cap on the rounds a benchmark adds when its noise needs more for the power above.
 DEFAULT_MAX_ROUNDS = 600
 DEFAULT_WARMUP_ROUNDS = 2
+#: ``--gpu-bench-against``: runs of each benchmark's test on each side.  Where a
+#: process's arrays land in memory moves a memory-bound kernel by up to +-9% (cache
+#: sets, pages), the same for identical code; the gate averages over this many
+#: placements per side.
+DEFAULT_REPLICATES = 6
 DEFAULT_BASELINE_DIR = ".gpucheck-baselines"
 #: Gate settings a marker or an ini override line may set.
 SETTING_NAMES = ("alpha", "min_effect", "min_rounds", "keep_fraction", "relative_min_effect",

@@ -1,0 +1,433 @@
+"""An interleaved baseline: the baseline checkout timed round by round beside this run.
+
+``pytest --gpu-bench-against=DIR`` compares every ``gpu_benchmark`` of this
+run with the same test in ``DIR``, a checkout of the baseline code (``git
+worktree add DIR origin/main``), timed in the same job: a second pytest process
+(the *peer*) runs in ``DIR`` and takes turns with this one, one round each,
+the baseline first in even pairs of rounds and second in odd ones.  Whatever
+slows the machine down for longer than a round (another tenant, a clock
+change, a burst of memory traffic) slows both sides alike and cancels in the
+per-pair ratio, which is why this is the gate that holds on shared runners
+(``scripts/measure_gate.py``); a baseline stored by an earlier run
+(``--gpu-bench-compare``) sees the drift between the two runs instead.
+
+The two processes share one CPU while their rounds run (for single-threaded
+CPU-tier backends): on a 2-core machine the two sides on different cores
+differed by up to 8% at 2^22 elements, on one core by 1% to 3%.
+
+Both processes also fix glibc's mmap threshold (:func:`same_host_allocation`),
+so that their large host arrays are allocated alike.
+
+The lead (this run) and the peer talk over a socket pair with
+:mod:`multiprocessing.connection` (pickled tuples); the peer is started on the
+first benchmark, serves one benchmark per ``run`` message, and ends with the
+session, or as soon as its end of the socket closes (the lead died).  A peer
+that dies, cannot start or fails its test is never a pass: the lead's test
+errors, or its verdict says why the baseline is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from ..backends.base import Backend
+
+#: Seconds the lead waits for the peer to end after asking it to.
+STOP_TIMEOUT = 30.0
+#: Lines of the peer's output quoted when it fails.
+LOG_TAIL = 12
+#: Environment variables of this process the peer must not inherit.
+_DROPPED_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
+                "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS")
+
+
+#: glibc's ``mallopt`` parameter for the mmap threshold, and the value both sides set:
+#: glibc's own initial threshold (128 KiB).
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD_BYTES = 128 * 1024
+
+
+def same_host_allocation() -> bool:
+    """Make every host allocation of 128 KiB or more an mmap of its own, in this process.
+
+    glibc starts with that threshold but raises it each time such a block is freed
+    (up to 32 MiB), so after a test frees its arrays the next test's arrays come
+    from the heap, at offsets that depend on the process's history.  Two processes
+    running the same code then place the same arrays differently, and kernels that
+    stream several arrays run faster or slower with the offsets between them (4 KiB
+    aliasing): saxpy on 2^19 elements differed by +-6% between the two sides of
+    identical code; with the threshold fixed, by +-2%.  Setting it also turns the
+    moving threshold off.  True when set (glibc); elsewhere nothing changes.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+
+
+class PeerError(Exception):
+    """The baseline process failed; the message is one line naming what to do."""
+
+
+@dataclass
+class PeerStart:
+    """The peer's answer to ``run``: ready to time rounds, or why not."""
+
+    ready: bool
+    facts: dict[str, Any] = field(default_factory=dict)
+    #: Why there is no baseline for this benchmark ("" when ready).
+    reason: str = ""
+
+
+class BaselinePeer:
+    """The lead's handle on the peer process running in the baseline checkout."""
+
+    def __init__(self, config: pytest.Config, checkout: Path, nodeids: list[str],
+                 role: str = "baseline") -> None:
+        self.checkout = checkout
+        #: "baseline" (the other checkout) or "candidate" (this one, in a process of
+        #: its own so that both sides are timed alike).
+        self.role = role
+        self.rootdir = Path(config.rootpath)
+        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the peer
+            prefix="gpucheck-baseline-peer-", suffix=".log", delete=False)
+        lead, peer = socket.socketpair()
+        files = sorted({nodeid.split("::")[0] for nodeid in nodeids})
+        # Files missing from the checkout are new benchmarks: asking for them would
+        # end the peer's collection with "file not found".
+        present = [f for f in files if (checkout / f).exists()]
+        # Through this module's main: it makes the checkout import its own code first.
+        args = [sys.executable, "-m", __name__, str(self.rootdir), "--",
+                f"--rootdir={checkout}", "-p", "no:cacheprovider",
+                f"--gpu-bench-peer={peer.fileno()}", "-q", *_passed_options(config), *present]
+        env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
+        try:
+            self.process = subprocess.Popen(args, cwd=checkout, env=env, stdout=self._log,
+                                            stderr=subprocess.STDOUT, pass_fds=(peer.fileno(),))
+        except OSError as exc:
+            lead.close()
+            raise PeerError(f"could not start the {role} process in {checkout}: {exc}") \
+                from None
+        finally:
+            peer.close()
+        self.conn = Connection(lead.detach())
+        self.collected: set[str] = set()
+        self.conn.send(("hello", str(self.rootdir)))
+        kind, *rest = self._receive("collect the baseline checkout's tests")
+        if kind != "collected":
+            raise self._failed(f"answered {kind!r} to its start")
+        self.collected = set(rest[0])
+        self.collection_errors: int = int(rest[1])
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def begin(self, nodeid: str, iterations: int) -> PeerStart:
+        """Ask the peer to run test ``nodeid`` up to its benchmark (``iterations`` calls
+        per round); it answers when its warm-up is done, or why it cannot."""
+        if nodeid not in self.collected:
+            errors = (f" ({self.collection_errors} collection error(s) there: see "
+                      f"{self._log.name})" if self.collection_errors else "")
+            return PeerStart(False, reason=f"{nodeid} is not a test in the {self.role} "
+                                           f"checkout {self.checkout}{errors}")
+        self.conn.send(("run", nodeid, int(iterations)))
+        kind, *rest = self._receive(f"start {nodeid}")
+        if kind == "ready":
+            return PeerStart(True, facts=dict(rest[0]))
+        outcome, message = rest
+        return PeerStart(False, reason=f"the {self.role}'s {nodeid} {outcome} before its "
+                                       f"benchmark: {message}")
+
+    def round(self) -> float:
+        """One timed round of the baseline: seconds per call."""
+        self.conn.send(("round",))
+        kind, *rest = self._receive("time a round")
+        if kind != "sample":
+            raise self._failed(f"answered {kind!r} to a round")
+        return float(rest[0])
+
+    def end(self) -> tuple[str, str]:
+        """Let the baseline's test finish; its outcome and a one-line message."""
+        self.conn.send(("done",))
+        kind, *rest = self._receive("finish its test")
+        if kind != "finished":
+            raise self._failed(f"answered {kind!r} to the end of its benchmark")
+        return str(rest[0]), str(rest[1])
+
+    def release(self) -> None:
+        """Let the peer free the arrays of every replicate of the last benchmark."""
+        try:
+            self.conn.send(("release",))
+        except OSError as exc:
+            raise self._failed(f"closed its connection ({exc})") from None
+
+    def close(self) -> str:
+        """Stop the peer and wait for it (killed after :data:`STOP_TIMEOUT`); "" or the
+        one line saying how it ended badly."""
+        with contextlib.suppress(OSError):
+            self.conn.send(("stop",))
+        self.conn.close()
+        try:
+            code = self.process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            return (f"gpucheck: the {self.role} process in {self.checkout} did not stop within "
+                    f"{STOP_TIMEOUT:g} s and was killed; its output: {self._log.name}")
+        self._log.close()
+        if code not in (0, 1, 5):
+            # 1: one of its tests failed (each verdict already says so); 5: none ran.
+            return (f"gpucheck: the {self.role} process in {self.checkout} exited with code "
+                    f"{code}; its output: {self._log.name}")
+        os.unlink(self._log.name)
+        return ""
+
+    # -- internals -----------------------------------------------------------------
+    def _receive(self, doing: str) -> tuple[Any, ...]:
+        """The peer's next message; a peer that died or closed its end raises."""
+        while not self.conn.poll(1.0):
+            if self.process.poll() is not None:
+                raise self._failed(f"exited with code {self.process.returncode} while asked "
+                                   f"to {doing}")
+        try:
+            message = self.conn.recv()
+        except (EOFError, OSError):
+            self.process.wait()
+            raise self._failed(f"exited with code {self.process.returncode} while asked to "
+                               f"{doing}") from None
+        return tuple(message)
+
+    def _failed(self, what: str) -> PeerError:
+        self._log.flush()
+        tail = Path(self._log.name).read_text(errors="replace").splitlines()[-LOG_TAIL:]
+        last = next((line.strip() for line in reversed(tail) if line.strip()), "no output")
+        return PeerError(f"the {self.role} process in {self.checkout} {what}: {last} (its whole "
+                         f"output: {self._log.name})")
+
+
+def _passed_options(config: pytest.Config) -> list[str]:
+    """The lead's options the peer needs to run the same items the same way."""
+    args = []
+    backends = config.getoption("gpu_backends", None)
+    if backends:
+        args.append(f"--gpu-backends={backends}")
+    if config.getoption("gpu_bench_l2_flush", False):
+        args.append("--gpu-bench-l2-flush")
+    if config.pluginmanager.hasplugin("xdist"):
+        args.append("-n0")  # an addopts "-n auto" of the checkout must not spread the peer
+    return args
+
+
+@contextmanager
+def shared_cpu(backend: Backend, pids: tuple[int, ...]) -> Iterator[None]:
+    """Run the two timed processes on one CPU while their rounds interleave.
+
+    Two sides on different cores see different caches and clocks (up to 8% apart
+    on a 2-core machine, as much as the gate must catch).  Only for
+    single-threaded CPU-tier backends: a thread pool or a GPU launch path pinned
+    to one CPU would measure something else.  Each process's affinity is put back
+    afterwards.
+    """
+    if backend.is_gpu or not backend.single_threaded or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    try:
+        before = {pid: os.sched_getaffinity(pid) for pid in pids}
+    except OSError:
+        yield
+        return
+    allowed = sorted(set.intersection(*before.values())) if before else []
+    if not allowed:
+        yield
+        return
+    # xdist workers pin their pairs to different CPUs.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    cpu = {allowed[-1 - int(worker) % len(allowed)] if worker.isdigit() else allowed[-1]}
+    try:
+        for pid in pids:
+            os.sched_setaffinity(pid, cpu)
+        yield
+    finally:
+        for pid, cpus in before.items():
+            # The process may have died; its own error says so.
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(pid, cpus)
+
+
+# -- the peer's side ---------------------------------------------------------------------
+class PeerGone(Exception):
+    """The lead closed its end: the peer stops timing and exits."""
+
+
+def _one_line(report: pytest.TestReport) -> str:
+    """The failure's exception line (``KeyError: 'old api'``), else its last line."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", "")
+    if message:
+        return str(message).splitlines()[0]
+    lines = report.longreprtext.strip().splitlines()
+    return lines[-1] if lines else "(no message)"
+
+
+class PeerServer:
+    """The peer process's plugin: serves the lead's ``run`` requests one at a time
+    in place of pytest's own test loop."""
+
+    def __init__(self, fd: int) -> None:
+        self.conn = Connection(fd)
+        self.lead_root: Path | None = None
+        #: Calls per round the lead asked for, for the benchmark being served.
+        self.iterations = 1
+        self.collect_errors = 0
+        #: The round runners (and so the arrays) of the benchmark's replicates so far.
+        self.kept: list[Any] = []
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        from _pytest.runner import runtestprotocol
+
+        try:
+            _, root = self.conn.recv()
+            self.lead_root = Path(root)
+            self.conn.send(("collected", [item.nodeid for item in session.items],
+                            self.collect_errors))
+            items = {item.nodeid: item for item in session.items}
+            while True:
+                message = self.conn.recv()
+                if message[0] == "stop":
+                    return True
+                if message[0] == "release":
+                    self.kept.clear()
+                    continue
+                if message[0] != "run":
+                    continue
+                item = items[message[1]]
+                self.iterations = int(message[2])
+                # nextitem=None: every fixture is torn down after each test, since the
+                # lead may ask for any test next.
+                reports = runtestprotocol(item, nextitem=None, log=True)
+                failed = [r for r in reports if r.failed]
+                if failed:
+                    outcome = "errored" if failed[0].when != "call" else "failed"
+                    self.conn.send(("finished", outcome, _one_line(failed[0])))
+                else:
+                    skipped = [r for r in reports if r.skipped]
+                    outcome = "was skipped" if skipped else "passed"
+                    self.conn.send(("finished", outcome, ""))
+        except (EOFError, OSError):
+            return True  # the lead is gone
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collect_errors += 1
+
+    def serve(self, ready: dict[str, Any], time_round: Any) -> None:
+        """From the benchmark fixture: say ``ready`` and time rounds until ``done``."""
+        self.conn.send(("ready", {**ready, "foreign_modules": self._foreign_modules()}))
+        try:
+            while True:
+                message = self.conn.recv()
+                if message[0] == "round":
+                    self.conn.send(("sample", time_round()))
+                elif message[0] == "done":
+                    return
+        except (EOFError, OSError):
+            raise PeerGone("the lead process closed the connection") from None
+
+    def _foreign_modules(self) -> list[str]:
+        """Modules this process imported from the lead's checkout instead of its own (an
+        editable install of the project points there): timing them would compare the
+        candidate with itself."""
+        lead, own = self.lead_root, Path.cwd().resolve()
+        if lead is None:
+            return []
+        lead = lead.resolve()
+        # An environment inside the checkout (.venv) holds installed packages, not the
+        # project's code; the plugin is the harness, not the code under test.
+        installed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+        found = []
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            if not path or name.split(".")[0] == "pytest_gpucheck":
+                continue
+            resolved = Path(path).resolve()
+            if (resolved.is_relative_to(lead) and not resolved.is_relative_to(own)
+                    and not any(resolved.is_relative_to(p) for p in installed)):
+                found.append(name)
+        return sorted(found)
+
+
+
+class CheckoutImports(importlib.abc.MetaPathFinder):
+    """In the peer: a top-level module that would come from the lead's checkout (an
+    editable install of the project points there) comes from the same file in this
+    checkout instead, so the baseline times its own code, not the candidate's.
+
+    Submodules follow their package's ``__path__``, which is then in this checkout.
+    """
+
+    def __init__(self, lead: Path, checkout: Path) -> None:
+        self.lead, self.checkout = lead.resolve(), checkout.resolve()
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if "." in fullname:
+            return None
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        origin = Path(spec.origin).resolve() if spec is not None and spec.has_location \
+            and spec.origin else None
+        if origin is None or not origin.is_relative_to(self.lead) \
+                or origin.is_relative_to(self.checkout):
+            return None
+        mapped = self.checkout / origin.relative_to(self.lead)
+        if not mapped.exists():
+            return None
+        assert spec is not None
+        locations = [str(mapped.parent)] if spec.submodule_search_locations is not None \
+            else None
+        return importlib.util.spec_from_file_location(fullname, mapped,
+                                                      submodule_search_locations=locations)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m pytest_gpucheck.bench.interleave LEAD_ROOT -- PYTEST_ARGS``: the peer."""
+    lead, separator, *args = argv
+    assert separator == "--", "usage: LEAD_ROOT -- PYTEST_ARGS"
+    sys.meta_path.insert(0, CheckoutImports(Path(lead), Path.cwd()))
+    return int(pytest.main(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

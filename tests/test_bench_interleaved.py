@@ -1,0 +1,234 @@
+"""``--gpu-bench-against``: the gate against a baseline checkout timed beside the run.
+
+Each scenario is what a user does: two checkouts of a small project (the
+baseline and the candidate), ``python -m pytest --gpu-bench-against=../baseline``
+run in the candidate in a subprocess, and the verdict read from what pytest
+prints and its JUnit file.  The gate must reject a deliberately slower
+candidate with its REGRESSION message and pass the identical twin; a baseline
+that dies is never a pass and leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from user_runs import borrowing_venv, junit_outcomes, run_pytest
+
+pytestmark = pytest.mark.slow
+
+INI = textwrap.dedent("""\
+    [pytest]
+    gpu_backends = numpy
+    gpu_bench_rounds = 20
+    gpu_bench_max_rounds = 40
+    """)
+
+#: The benchmark of both checkouts; ``{work}`` is the kernel's body.
+BENCH = textwrap.dedent("""\
+    import numpy as np
+
+
+    def saxpy(x, y):
+    {work}
+
+
+    def test_saxpy(gpu_benchmark):
+        x = np.ones(1 << 14, np.float32)
+        y = np.ones_like(x)
+        result = gpu_benchmark(saxpy, x, y)
+        assert float(result[0]) == 3.5
+    """)
+FAST = "    return np.float32(2.5) * x + y"
+#: The deliberately slower twin: the same result, three times the work.
+SLOW = ("    for _ in range(3):\n"
+        "        result = np.float32(2.5) * x + y\n"
+        "    return result")
+
+
+def checkouts(root: Path, baseline: str, candidate: str, name: str = "test_bench.py",
+              ) -> tuple[Path, Path]:
+    """``root/baseline`` and ``root/candidate``, each with its ``pytest.ini`` and one test
+    file ``name`` (the given sources)."""
+    paths = []
+    for side, source in (("baseline", baseline), ("candidate", candidate)):
+        folder = root / side
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "pytest.ini").write_text(INI)
+        (folder / name).write_text(source)
+        paths.append(folder)
+    return paths[0], paths[1]
+
+
+def gate(candidate: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_pytest(candidate, "--gpu-bench-against=../baseline", "-rA",
+                      f"--junitxml={candidate / 'junit.xml'}", *args, timeout=600)
+
+
+def test_a_slower_candidate_fails_with_the_gate_message(tmp_path: Path) -> None:
+    _, candidate = checkouts(tmp_path, BENCH.format(work=FAST), BENCH.format(work=SLOW))
+    run = gate(candidate)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "REGRESSION test_bench.py::test_saxpy" in run.stdout
+    assert "against the baseline checkout timed round by round beside it" in run.stdout
+    outcome, message = junit_outcomes(candidate / "junit.xml")["test_saxpy"]
+    assert outcome == "failure"
+    assert "gpucheck benchmark gate: REGRESSION" in message
+
+
+def test_the_identical_twin_passes(tmp_path: Path) -> None:
+    source = BENCH.format(work=FAST)
+    _, candidate = checkouts(tmp_path, source, source)
+    run = gate(candidate)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "REGRESSION" not in run.stdout
+    assert junit_outcomes(candidate / "junit.xml")["test_saxpy"][0] == "passed"
+
+
+def test_a_benchmark_new_in_the_candidate_has_no_baseline(tmp_path: Path) -> None:
+    checkouts(tmp_path, BENCH.format(work=FAST), BENCH.format(work=FAST))
+    (tmp_path / "candidate" / "test_new.py").write_text(BENCH.format(work=SLOW))
+    run = gate(tmp_path / "candidate")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "NO-BASELINE test_new.py::test_saxpy [numpy on" in run.stdout
+    assert "is not a test in the baseline checkout" in run.stdout
+
+
+def test_a_baseline_failing_before_its_benchmark_is_named(tmp_path: Path) -> None:
+    broken = BENCH.format(work=FAST).replace("    x = np.ones", "    raise KeyError('old api')\n"
+                                             "    x = np.ones", 1)
+    _, candidate = checkouts(tmp_path, broken, BENCH.format(work=FAST))
+    run = gate(candidate)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "NO-BASELINE test_bench.py::test_saxpy" in run.stdout
+    assert "the baseline's test_bench.py::test_saxpy failed before its benchmark" in run.stdout
+    assert "KeyError: 'old api'" in run.stdout
+
+
+def _processes_in(folder: Path) -> list[str]:
+    """Command lines of live processes whose working directory is ``folder``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if Path(os.readlink(entry / "cwd")) == folder:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_baseline_that_dies_fails_the_benchmark_and_is_gone(tmp_path: Path) -> None:
+    # The baseline's kernel kills its own process part-way through its calls (after
+    # its warm-up and calibration, within its rounds).
+    dying = BENCH.format(work=FAST).replace(
+        "def saxpy(x, y):\n",
+        "CALLS = []\n\n\ndef saxpy(x, y):\n"
+        "    CALLS.append(1)\n"
+        "    if len(CALLS) == 30000:\n"
+        "        import os, signal\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n", 1)
+    baseline, candidate = checkouts(tmp_path, dying, BENCH.format(work=FAST))
+    run = gate(candidate)
+    assert run.returncode == 1, run.stdout + run.stderr
+    outcome, message = junit_outcomes(candidate / "junit.xml")["test_saxpy"]
+    assert outcome == "failure", (outcome, message)
+    assert f"the baseline process in {baseline} exited with code -9" in message
+    assert _processes_in(baseline) == []
+
+
+def test_an_editable_install_is_timed_from_each_checkout(tmp_path: Path) -> None:
+    """``pip install -e .`` of the candidate points the project's imports at the
+    candidate; the baseline must still time its own code (else the gate compares the
+    candidate with itself and passes every regression)."""
+    environment = tmp_path / "venv"
+    python, _ = borrowing_venv(environment)
+    test = textwrap.dedent("""\
+        import numpy as np
+        from kern import saxpy
+
+
+        def test_saxpy(gpu_benchmark):
+            x = np.ones(1 << 14, np.float32)
+            gpu_benchmark(saxpy, x, x)
+        """)
+    for side, work in (("baseline", FAST), ("candidate", SLOW)):
+        folder = tmp_path / side
+        (folder / "src" / "kern").mkdir(parents=True)
+        (folder / "src" / "kern" / "__init__.py").write_text(
+            f"import numpy as np\n\n\ndef saxpy(x, y):\n{work}\n")
+        (folder / "pyproject.toml").write_text(textwrap.dedent("""\
+            [project]
+            name = "kern"
+            version = "0"
+            [build-system]
+            requires = ["setuptools>=77"]
+            build-backend = "setuptools.build_meta"
+            """))
+        (folder / "pytest.ini").write_text(INI)
+        (folder / "test_kern.py").write_text(test)
+    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
+                           "--no-build-isolation", "--no-index", "-e", str(tmp_path / "candidate")],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
+    run = subprocess.run([str(python), "-m", "pytest", "-p", "no:cacheprovider",
+                          "--gpu-bench-against=../baseline"], cwd=tmp_path / "candidate",
+                         env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "REGRESSION test_kern.py::test_saxpy" in run.stdout
+
+
+def test_a_baseline_importing_the_candidates_code_is_refused(tmp_path: Path) -> None:
+    """The guard behind the import redirect: a baseline that loads the candidate's
+    module anyway (here by its file path) would time the candidate against itself."""
+    helper = "import numpy as np\n\n\ndef saxpy(x, y):\n" + FAST + "\n"
+    sneaky = textwrap.dedent("""\
+        import importlib.util
+        import sys
+        from pathlib import Path
+
+        import numpy as np
+
+        where = Path.cwd().parent / "candidate" / "kern_helper.py"
+        spec = importlib.util.spec_from_file_location("kern_helper", where)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["kern_helper"] = module
+        spec.loader.exec_module(module)
+
+
+        def test_saxpy(gpu_benchmark):
+            x = np.ones(1 << 14, np.float32)
+            gpu_benchmark(module.saxpy, x, x)
+        """)
+    _, candidate = checkouts(tmp_path, sneaky, BENCH.format(work=FAST))
+    (candidate / "kern_helper.py").write_text(helper)
+    run = gate(candidate)
+    assert run.returncode == 1, run.stdout + run.stderr
+    _, message = junit_outcomes(candidate / "junit.xml")["test_saxpy"]
+    assert "imported kern_helper from this checkout" in message
+    assert "time this run's code against itself" in message
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (("--gpu-bench-against=../nowhere",),
+     "--gpu-bench-against=../nowhere: no such folder; check the baseline out there first"),
+    (("--gpu-bench-against=.",), "--gpu-bench-against=. is this checkout itself"),
+    (("--gpu-bench-against=../baseline", "--gpu-bench-compare"),
+     "--gpu-bench-against and --gpu-bench-compare are two gates; use one"),
+])
+def test_bad_input_is_one_line_and_exit_4(tmp_path: Path, args: tuple[str, ...],
+                                          line: str) -> None:
+    _, candidate = checkouts(tmp_path, BENCH.format(work=FAST), BENCH.format(work=FAST))
+    (tmp_path / "candidate" / ".gpucheck-baselines").mkdir()
+    run = run_pytest(candidate, *args, timeout=120)
+    assert run.returncode == 4, run.stdout + run.stderr
+    errors = [text for text in run.stderr.splitlines() if text.startswith("ERROR:")]
+    assert len(errors) == 1, run.stderr
+    assert line in errors[0]
