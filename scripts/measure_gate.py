@@ -11,7 +11,10 @@ Two gates, two modes:
   cases run the identical kernel on both sides (a "regression" is a false alarm);
   odd cases add a fixed amount of arithmetic worth ``--slowdown`` (10%) of a
   call to the candidate (an injected regression the gate should catch).  Every
-  case allocates its own arrays, as a user's test does.
+  case allocates its own arrays, as a user's test does, and the gate runs each
+  case's test ``gpu_bench_replicates`` times on each side (default 6).  The
+  injection is calibrated first on an identical interleaved run: 10% of the
+  time per call the gate compares.
 * ``--mode stored``: the gate against a baseline recorded earlier
   (``--gpu-bench-compare``), driven in-process: a baseline window, then an
   identical and a slowed window, each compared with it.

@@ -161,7 +161,7 @@ class GpuBenchmark:
             environment.device_model) or calibrate_iterations(
                 timer, call, INTERLEAVED_ROUND_SECONDS if self._against is not None else 0.0)
         max_rounds = int(self._marker.get("max_rounds") or self._defaults.max_rounds)
-        if self._against is not None and flusher is None:
+        if self._against is not None:
             result = self._interleaved(call, int(iterations), rounds, int(warmup), first_call,
                                        timer)
             if result is not None:
@@ -351,8 +351,11 @@ class GpuBenchmark:
                                  "warmup_rounds": warmup, "first_call_seconds": first_call,
                                  "l2_flushed": flusher is not None}, time_round)
         # Kept until the lead's "release": the next replicate's arrays then land on other
-        # memory pages, not on the ones this replicate just freed.
-        self._peer_server.kept.append(runner)
+        # memory pages, not on the ones this replicate just freed.  Not on a GPU: six
+        # copies of a benchmark's device arrays may not fit, so there each run's arrays
+        # are freed before the next (the framework's pool may hand the same blocks out).
+        if not self.backend.is_gpu:
+            self._peer_server.kept.append(runner)
         return last[0] if last else call()
 
     def _keep(self, samples: list[float], method: str, iterations: int, warmup: int,

@@ -265,9 +265,10 @@ def shared_cpu(backend: Backend, pids: tuple[int, ...]) -> Iterator[None]:
     if not allowed:
         yield
         return
-    # xdist workers pin their pairs to different CPUs.
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-    cpu = {allowed[-1 - int(worker) % len(allowed)] if worker.isdigit() else allowed[-1]}
+    # The CPU this process last ran on: two gates (or xdist workers) running at once
+    # then mostly pin their pairs apart, not all onto one CPU.
+    current = _last_cpu()
+    cpu = {current if current in allowed else allowed[-1]}
     try:
         for pid in pids:
             os.sched_setaffinity(pid, cpu)
@@ -277,6 +278,15 @@ def shared_cpu(backend: Backend, pids: tuple[int, ...]) -> Iterator[None]:
             # The process may have died; its own error says so.
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(pid, cpus)
+
+
+def _last_cpu() -> int | None:
+    """The CPU this process last ran on (Linux ``/proc/self/stat``), else ``None``."""
+    try:
+        # Field 39 counts from 1, after the command name in parentheses.
+        return int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 # -- the peer's side ---------------------------------------------------------------------
