@@ -80,7 +80,7 @@ class GpuBenchmark:
         on_record: Callable[[BenchmarkRecord], None],
         disabled_by_user: bool = False,
         gate: GateSettings | None = None,
-        against: Callable[[], tuple[BaselinePeer, BaselinePeer]] | None = None,
+        against: Callable[[], list[tuple[BaselinePeer, BaselinePeer]]] | None = None,
         on_baseline: Callable[[BenchmarkRecord | str], None] | None = None,
         peer_server: PeerServer | None = None,
     ) -> None:
@@ -255,7 +255,7 @@ class GpuBenchmark:
         assert self._against is not None
         assert self._on_baseline is not None
         try:
-            base, cand = self._against()
+            pairs = self._against()
         except PeerError as exc:
             pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
         replicates = self._defaults.replicates
@@ -268,6 +268,7 @@ class GpuBenchmark:
         facts: dict[str, Any] = {}
         try:
             for replicate in range(replicates):
+                base, cand = pairs[replicate % len(pairs)]
                 started = self._start_replicate(base, iterations, "baseline")
                 if started is None:
                     if replicate:
@@ -293,8 +294,9 @@ class GpuBenchmark:
                 if cand_outcome not in ("passed", "was skipped"):
                     pytest.fail(f"gpucheck benchmark gate: this test {cand_outcome} in the "
                                 f"candidate process: {cand_message}", pytrace=False)
-            base.release()
-            cand.release()
+            for pair in pairs:
+                for peer in pair:
+                    peer.release()
         except PeerError as exc:
             pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
         # pytest-benchmark's table and JSON get the candidate's rounds, replayed.

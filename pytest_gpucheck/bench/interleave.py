@@ -136,12 +136,17 @@ class BaselinePeer:
             peer.close()
         self.conn = Connection(lead.detach())
         self.collected: set[str] = set()
+        self.collection_errors = 0
         self.conn.send(("hello", str(self.rootdir)))
-        kind, *rest = self._receive("collect the baseline checkout's tests")
+
+    def wait_collected(self) -> None:
+        """Wait for the process to have collected its tests (processes started together
+        collect at the same time)."""
+        kind, *rest = self._receive(f"collect the {self.role} checkout's tests")
         if kind != "collected":
             raise self._failed(f"answered {kind!r} to its start")
         self.collected = set(rest[0])
-        self.collection_errors: int = int(rest[1])
+        self.collection_errors = int(rest[1])
 
     @property
     def pid(self) -> int:

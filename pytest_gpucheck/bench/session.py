@@ -63,8 +63,8 @@ class BenchSession:
     section: ReportSection | None = None
     #: ``--gpu-bench-against``: the baseline checkout, and its process once started.
     against: Path | None = None
-    peer: BaselinePeer | None = None
-    candidate: BaselinePeer | None = None
+    #: Its processes, once started: (baseline, candidate) per replicate.
+    pairs: list[tuple[BaselinePeer, BaselinePeer]] = field(default_factory=list)
     #: How the baseline process ended, when badly (fails the run).
     peer_error: str = ""
 
@@ -73,18 +73,34 @@ class BenchSession:
         """Whether benchmarks are judged: against stored baselines or a checkout."""
         return self.compare or self.against is not None
 
-    def peers(self, session: pytest.Session) -> tuple[BaselinePeer, BaselinePeer]:
-        """The baseline checkout's process and this checkout's, started on the first
-        benchmark."""
+    def peers(self, session: pytest.Session) -> list[tuple[BaselinePeer, BaselinePeer]]:
+        """Pairs of processes, one in the baseline checkout and one in this checkout, one
+        pair per replicate, started together on the first benchmark.
+
+        A pair of its own for each run of a test: where a process's memory lies moved an
+        identical kernel by up to 9% for every test that process ran, so the runs of one
+        test must not share their processes.
+        """
         assert self.against is not None
-        if self.peer is None or self.candidate is None:
+        if not self.pairs:
             nodeids = [item.nodeid for item in session.items
                        if "gpu_benchmark" in getattr(item, "fixturenames", ())]
-            if self.peer is None:
-                self.peer = BaselinePeer(session.config, self.against, nodeids)
-            self.candidate = BaselinePeer(session.config, Path(session.config.rootpath),
-                                          nodeids, role="candidate")
-        return self.peer, self.candidate
+            started = []
+            try:
+                for _ in range(self.measure.replicates):
+                    base = BaselinePeer(session.config, self.against, nodeids)
+                    started.append(base)
+                    cand = BaselinePeer(session.config, Path(session.config.rootpath), nodeids,
+                                        role="candidate")
+                    started.append(cand)
+                for peer in started:
+                    peer.wait_collected()
+            except BaseException:
+                for peer in started:
+                    peer.close()
+                raise
+            self.pairs = list(zip(started[::2], started[1::2], strict=True))
+        return self.pairs
 
     def judge(self, item: pytest.Item, record: BenchmarkRecord,
               against: BenchmarkRecord | str | None = None) -> Verdict:
@@ -135,8 +151,8 @@ class BenchSession:
         naming the folder and the OS error; nothing is called saved unless it
         is on disk.
         """
-        errors = [peer.close() for peer in (self.peer, self.candidate) if peer is not None]
-        self.peer = self.candidate = None
+        errors = [peer.close() for pair in self.pairs for peer in pair]
+        self.pairs = []
         self.peer_error = "; ".join(error for error in errors if error)
         if self.peer_error:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
