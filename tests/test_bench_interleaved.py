@@ -21,11 +21,13 @@ from user_runs import borrowing_venv, junit_outcomes, run_pytest
 
 pytestmark = pytest.mark.slow
 
+#: Two runs of each test per side (the least the gate takes): these scenarios are
+#: about what users see, not about the gate's statistics (test_bench_gate.py).
 INI = textwrap.dedent("""\
     [pytest]
     gpu_backends = numpy
     gpu_bench_rounds = 20
-    gpu_bench_max_rounds = 40
+    gpu_bench_replicates = 2
     """)
 
 #: The benchmark of both checkouts; ``{work}`` is the kernel's body.
@@ -131,7 +133,7 @@ def test_a_baseline_that_dies_fails_the_benchmark_and_is_gone(tmp_path: Path) ->
         "def saxpy(x, y):\n",
         "CALLS = []\n\n\ndef saxpy(x, y):\n"
         "    CALLS.append(1)\n"
-        "    if len(CALLS) == 30000:\n"
+        "    if len(CALLS) == 6000:\n"
         "        import os, signal\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n", 1)
     baseline, candidate = checkouts(tmp_path, dying, BENCH.format(work=FAST))
@@ -232,3 +234,14 @@ def test_bad_input_is_one_line_and_exit_4(tmp_path: Path, args: tuple[str, ...],
     errors = [text for text in run.stderr.splitlines() if text.startswith("ERROR:")]
     assert len(errors) == 1, run.stderr
     assert line in errors[0]
+
+
+def test_fewer_than_two_replicates_is_one_line_and_exit_4(tmp_path: Path) -> None:
+    _, candidate = checkouts(tmp_path, BENCH.format(work=FAST), BENCH.format(work=FAST))
+    (candidate / "pytest.ini").write_text(INI.replace("gpu_bench_replicates = 2",
+                                                      "gpu_bench_replicates = 1"))
+    run = gate(candidate)
+    assert run.returncode == 4, run.stdout + run.stderr
+    errors = [text for text in run.stderr.splitlines() if text.startswith("ERROR:")]
+    assert len(errors) == 1, run.stderr
+    assert "ini gpu_bench_replicates = 1; the gate needs at least 2 runs" in errors[0]
