@@ -393,9 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     n = args.comparisons
     false_rate, detect_rate = tally.false_alarms / n, tally.detections / n
     print(f"backend {backend.name} on {describe(backend).device_model}; timer {timer.method}")
+    rounds = (f"{args.rounds} rounds per side, over the gate's runs of each test"
+              if args.mode == "interleaved" else
+              f"{args.rounds} rounds per window and more as the power plan asks, up to "
+              f"{args.max_rounds}")
     print(f"workload saxpy n={args.size} float32, {median * 1e6:.1f} us/call uncontended, "
-          f"{args.rounds} rounds per window and more as the power plan asks, up to "
-          f"{args.max_rounds}: median {np.median(tally.rounds or [0]):.0f}, "
+          f"{rounds}: median {np.median(tally.rounds or [0]):.0f}, "
           f"max {max(tally.rounds or [0])}")
     print(gate)
     print(f"null comparisons:     {n}, false alarms {tally.false_alarms} ({false_rate:.1%}), "
