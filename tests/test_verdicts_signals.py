@@ -98,7 +98,16 @@ def _start(project: Path, *args: str) -> subprocess.Popen[str]:
     (project / "tmp").mkdir()
     return subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v",
                              *args], cwd=project, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_interruptible)
+
+
+def _interruptible() -> None:
+    """In the user's pytest: Ctrl-C as a terminal delivers it.  A suite started in the
+    background by a shell without job control inherits SIGINT ignored, and Python keeps
+    an ignored SIGINT ignored: the SIGINT cases then timed out (seen in CI runs started
+    with ``(bash .ci/run &)``)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _wait_for(paths: list[Path], process: subprocess.Popen[str], limit: float = 180) -> None:
