@@ -245,3 +245,23 @@ def test_fewer_than_two_replicates_is_one_line_and_exit_4(tmp_path: Path) -> Non
     errors = [text for text in run.stderr.splitlines() if text.startswith("ERROR:")]
     assert len(errors) == 1, run.stderr
     assert "ini gpu_bench_replicates = 1; the gate needs at least 2 runs" in errors[0]
+
+
+def test_a_kernel_returning_none_is_compared_once(tmp_path: Path) -> None:
+    """In-place kernels return None; the gate must still take the interleaved rounds,
+    not time the benchmark a second time alone (which once mixed the two records)."""
+    in_place = BENCH.format(work="    np.multiply(x, np.float32(2.5), out=y)").replace(
+        "    result = gpu_benchmark(saxpy, x, y)\n    assert float(result[0]) == 3.5",
+        "    assert gpu_benchmark(saxpy, x, y) is None")
+    assert "is None" in in_place
+    _, candidate = checkouts(tmp_path, in_place, in_place)
+    run = gate(candidate, f"--gpu-report={candidate / 'report.json'}")
+    assert run.returncode == 0, run.stdout + run.stderr
+    import json
+
+    results = json.loads((candidate / "report.json").read_text())["sections"]["benchmarks"][
+        "results"]
+    assert len(results) == 1
+    assert results[0]["verdict"]["relative_to"] == (
+        "the baseline checkout timed round by round beside it")
+    assert results[0]["record"]["extra"]["replicates"] == 2

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 #: the clock's ramp refill), and the two sides need not pay it alike; a round of many
 #: calls, after an untimed one (``rewarm``), makes that cost small against the round.
 INTERLEAVED_ROUND_SECONDS = 0.01
+#: What the interleaved timing returns when the baseline has no such benchmark.
+NO_BASELINE = object()
 
 
 @dataclass
@@ -164,7 +166,9 @@ class GpuBenchmark:
         if self._against is not None:
             result = self._interleaved(call, int(iterations), rounds, int(warmup), first_call,
                                        timer)
-            if result is not None:
+            # A kernel may return None (in-place kernels do): only the sentinel means
+            # that the baseline has no such benchmark.
+            if result is not NO_BASELINE:
                 return result
         # A benchmark that declares its bytes is paired, round by round, with a
         # device copy of as many bytes: the gate compares the ratios, so a
@@ -248,10 +252,11 @@ class GpuBenchmark:
         return start.facts
 
     def _interleaved(self, call: Callable[[], Any], iterations: int, rounds: int,
-                     warmup: int, first_call: float, timer: Any) -> Any | None:
-        """Time the baseline checkout and this checkout in two processes of their own,
-        in turns, one round each, in ``replicates`` runs of the test; ``None`` when the
-        baseline has no such benchmark (then this process times it alone)."""
+                     warmup: int, first_call: float, timer: Any) -> Any:
+        """Time the baseline checkout and this checkout in processes of their own, in
+        turns, one round each, in ``replicates`` runs of the test; the kernel's result,
+        or :data:`NO_BASELINE` when the baseline has no such benchmark (then this process
+        times it alone)."""
         assert self._against is not None
         assert self._on_baseline is not None
         try:
@@ -275,10 +280,10 @@ class GpuBenchmark:
                         pytest.fail(f"gpucheck benchmark gate: the baseline timed this test "
                                     f"{replicate} time(s), then not: {base.checkout}",
                                     pytrace=False)
-                    return None
+                    return NO_BASELINE
                 facts = started
                 if self._start_replicate(cand, iterations, "candidate") is None:
-                    return None
+                    return NO_BASELINE
                 with shared_cpu(self.backend, (base.pid, cand.pid)):
                     for k in range(per):
                         # The baseline runs first in even pairs and second in odd ones:
