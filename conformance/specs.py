@@ -31,6 +31,8 @@ from pytest_gpucheck.reference_kernels.catalog import (
     MIXED,
     NEGATIVE,
     NUMERIC,
+    ONE_NAN,
+    OUT_OF_RANGE,
     SPECIALS,
     SUBNORMAL,
     Entry,
@@ -327,7 +329,8 @@ def _histogram_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
         dtype = draw(gst.dtypes(*entry.dtypes))
         n = draw(gst.sizes(sizing))
         nbins = draw(st.sampled_from(HISTOGRAM_BINS))
-        x = draw(gst.arrays(dtype, n, gst.integer_valued(dtype, 0, nbins - 1)))
+        # Mostly inside [0, nbins), a few values outside, which must not be counted.
+        x = draw(gst.arrays(dtype, n, gst.integer_valued(dtype, -2, nbins + 1)))
         return Case({"x": x, "nbins": nbins}, f"n={n}, nbins={nbins}, dtype={dtype}", (n,),
                     (nbins,))
 
@@ -444,7 +447,7 @@ def _matmul_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
 
 # The value classes (MIXED, NEGATIVE, ...) and which of them each kernel's sweep draws
 # (``Entry.edge_values``) are contract facts: they live in the catalog.
-_FLOAT_ONLY = (SUBNORMAL, SPECIALS, FRACTIONAL)
+_FLOAT_ONLY = (SUBNORMAL, SPECIALS, FRACTIONAL, ONE_NAN)
 _LAYOUTS_1D = (gst.CONTIGUOUS, gst.STRIDED)
 _LAYOUTS_2D = (gst.CONTIGUOUS, gst.STRIDED, gst.TRANSPOSED)
 _SWEEP_SEED = 20240611
@@ -471,6 +474,8 @@ def _values(shape: tuple[int, ...], dtype: np.dtype, kind: str, bound: float,
         flat = result.reshape(-1)
         for i, special in enumerate((np.nan, np.inf, -np.inf)):
             flat[(3 * i + 1) % size] = special  # spread out, inside every size >= 1
+    elif kind == ONE_NAN and size:
+        result.reshape(-1)[size // 2] = np.nan  # the rest stay finite: only NaN can make NaN
     return result.reshape(shape)
 
 
@@ -548,6 +553,8 @@ def _edge_sigmoid(_entry: Entry, n: int, dtype: np.dtype, kind: str,
 def _edge_reduction(bound: int) -> EdgeMaker:
     def make(entry: Entry, n: int, dtype: np.dtype, kind: str,
              rng: np.random.Generator) -> Case:
+        # ONE_NAN: integer-valued finite values beside the NaN, so nothing but the NaN can
+        # make the result NaN (no overflow), and a kernel that drops it gives a finite sum.
         inputs = {name: _values((n,), dtype, MIXED if kind == FRACTIONAL else kind, bound, rng,
                                 integers=kind != FRACTIONAL)
                   for name in entry.arguments}
@@ -564,10 +571,16 @@ def _edge_max(_entry: Entry, n: int, dtype: np.dtype, kind: str,
 
 def _edge_histogram(_entry: Entry, n: int, dtype: np.dtype, kind: str,
                     rng: np.random.Generator) -> Case:
-    # Values outside [0, nbins) are undefined by the contract, so never drawn.
+    # Every size draws from [-2, nbins + 2): a few values fall outside the bins, which
+    # the contract leaves uncounted.  OUT_OF_RANGE adds the extremes of the dtype and the
+    # first values past each edge, where a clamp or a wrap-around shows.
     nbins = HISTOGRAM_BINS[n % len(HISTOGRAM_BINS)]
-    x = rng.integers(0, nbins, n).astype(dtype)
-    return Case({"x": x, "nbins": nbins}, f"n={n}, nbins={nbins}, dtype={dtype}", (n,),
+    x = rng.integers(-2, nbins + 2, n).astype(dtype)
+    if kind == OUT_OF_RANGE:
+        info = np.iinfo(dtype)
+        outside = np.array([-1, nbins, info.min, info.max], dtype)
+        x[: min(n, outside.size)] = outside[: min(n, outside.size)]
+    return Case({"x": x, "nbins": nbins}, f"n={n}, nbins={nbins}, dtype={dtype}, {kind}", (n,),
                 (nbins,))
 
 

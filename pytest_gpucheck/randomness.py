@@ -14,9 +14,20 @@ probability of failing a *correct* kernel is stated and small:
   of ``n`` independent points coincide with probability at most
   ``n^2 / 2 / 2^48`` (about 2e-7 for n = 10^4), so *any* repeated point is
   reported.  Threads that share one seed repeat each other's points.
+* **resolution** (the generator's quality, which the estimate cannot show):
+  a coordinate must carry at least ``MIN_BITS`` (20) random bits, so each of
+  the ``LOW_BITS`` lowest bits of ``floor(value * 2^20)`` is 1 with
+  probability 1/2: a binomial test per bit, Bonferroni-corrected.  Float32
+  generators give 23 (JAX) or 24 bits, float64 ones 52 or 53; a 15-bit
+  generator (C's ``rand()``) leaves those bits 0 and still estimates pi well.
+* **consecutive pairs**: the points ``(u_i, v_i)`` and the successive draws
+  ``(u_i, u_{i+1})`` must fill the 4 x 4 cells of the unit square evenly
+  (per-cell binomial test like the uniformity test's), which a generator whose
+  next value depends visibly on the last one does not.
 
-Each test has false-alarm rate ``alpha`` (default 1e-6); the three together
-at most ``3 * alpha`` plus the collision probability per example.
+Each test has false-alarm rate ``alpha`` (default 1e-6); the seven together
+(pi, two coordinates, two resolutions, two pairings) at most ``7 * alpha``
+plus the collision probability per example.
 """
 
 from __future__ import annotations
@@ -30,6 +41,14 @@ DEFAULT_ALPHA = 1e-6
 BINS = 16
 #: Random bits per coordinate assumed by the collision bound (float32 generators give 24).
 RESOLUTION_BITS = 24
+#: Random bits per coordinate the resolution test asks for: fewer than any float32 generator
+#: of the bundled frameworks gives (JAX: 23), more than a 15-bit generator's.
+MIN_BITS = 20
+#: How many of the lowest of those bits the resolution test checks.
+LOW_BITS = 4
+#: Cells per axis of the consecutive-pairs test (4 x 4 = BINS cells, so each cell's count is
+#: as well approximated by a normal as the uniformity test's bins).
+PAIR_CELLS = 4
 
 
 def two_sided_z(alpha: float) -> float:
@@ -74,6 +93,55 @@ def uniformity_problem(values: np.ndarray, name: str,
             f"within {limit:.2f} (false-alarm rate {alpha:g})")
 
 
+def resolution_problem(values: np.ndarray, name: str,
+                       alpha: float = DEFAULT_ALPHA) -> str | None:
+    """Binomial test of each of the ``LOW_BITS`` lowest bits of ``floor(value * 2^MIN_BITS)``:
+    None when ``values`` look like they carry at least ``MIN_BITS`` random bits."""
+    n = values.size
+    if n == 0:
+        return None
+    k = np.floor(values.astype(np.float64) * 2.0**MIN_BITS).astype(np.int64)
+    limit = two_sided_z(alpha / LOW_BITS)
+    for bit in range(LOW_BITS):
+        ones = int(np.count_nonzero((k >> bit) & 1))
+        z = (ones - n / 2.0) / math.sqrt(n / 4.0)
+        if abs(z) > limit:
+            return (f"{name} carries fewer than {MIN_BITS} random bits: its bit "
+                    f"{MIN_BITS - bit} after the binary point is 1 in {ones} of {n} samples "
+                    f"({z:+.2f} standard errors), but should be within {limit:.2f} "
+                    f"(false-alarm rate {alpha:g}); a generator of few bits (C's rand() has "
+                    "15) puts every sample on a coarse grid")
+    return None
+
+
+def pairs_problem(first: np.ndarray, second: np.ndarray, name: str,
+                  alpha: float = DEFAULT_ALPHA) -> str | None:
+    """Per-cell binomial test of the pairs ``(first[i], second[i])`` over the
+    ``PAIR_CELLS x PAIR_CELLS`` equal cells of the unit square."""
+    n = first.size
+    if n == 0:
+        return None
+    cells = PAIR_CELLS * PAIR_CELLS
+
+    def cell(values: np.ndarray) -> np.ndarray:
+        index = (values.astype(np.float64) * PAIR_CELLS).astype(np.int64)
+        return np.minimum(index, PAIR_CELLS - 1)
+
+    counts = np.bincount(cell(first) * PAIR_CELLS + cell(second), minlength=cells)
+    p = 1.0 / cells
+    z = (counts - n * p) / math.sqrt(n * p * (1.0 - p))
+    limit = two_sided_z(alpha / cells)
+    worst = int(np.argmax(np.abs(z)))
+    if abs(z[worst]) <= limit:
+        return None
+    row, column = divmod(worst, PAIR_CELLS)
+    return (f"{name} are not independent: the cell [{row / PAIR_CELLS:g}, "
+            f"{(row + 1) / PAIR_CELLS:g}) x [{column / PAIR_CELLS:g}, "
+            f"{(column + 1) / PAIR_CELLS:g}) holds {counts[worst]} of {n} pairs "
+            f"({z[worst]:+.2f} standard errors), but should be within {limit:.2f} "
+            f"(false-alarm rate {alpha:g})")
+
+
 def repeated_points_problem(samples: np.ndarray) -> str | None:
     """Report repeated points: threads sharing one random stream produce them."""
     n = samples.shape[0]
@@ -109,6 +177,11 @@ def uniform_samples_problems(samples: np.ndarray, alpha: float = DEFAULT_ALPHA) 
         pi_problem(samples, alpha),
         uniformity_problem(samples[:, 0], "u = samples[:, 0]", alpha),
         uniformity_problem(samples[:, 1], "v = samples[:, 1]", alpha),
+        resolution_problem(samples[:, 0], "u = samples[:, 0]", alpha),
+        resolution_problem(samples[:, 1], "v = samples[:, 1]", alpha),
+        pairs_problem(samples[:, 0], samples[:, 1], "the points (u[i], v[i])", alpha),
+        pairs_problem(samples[:-1, 0], samples[1:, 0], "successive draws (u[i], u[i+1])",
+                      alpha),
     ]
     return [p for p in problems if p]
 
@@ -116,8 +189,10 @@ def uniform_samples_problems(samples: np.ndarray, alpha: float = DEFAULT_ALPHA) 
 __all__ = [
     "DEFAULT_ALPHA",
     "collision_probability",
+    "pairs_problem",
     "pi_problem",
     "repeated_points_problem",
+    "resolution_problem",
     "two_sided_z",
     "uniform_samples_problems",
     "uniformity_problem",

@@ -169,7 +169,8 @@ def sum_rule(terms: ArrayLike, dtype: DTypeLike, *, what: str = "sum") -> Tolera
     """Rule for ``sum(terms)`` computed in ``dtype`` in any order.
 
     ``terms`` are the summands computed exactly (or in float64) on the host,
-    e.g. ``x * y`` for a dot product.  Exact for integers and for
+    e.g. ``x * y`` for a dot product.  Exact for integers, for terms that are
+    not all finite (NaN stays NaN: a kernel that drops NaN is wrong), and for
     integer-valued float terms with ``sum |t| <= 2**p``; otherwise the bound
     ``gamma_{n+2} * sum |t|`` (one ``u`` for products formed before summing,
     one for rounding the reference).
@@ -177,6 +178,11 @@ def sum_rule(terms: ArrayLike, dtype: DTypeLike, *, what: str = "sum") -> Tolera
     t = np.asarray(terms, dtype=np.float64) if is_float(dtype) else np.asarray(terms)
     if not is_float(dtype):
         return exact(f"integer {what} is exact")
+    if not bool(np.all(np.isfinite(t))):
+        return exact(
+            f"IEEE 754: a NaN term (or +inf with -inf) makes the {what} NaN, and infinities of "
+            "one sign make it that infinity, in any order"
+        )
     magnitude = float(np.sum(np.abs(t)))
     p = significand_bits(dtype)
     if bool(np.all(t == np.round(t))) and magnitude <= 2.0**p:

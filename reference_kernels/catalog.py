@@ -47,9 +47,13 @@ INDEX_DTYPES: tuple[str, ...] = ("int32", "int64")
 #: (NaN, +-inf) only where IEEE arithmetic defines the result the contract asks for;
 #: ``subnormal`` only where the tolerance rule allows flushing; ``fractional``: non-integer
 #: floats for the reductions, whose other cases are integer-valued (exact in any order), as
-#: only these show an accumulator narrower than the data.
+#: only these show an accumulator narrower than the data.  ``one NaN``: a single NaN among
+#: finite floats, for the reductions: IEEE makes any sum that meets a NaN NaN, in any order, so
+#: a kernel that drops NaN (as ``np.nansum`` does) must be caught; ``specials`` cannot show it,
+#: since its +inf and -inf alone already make the sum NaN.  ``out of range``: histogram values
+#: below 0 and at or above ``nbins`` (the extremes of the dtype too), which are not counted.
 MIXED, NEGATIVE, SUBNORMAL, SPECIALS = "mixed", "all negative", "subnormal", "NaN and inf"
-FRACTIONAL = "fractional"
+FRACTIONAL, ONE_NAN, OUT_OF_RANGE = "fractional", "one NaN", "out of range"
 
 
 @dataclass(frozen=True)
@@ -134,15 +138,15 @@ for _name, _launch in (("index_map_1d", "1d"), ("index_map_2d", "2d"), ("index_m
 _entry("indexing", "indexing", "transpose", ("a",), NUMERIC, "copy", launch="2d",
        edge_values=(NEGATIVE, SPECIALS))
 _entry("reductions", "reductions", "sum", ("x",), NUMERIC, "sum", output_init="zero",
-       launch_invariant=False, edge_values=(NEGATIVE, SUBNORMAL, FRACTIONAL))
+       launch_invariant=False, edge_values=(NEGATIVE, SUBNORMAL, FRACTIONAL, ONE_NAN))
 for _name, _arguments in (("dot", ("x", "y")), ("weighted_sum", ("x", "w")),
                           ("sum_of_squares", ("x",))):
     _entry("reductions", "reductions", _name, _arguments, NUMERIC, _name, output_init="zero",
-           launch_invariant=False, edge_values=(NEGATIVE, FRACTIONAL))
+           launch_invariant=False, edge_values=(NEGATIVE, FRACTIONAL, ONE_NAN))
 _entry("reductions", "reductions", "max", ("x",), NUMERIC, "max", output_init="lowest",
        min_size=1)
 _entry("reductions", "reductions", "histogram", ("x",), INDEX_DTYPES, "counts",
-       output_init="zero", sizes=("nbins",), edge_values=())
+       output_init="zero", sizes=("nbins",), edge_values=(OUT_OF_RANGE,))
 _entry("reductions", "reductions", "monte_carlo_pi", ("seed",), FLOATS, "statistical",
        statistical=True, sizes=("n", "dtype"), launch_invariant=False, edge_values=())
 _entry("stencils", "stencils", "heat_step_1d", ("u", "alpha"), FLOATS, "heat_step",

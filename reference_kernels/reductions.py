@@ -95,19 +95,22 @@ def sum_of_squares(x: np.ndarray) -> np.ndarray:
 def histogram(x: np.ndarray, nbins: int, dtype: DTypeLike | None = None) -> np.ndarray:
     """Counts: ``out[v]`` is how many elements of ``x`` equal ``v``, for ``v`` in ``[0, nbins)``.
 
-    ``x`` holds integers in ``[0, nbins)``; anything else is a ``ValueError``
-    (the kernel's behaviour is undefined there, so a suite must not draw it).
+    Values outside ``[0, nbins)`` are not counted, as ``np.histogram`` leaves out
+    values outside its range: a kernel that clamps them into the edge bins, or
+    wraps a negative value around, is wrong, and the suites draw such values.
     The counts have ``x``'s dtype unless ``dtype`` is given: the same width as
     the data, which every framework's integer atomics support.
 
     >>> histogram(np.array([0, 2, 2, 3], np.int32), 5)
     array([1, 0, 2, 1, 0], dtype=int32)
+    >>> histogram(np.array([-1, 0, 5, 4], np.int32), 5)  # -1 and 5 are not counted
+    array([1, 0, 0, 0, 1], dtype=int32)
     """
     if not np.issubdtype(x.dtype, np.integer):
         raise ValueError(f"histogram needs integer values, got dtype {x.dtype}")
-    if x.size and (x.min() < 0 or x.max() >= nbins):
-        raise ValueError(f"histogram values must lie in [0, {nbins}), got [{x.min()}, {x.max()}]")
-    counts = np.bincount(x.reshape(-1).astype(np.intp), minlength=nbins)
+    values = x.reshape(-1)
+    inside = values[(values >= 0) & (values < nbins)]
+    counts = np.bincount(inside.astype(np.intp), minlength=nbins)
     return counts.astype(x.dtype if dtype is None else dtype)
 
 

@@ -61,6 +61,29 @@ def broken_sum_float32_accumulator(x: Any, out: Any) -> None:
     out[0] = np.sum(x.astype(np.float32), dtype=np.float32)
 
 
+@implements("sum", backend="numpy", name="good")
+def good_sum(x: Any, out: Any) -> None:
+    out[0] = np.sum(x, dtype=x.dtype)
+
+
+@implements("sum", backend="numpy", name="broken_drops_nan")
+def broken_sum_drops_nan(x: Any, out: Any) -> None:
+    """Skips NaN (as ``np.nansum`` does), where IEEE makes the sum NaN."""
+    out[0] = np.nansum(x, dtype=x.dtype)
+
+
+@implements("histogram", backend="numpy", name="good")
+def good_histogram(x: Any, out: Any) -> None:
+    nbins = out.shape[0]
+    np.add.at(out, x[(x >= 0) & (x < nbins)].astype(np.intp), 1)
+
+
+@implements("histogram", backend="numpy", name="broken_clamps")
+def broken_histogram_clamps(x: Any, out: Any) -> None:
+    """Clamps values outside the bins into the edge bins instead of leaving them out."""
+    np.add.at(out, np.clip(x, 0, out.shape[0] - 1).astype(np.intp), 1)
+
+
 @implements("sigmoid", backend="numpy", name="good")
 def good_sigmoid(x: Any, out: Any) -> None:
     with np.errstate(over="ignore"):
@@ -83,6 +106,13 @@ def good_monte_carlo_numpy(seed: int, out: Any) -> None:
 def broken_monte_carlo_biased(seed: int, out: Any) -> None:
     """Scales the samples into [0, 0.9)^2: never near the far corner."""
     out[...] = np.random.default_rng(seed).random(out.shape, dtype=np.float64) * 0.9
+
+
+@implements("monte_carlo_pi", backend="numpy", name="broken_15_bit")
+def broken_monte_carlo_15_bit(seed: int, out: Any) -> None:
+    """Draws from a 15-bit generator (as C's ``rand()``): a good estimate of pi, but every
+    sample lies on a grid of 2^-15."""
+    out[...] = np.random.default_rng(seed).integers(0, 2**15, out.shape) / 2.0**15
 
 
 # -- numpy: heat steps and halos -----------------------------------------------------------------

@@ -65,3 +65,33 @@ def test_pi_bound_matches_the_binomial_standard_error() -> None:
 
 def test_collision_probability_bound_is_small_for_suite_sizes() -> None:
     assert randomness.collision_probability(10007) < 1e-6
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_15_bit_generator_is_caught_by_its_resolution(seed: int) -> None:
+    """Estimates pi and fills the bins well, but every sample lies on a grid of 2^-15."""
+    samples = np.random.default_rng(seed).integers(0, 2**15, (10007, 2)) / 2.0**15
+    assert randomness.pi_problem(samples) is None
+    assert randomness.uniformity_problem(samples[:, 0], "u") is None
+    problems = randomness.uniform_samples_problems(samples)
+    assert any("carries fewer than 20 random bits" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("bits", [23, 24, 53])
+def test_generators_of_the_frameworks_resolutions_pass(bits: int) -> None:
+    """JAX's float32 (23 bits), the others' float32 (24) and float64 (53) generators."""
+    rng = np.random.default_rng(bits)
+    samples = (rng.integers(0, 2**bits, (10007, 2), dtype=np.int64) / 2.0**bits)
+    assert randomness.resolution_problem(samples[:, 0], "u") is None
+    assert randomness.uniform_samples_problems(samples) == []
+
+
+def test_correlated_successive_draws_are_caught() -> None:
+    """Each draw close to the last one: uniform marginals, but dependent pairs."""
+    rng = np.random.default_rng(5)
+    steps = rng.random(2 * 10007) * 0.1
+    stream = np.cumsum(steps) % 1.0
+    samples = stream.reshape(-1, 2)
+    assert randomness.uniformity_problem(samples[:, 0], "u") is None
+    problems = randomness.uniform_samples_problems(samples)
+    assert any("are not independent" in p for p in problems), problems

@@ -108,7 +108,8 @@ def histogram(x: Any, out: Any, chunks: int) -> None:
     n = x.shape[0]
     for chunk in prange(chunks):
         for i in range(chunk * n // chunks, (chunk + 1) * n // chunks):
-            partial[chunk, x[i]] += 1
+            if 0 <= x[i] < nbins:  # values outside the bins are not counted
+                partial[chunk, x[i]] += 1
     for b in range(nbins):
         total = 0
         for chunk in range(chunks):

@@ -203,8 +203,10 @@ def block_reduction(term: int, is_max: bool, dtype_name: str, block: int) -> Any
 def histogram(x: Any, out: Any) -> None:
     # Many threads may count the same value at once: only an atomic increment
     # makes each of them land.
+    # Values outside the bins are not counted (and must not be written).
     for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
-        cuda.atomic.add(out, x[i], 1)
+        if x[i] >= 0 and x[i] < out.shape[0]:
+            cuda.atomic.add(out, x[i], 1)
 
 
 #: Samples each Monte Carlo thread draws.  On a GPU a few per thread keeps

@@ -103,9 +103,13 @@ def sum_of_squares_array(x: Any, out: Any) -> None:
 
 @implements("histogram", backend=BACKEND, name="array", origin="bundled")
 def histogram_array(x: Any, out: Any) -> None:
-    """``out[v] += count of v in x`` with ``cupy.bincount`` (values lie in ``[0, len(out))``)."""
+    """``out[v] += count of v in x`` with ``cupy.bincount``; values outside ``[0, len(out))``
+    go to an extra bin that is dropped (``bincount`` refuses negative values, and a
+    ``where`` keeps the shape fixed, unlike a boolean mask, which would synchronise)."""
+    cp = _cupy()
     nbins = out.shape[0]
-    counts = _cupy().bincount(x, minlength=nbins)
+    inside = (x >= 0) & (x < nbins)
+    counts = cp.bincount(cp.where(inside, x, nbins), minlength=nbins + 1)
     out += counts[:nbins].astype(out.dtype)
 
 

@@ -138,9 +138,13 @@ def sum_of_squares(x: Any) -> Any:
 
 @_jitted("histogram", "nbins")
 def histogram(x: Any, nbins: int) -> Any:
-    """Counts of each value in ``[0, nbins)``, in ``x``'s dtype (a scatter-add)."""
+    """Counts of each value in ``[0, nbins)``, in ``x``'s dtype (a scatter-add).  Values outside
+    are not counted: they are sent past the end and dropped (``mode="drop"``; a negative
+    index would otherwise count from the end, as in NumPy)."""
     jnp = _jnp()
-    return jnp.zeros(nbins, dtype=x.dtype).at[x].add(jnp.ones((), dtype=x.dtype))
+    index = jnp.where((x >= 0) & (x < nbins), x, nbins)
+    return jnp.zeros(nbins, dtype=x.dtype).at[index].add(jnp.ones((), dtype=x.dtype),
+                                                         mode="drop")
 
 
 @functools.cache

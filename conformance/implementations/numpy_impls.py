@@ -108,8 +108,11 @@ def sum_of_squares(x: np.ndarray, out: np.ndarray) -> None:
 
 @_register("histogram")
 def histogram(x: np.ndarray, out: np.ndarray) -> None:
-    """``out[v] += count of v in x``: ``np.bincount`` adds every count at once."""
-    counts = np.bincount(x.astype(np.intp, copy=False), minlength=out.shape[0])
+    """``out[v] += count of v in x``: ``np.bincount`` adds every count at once; values
+    outside ``[0, len(out))`` are not counted."""
+    nbins = out.shape[0]
+    inside = x[(x >= 0) & (x < nbins)]
+    counts = np.bincount(inside.astype(np.intp, copy=False), minlength=nbins)
     np.add(out, counts.astype(out.dtype, copy=False), out=out)
 
 

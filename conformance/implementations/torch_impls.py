@@ -113,10 +113,16 @@ def sum_of_squares(x: Any, out: Any) -> None:
 
 @_register("histogram")
 def histogram(x: Any, out: Any) -> None:
-    """``out[v] += 1`` per value: ``index_add_`` of ones (atomics on CUDA)."""
+    """``out[v] += 1`` per value: ``index_add_`` of ones (atomics on CUDA).  Values outside
+    ``[0, len(out))`` land in an extra bin that is dropped (``index_add_`` refuses an index
+    out of range, on CUDA with a device-side assert that poisons the context)."""
     torch = _torch()
+    nbins = out.shape[0]
+    index = torch.where((x >= 0) & (x < nbins), x.to(torch.int64), nbins)
     ones = torch.ones(x.shape, dtype=out.dtype, device=out.device)
-    out.index_add_(0, x.to(torch.int64), ones)
+    counts = torch.zeros(nbins + 1, dtype=out.dtype, device=out.device)
+    counts.index_add_(0, index, ones)
+    out += counts[:nbins]
 
 
 @_register("monte_carlo_pi")
