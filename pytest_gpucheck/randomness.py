@@ -76,21 +76,33 @@ def pi_problem(samples: np.ndarray, alpha: float = DEFAULT_ALPHA) -> str | None:
             f"from pi, but should be within {limit:.2f} (false-alarm rate {alpha:g})")
 
 
+def _worst_cell(counts: np.ndarray, alpha: float) -> tuple[int, float, float] | None:
+    """Per-cell binomial test of ``counts`` of equally likely cells (Bonferroni-corrected):
+    None when every count is within the bound, else (cell, its z, the bound)."""
+    n = int(counts.sum())
+    p = 1.0 / counts.size
+    z = (counts - n * p) / math.sqrt(n * p * (1.0 - p))
+    limit = two_sided_z(alpha / counts.size)
+    worst = int(np.argmax(np.abs(z)))
+    return None if abs(z[worst]) <= limit else (worst, float(z[worst]), limit)
+
+
+def _cell_of(values: np.ndarray, cells: int) -> np.ndarray:
+    """Index of the equal cell of [0, 1) that each value falls in."""
+    return np.minimum((values.astype(np.float64) * cells).astype(np.int64), cells - 1)
+
+
 def uniformity_problem(values: np.ndarray, name: str,
                        alpha: float = DEFAULT_ALPHA) -> str | None:
     """Per-bin binomial test of one coordinate over ``BINS`` equal bins of [0, 1)."""
-    n = values.size
-    counts = np.bincount(np.minimum((values.astype(np.float64) * BINS).astype(np.int64),
-                                    BINS - 1), minlength=BINS)
-    p = 1.0 / BINS
-    z = (counts - n * p) / math.sqrt(n * p * (1.0 - p))
-    limit = two_sided_z(alpha / BINS)
-    worst = int(np.argmax(np.abs(z)))
-    if abs(z[worst]) <= limit:
+    counts = np.bincount(_cell_of(values, BINS), minlength=BINS)
+    found = _worst_cell(counts, alpha) if values.size else None
+    if found is None:
         return None
+    worst, z, limit = found
     return (f"{name} is not uniform: bin [{worst / BINS:g}, {(worst + 1) / BINS:g}) holds "
-            f"{counts[worst]} of {n} samples ({z[worst]:+.2f} standard errors), but should be "
-            f"within {limit:.2f} (false-alarm rate {alpha:g})")
+            f"{counts[worst]} of {values.size} samples ({z:+.2f} standard errors), but should "
+            f"be within {limit:.2f} (false-alarm rate {alpha:g})")
 
 
 def resolution_problem(values: np.ndarray, name: str,
@@ -118,27 +130,18 @@ def pairs_problem(first: np.ndarray, second: np.ndarray, name: str,
                   alpha: float = DEFAULT_ALPHA) -> str | None:
     """Per-cell binomial test of the pairs ``(first[i], second[i])`` over the
     ``PAIR_CELLS x PAIR_CELLS`` equal cells of the unit square."""
-    n = first.size
-    if n == 0:
-        return None
     cells = PAIR_CELLS * PAIR_CELLS
-
-    def cell(values: np.ndarray) -> np.ndarray:
-        index = (values.astype(np.float64) * PAIR_CELLS).astype(np.int64)
-        return np.minimum(index, PAIR_CELLS - 1)
-
-    counts = np.bincount(cell(first) * PAIR_CELLS + cell(second), minlength=cells)
-    p = 1.0 / cells
-    z = (counts - n * p) / math.sqrt(n * p * (1.0 - p))
-    limit = two_sided_z(alpha / cells)
-    worst = int(np.argmax(np.abs(z)))
-    if abs(z[worst]) <= limit:
+    counts = np.bincount(_cell_of(first, PAIR_CELLS) * PAIR_CELLS + _cell_of(second, PAIR_CELLS),
+                         minlength=cells)
+    found = _worst_cell(counts, alpha) if first.size else None
+    if found is None:
         return None
-    row, column = divmod(worst, PAIR_CELLS)
-    return (f"{name} are not independent: the cell [{row / PAIR_CELLS:g}, "
-            f"{(row + 1) / PAIR_CELLS:g}) x [{column / PAIR_CELLS:g}, "
-            f"{(column + 1) / PAIR_CELLS:g}) holds {counts[worst]} of {n} pairs "
-            f"({z[worst]:+.2f} standard errors), but should be within {limit:.2f} "
+    worst, z, limit = found
+    row, column = (cell / PAIR_CELLS for cell in divmod(worst, PAIR_CELLS))
+    step = 1.0 / PAIR_CELLS
+    return (f"{name} are not independent: the cell [{row:g}, {row + step:g}) x "
+            f"[{column:g}, {column + step:g}) holds {counts[worst]} of {first.size} pairs "
+            f"({z:+.2f} standard errors), but should be within {limit:.2f} "
             f"(false-alarm rate {alpha:g})")
 
 
