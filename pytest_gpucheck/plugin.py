@@ -71,8 +71,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, None, None]:
-    """In a child process of this plugin, also load the conftest.py files of its parent."""
+def pytest_load_initial_conftests(early_config: pytest.Config,
+                                  args: list[str]) -> Generator[None, None, None]:
+    """In a child process of this plugin, also load the conftest.py files of its parent.
+    Every run keeps the arguments pytest parsed (addopts included): children get theirs
+    from them (:mod:`pytest_gpucheck.child_options`)."""
+    from .child_options import record_args
+
+    record_args(early_config, args)
     yield
     if os.environ.get(CONFTESTS_VARIABLE):
         from .workers import load_parent_conftests
@@ -101,10 +107,33 @@ def pytest_configure(config: pytest.Config) -> None:
     from .worker_isolation import configure_isolation
 
     configure_isolation(config)
+    _refuse_unreachable_options(config)
     if "numba-cudasim" in selection.names and not selection.in_simulator_child:
         from .simulator_router import SimulatorRouter
 
         config.pluginmanager.register(SimulatorRouter(config), "gpucheck-simulator-router")
+
+
+def _refuse_unreachable_options(config: pytest.Config) -> None:
+    """Exit 4, before collection, on an option that cannot reach the child processes this
+    run sends items to (``--pdb`` with isolation workers); checked once, in the process
+    the user started."""
+    from .child_options import REFUSE, check_refused, given_options, rule_for
+    from .launch_env import launched_rank
+
+    if (os.environ.get(REPORT_SINK_VARIABLE) or hasattr(config, "workerinput")
+            or config.getoption("gpu_bench_peer", None) is not None
+            or launched_rank() is not None):
+        return
+    if not any(rule_for(name).kind == REFUSE for name, _ in given_options(config)):
+        return  # nothing to refuse: no probe of a GPU backend for auto isolation
+    from .worker_isolation import isolation_mode
+
+    if isolation_mode(config) != "none":
+        check_refused(config, "isolation workers (--gpu-isolate)", "--gpu-isolate=none")
+    if "numba-cudasim" in get_selection(config).names:
+        check_refused(config, "the numba-cudasim child process",
+                      "a run without numba-cudasim in --gpu-backends")
 
 
 def _add_bundled_suites(config: pytest.Config) -> None:

@@ -278,9 +278,14 @@ def forwarded_options(config: pytest.Config) -> list[str]:
     """Options of this run that a child must share to collect and run the same items.
 
     The core's own options are listed here; each feature plugin adds its own
-    through the ``pytest_gpucheck_child_args`` hook (:mod:`pytest_gpucheck.hookspecs`).
+    through the ``pytest_gpucheck_child_args`` hook (:mod:`pytest_gpucheck.hookspecs`);
+    every other option the user gave is forwarded or not by the table of
+    :mod:`pytest_gpucheck.child_options`.  The child skips the ini file's ``addopts``:
+    they reach it through that table like the command line's.
     """
-    args = ["-q", "--rootdir", str(config.rootpath)]
+    from .child_options import child_options
+
+    args = ["-o", "addopts=", *child_options(config), "--rootdir", str(config.rootpath)]
     if config.inipath is not None:
         args += ["-c", str(config.inipath)]
     if config.pluginmanager.hasplugin("xdist"):
@@ -312,8 +317,12 @@ def backends_option(config: pytest.Config, names: Sequence[str] = ()) -> list[st
 def plugin_options(config: pytest.Config) -> list[str]:
     """``-p`` options of this run; they must be on the child's real command line,
     because pytest reads them before it expands an ``@argsfile``."""
+    from .child_options import ARGS_KEY
+
     options = ["-p", "no:cacheprovider"]
-    for plugin in _explicit_plugins(config.invocation_params.args):
+    # Every argument parsed, the ini file's addopts included (the child skips those).
+    parsed = config.stash.get(ARGS_KEY, None) or [str(a) for a in config.invocation_params.args]
+    for plugin in _explicit_plugins(parsed):
         options += ["-p", plugin]
     return options
 

@@ -47,6 +47,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..child_env import (
+    CONFTESTS_VARIABLE,
+    PARENT_VARIABLE,
+    REPORT_SINK_VARIABLE,
+    SERVE_VARIABLE,
+)
+
 if TYPE_CHECKING:
     from types import ModuleType
 
@@ -56,9 +63,14 @@ if TYPE_CHECKING:
 STOP_TIMEOUT = 30.0
 #: Lines of the peer's output quoted when it fails.
 LOG_TAIL = 12
-#: Environment variables of this process the peer must not inherit.
+#: Environment variables of this process the peer must not inherit: xdist's, and those
+#: that make this process a child of the plugin (an isolation worker, the simulator
+#: child): a peer started there would write its reports into that child's report sink
+#: (the parent would take the baseline's results for the candidate's) and load the
+#: candidate's conftests in the baseline checkout.
 _DROPPED_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
-                "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS")
+                "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS", REPORT_SINK_VARIABLE,
+                CONFTESTS_VARIABLE, PARENT_VARIABLE, SERVE_VARIABLE)
 
 
 #: glibc's ``mallopt`` parameter for the mmap threshold, and the value both sides set:

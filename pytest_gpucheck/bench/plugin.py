@@ -182,14 +182,19 @@ def pytest_gpucheck_report_sections(config: pytest.Config) -> list[ReportSection
 
 
 def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
-    """Benchmarks run in a child (the simulator's) are saved to the same baseline folder;
-    the gate itself runs in the parent, on the parent's own results."""
+    """The feature's options for a child that runs benchmarks (an isolation worker, the
+    simulator child, MPI ranks): the child measures, saves and gates its own items, so
+    the gate's options must reach it (without them a regression passed in every
+    worker); paths are made absolute (a child runs in the rootdir)."""
     args = [flag for dest, flag in (("gpu_bench_save", "--gpu-bench-save"),
+                                    ("gpu_bench_compare", "--gpu-bench-compare"),
                                     ("gpu_bench_l2_flush", "--gpu-bench-l2-flush"))
             if config.getoption(dest, False)]
-    baseline = config.getoption("gpu_bench_baseline", None)
-    if baseline is not None:
-        args.append(f"--gpu-bench-baseline={Path(baseline).resolve()}")
+    for dest, flag in (("gpu_bench_baseline", "--gpu-bench-baseline"),
+                       ("gpu_bench_against", "--gpu-bench-against")):
+        value = config.getoption(dest, None)
+        if value is not None:
+            args.append(f"{flag}={Path(value).resolve()}")
     return args
 
 

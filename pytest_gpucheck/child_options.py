@@ -1,0 +1,243 @@
+"""Every command-line option a run can have, and what a child process gets of it.
+
+Items run in child processes (isolation workers, the simulator child, MPI
+ranks), so an option the user gave must reach the children that need it, or
+be refused: an option silently dropped on the way once let the regression
+gate pass an 8x slowdown in every isolation worker.  Each option is one of
+
+- ``forward``: given to every child as the user wrote it (the child runs,
+  measures or builds its reports with it);
+- ``parent``: acts in this process only, on the replayed reports or before
+  any item runs (selection, reporting, the terminal);
+- ``plugin``: the plugin sets it for the child itself (paths made absolute,
+  one backend per worker, ``--gpu-isolate=none``);
+- ``refuse``: cannot reach a child: when this run sends items to one, the
+  run stops before collection with one line and exit code 4.
+
+The table covers pytest's own options, pytest-benchmark's, hypothesis',
+pytest-xdist's and this plugin's (``tests/test_child_options.py`` enumerates
+a real run's parser and fails on any option missing here).  An option of
+another plugin or of a ``conftest.py`` is forwarded: the child loads the same
+plugins and conftests, and such options usually change how tests run
+(``--runslow``).
+
+The child's tokens are the user's own: the arguments this process parsed
+(``PYTEST_ADDOPTS``, the ini file's ``addopts``, the command line) are parsed
+again by a copy of pytest's parser that records which option each token set,
+so a value passes unchanged, whatever type the option converts it to.  The
+child is told to skip the ini file's ``addopts`` (``-o addopts=``): they
+reach it through this table like the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+FORWARD = "forward"
+PARENT = "parent"
+PLUGIN = "plugin"
+REFUSE = "refuse"
+
+#: Every argument this process parsed (ini addopts and ``PYTEST_ADDOPTS`` included).
+ARGS_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a child gets of one option, and why."""
+
+    kind: str
+    why: str
+
+
+def _rules(kind: str, why: str, *names: str) -> dict[str, Rule]:
+    return dict.fromkeys(names, Rule(kind, why))
+
+
+_PDB = "the debugger would stop in a worker process, which has no terminal"
+_BENCH_STATS = ("pytest-benchmark's results of tests run in a child process stay there "
+                "(gpucheck's own --gpu-bench-save, --gpu-bench-compare and "
+                "--gpu-bench-against work in children)")
+
+#: Options by their first long name (``-s`` and ``-d``, which have none, by their short one).
+OPTIONS: dict[str, Rule] = {
+    # -- pytest: how a test runs and what its report holds (made in the child) --------
+    **_rules(FORWARD, "the child runs the test and captures its output", "--capture", "-s"),
+    **_rules(FORWARD, "the child builds the failure's traceback and assertion message",
+             "--verbose", "--quiet", "--verbosity", "--showlocals", "--no-showlocals", "--tb",
+             "--fulltrace", "--xfail-tb", "--assert"),
+    **_rules(FORWARD, "the child raises and filters the warnings of its tests",
+             "--pythonwarnings"),
+    **_rules(FORWARD, "the child reads the same ini file and checks the same markers",
+             "--strict-config", "--strict-markers", "--strict", "--override-ini"),
+    **_rules(FORWARD, "the child runs xfail tests", "--runxfail"),
+    **_rules(FORWARD, "the child sets up the fixtures (and shows or plans them)",
+             "--setuponly", "--setupshow", "--setupplan"),
+    **_rules(FORWARD, "the child collects its targets the same way", "--confcutdir",
+             "--noconftest", "--import-mode", "--keepduplicates", "--collect-in-virtualenv",
+             "--continue-on-collection-errors", "--doctest-modules", "--doctest-glob",
+             "--doctest-report", "--doctest-ignore-import-errors",
+             "--doctest-continue-on-failure", "--disable-plugin-autoload"),
+    **_rules(FORWARD, "the child captures its tests' log records", "--log-level",
+             "--log-format", "--log-date-format", "--log-cli-level", "--log-cli-format",
+             "--log-cli-date-format", "--log-auto-indent", "--log-disable", "--log-file-mode",
+             "--log-file-level", "--log-file-format", "--log-file-date-format"),
+    "--log-file": Rule(REFUSE, "the log records of tests run in a child process would not "
+                       "reach the file"),
+    **_rules(REFUSE, _PDB, "--pdb", "--pdbcls", "--trace"),
+    # -- pytest: selection, ordering and stopping are decided here ----------------------
+    **_rules(PARENT, "items are selected here; the child runs the ones it is sent", "-k",
+             "-m", "--deselect", "--ignore", "--ignore-glob", "--pyargs", "--lf",
+             "--ff", "--nf", "--lfnf", "--sw", "--sw-skip", "--sw-reset", "--cache-clear"),
+    **_rules(PARENT, "the session stops here, on the replayed failure", "--exitfirst",
+             "--maxfail"),
+    **_rules(PARENT, "no test runs", "--markers", "--fixtures", "--fixtures-per-test",
+             "--collectonly", "--cache-show", "--version", "--help"),
+    **_rules(PARENT, "the terminal, the JUnit file and the summary are written here, from the "
+             "replayed reports", "--durations", "--durations-min", "--no-header",
+             "--no-summary", "--no-fold-skipped", "--force-short-summary", "--report-chars",
+             "--disable-warnings", "--max-warnings", "--show-capture", "--color",
+             "--code-highlight", "--pastebin", "--junitxml", "--junitprefix"),
+    **_rules(PARENT, "diagnostics of this process", "--traceconfig", "--debug"),
+    "--basetemp": Rule(PARENT, "pytest empties the folder at start, so a child given it would "
+                       "delete this session's temporary files; a child uses its own"),
+    **_rules(PLUGIN, "the child is started in the rootdir with the same ini file and plugins",
+             "--config-file", "--rootdir", "-p"),
+    # -- pytest-benchmark ----------------------------------------------------------------
+    **_rules(FORWARD, "the child measures the benchmarks", "--benchmark-min-time",
+             "--benchmark-max-time", "--benchmark-min-rounds", "--benchmark-precision",
+             "--benchmark-confidence", "--benchmark-timer", "--benchmark-calibration-precision",
+             "--benchmark-warmup", "--benchmark-warmup-iterations", "--benchmark-disable-gc",
+             "--benchmark-skip", "--benchmark-disable", "--benchmark-enable", "--benchmark-only",
+             "--benchmark-cprofile", "--benchmark-cprofile-loops", "--benchmark-cprofile-top",
+             "--benchmark-verbose", "--benchmark-quiet"),
+    **_rules(REFUSE, _BENCH_STATS, "--benchmark-save", "--benchmark-autosave",
+             "--benchmark-json", "--benchmark-compare", "--benchmark-compare-fail",
+             "--benchmark-histogram", "--benchmark-cprofile-dump"),
+    **_rules(PARENT, "shapes pytest-benchmark's table and storage, written here",
+             "--benchmark-save-data", "--benchmark-storage", "--benchmark-netrc",
+             "--benchmark-sort", "--benchmark-group-by", "--benchmark-columns",
+             "--benchmark-name", "--benchmark-time-unit"),
+    # -- hypothesis ----------------------------------------------------------------------
+    **_rules(FORWARD, "the child runs the property tests", "--hypothesis-verbosity",
+             "--hypothesis-show-statistics", "--hypothesis-explain"),
+    **_rules(PLUGIN, "forwarded by value (workers.forwarded_options)", "--hypothesis-profile",
+             "--hypothesis-seed"),
+    # -- pytest-xdist: this process distributes, a child runs serially (-n0) ------------
+    **_rules(PARENT, "pytest-xdist distributes the items here; a child runs serially (-n0)",
+             "--numprocesses", "--maxprocesses", "--max-worker-restart", "--dist",
+             "--loadscope-reorder", "--no-loadscope-reorder", "--tx", "--px", "-d",
+             "--rsyncdir", "--rsyncignore", "--testrunuid", "--maxschedchunk", "--looponfail"),
+    # -- pytest-gpucheck -----------------------------------------------------------------
+    **_rules(PLUGIN, "forwarded by the benchmark feature (paths made absolute)",
+             "--gpu-bench-baseline", "--gpu-bench-save", "--gpu-bench-compare",
+             "--gpu-bench-against", "--gpu-bench-l2-flush"),
+    **_rules(PLUGIN, "forwarded by the MPI feature", "--gpu-mpi-launcher", "--gpu-mpi-timeout",
+             "--gpu-mpi-max-ranks"),
+    **_rules(PLUGIN, "set per child: its backends, --gpu-isolate=none, the device and the "
+             "implementations by value", "--gpu-backends", "--gpu-isolate", "--gpu-device",
+             "--gpu-impls"),
+    **_rules(PLUGIN, "the baseline checkout's own process, started by --gpu-bench-against",
+             "--gpu-bench-peer"),
+    **_rules(FORWARD, "JAX in the child must present as many host devices",
+             "--gpu-host-devices"),
+    **_rules(PARENT, "the report, the plot and the checks of the whole run are made here",
+             "--gpu-bench-plot", "--gpu-require", "--gpu-report", "--gpu-summary",
+             "--gpu-annotations"),
+    "--gpu-conformance": Rule(PARENT, "the child gets the suites' items as targets"),
+}
+
+#: The rule of an option this table does not name (another plugin's, a conftest's).
+UNKNOWN = Rule(FORWARD, "an option of another plugin or a conftest.py: the child loads the "
+               "same plugins and conftests")
+
+
+def option_name(option_strings: Sequence[str]) -> str:
+    """The table's key of an option: its first long name, else its first name."""
+    return next((name for name in option_strings if name.startswith("--")), option_strings[0])
+
+
+def rule_for(name: str) -> Rule:
+    return OPTIONS.get(name, UNKNOWN)
+
+
+def parser_options(config: pytest.Config) -> list[str]:
+    """The names (table keys) of every option this run's parser knows."""
+    return [option_name(action.option_strings) for action in _actions(config)]
+
+
+def _actions(config: pytest.Config) -> list[argparse.Action]:
+    # pytest keeps each option's argparse action behind its (public) Argument objects.
+    parser = config._parser
+    return [option._action for group in parser._groups for option in group.options
+            if option._action.option_strings]
+
+
+_NO_VALUE = object()
+
+
+class _Recorder(argparse.Action):
+    """Records the option (by table key) and the raw tokens that set it."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        assert option_string is not None
+        tokens = [option_string]
+        if values is _NO_VALUE or values is None:
+            pass
+        elif isinstance(values, list):
+            tokens += [str(v) for v in values]
+        else:
+            tokens = [f"{option_string}={values}" if option_string.startswith("--")
+                      else f"{option_string}{values}"]
+        namespace.recorded.append((self.dest, tokens))
+
+
+def given_options(config: pytest.Config) -> list[tuple[str, list[str]]]:
+    """(option name, its tokens) for every option in the arguments this run parsed, in
+    order; positional arguments are left out."""
+    args = config.stash.get(ARGS_KEY, None)
+    if args is None:
+        args = [str(a) for a in config.invocation_params.args]
+    recorder = argparse.ArgumentParser(add_help=False, allow_abbrev=False,
+                                       fromfile_prefix_chars="@")
+    for action in _actions(config):
+        nargs = action.nargs
+        recorder.add_argument(*action.option_strings, action=_Recorder,
+                              dest=option_name(action.option_strings),
+                              nargs=nargs, const=_NO_VALUE if nargs == "?" else None,
+                              default=argparse.SUPPRESS)
+    namespace = argparse.Namespace(recorded=[])
+    try:
+        recorder.parse_known_args(args, namespace)
+    except SystemExit:  # pytest accepted these arguments; a surprise costs no verdict
+        return []
+    return list(namespace.recorded)
+
+
+def child_options(config: pytest.Config) -> list[str]:
+    """The tokens of every given option a child gets as given (``forward``)."""
+    return [token for name, tokens in given_options(config)
+            if rule_for(name).kind == FORWARD for token in tokens]
+
+
+def check_refused(config: pytest.Config, where: str, fix: str) -> None:
+    """Stop the run (exit 4, one line) on the first given option that cannot reach a
+    child, when this run sends items to ``where``."""
+    for name, tokens in given_options(config):
+        rule = rule_for(name)
+        if rule.kind == REFUSE:
+            flag = tokens[0].split("=", 1)[0]
+            raise pytest.UsageError(f"{flag} needs {fix}: {rule.why}; this run sends items "
+                                    f"to {where}")
+
+
+def record_args(config: pytest.Config, args: Sequence[str | os.PathLike[str]]) -> None:
+    """Keep the arguments pytest parsed (from ``pytest_load_initial_conftests``)."""
+    config.stash[ARGS_KEY] = [os.fspath(arg) for arg in args]

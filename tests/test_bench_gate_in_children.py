@@ -1,0 +1,140 @@
+"""The regression gate gates wherever a benchmark runs: in-process, in an isolation
+worker (``--gpu-isolate=backend|test``, what every GPU machine runs), in the
+simulator's child process, and on pytest-xdist workers.
+
+Each scenario is what a user does: a small project, a baseline, then the same test
+with a kernel 8 times slower, run as ``python -m pytest`` in a subprocess; the
+8x-slower kernel must fail with the gate's REGRESSION message, exactly once, and the
+unchanged kernel must pass.  Once the gate's options never reached the workers and an
+8x slowdown passed there (exit 0); with the peers of ``--gpu-bench-against`` started
+in a worker, their reports leaked into the worker's and one test had five outcomes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+from user_runs import junit_outcomes, run_pytest
+
+pytestmark = pytest.mark.slow
+
+#: Few rounds: an 8x slowdown needs no statistical power.
+INI = textwrap.dedent("""\
+    [pytest]
+    gpu_backends = numpy
+    gpu_bench_rounds = 20
+    gpu_bench_max_rounds = 40
+    gpu_bench_replicates = 2
+    """)
+
+#: The kernel does ``KSLOW`` times the work (the environment reaches every child).
+BENCH = textwrap.dedent("""\
+    import os
+
+    import numpy as np
+
+    SLOW = int(os.environ.get("KSLOW", "1"))
+
+
+    def saxpy(x, y):
+        for _ in range(SLOW):
+            result = np.float32(2.5) * x + y
+        return result
+
+
+    def test_saxpy(gpu_benchmark, gpu_backend):
+        x = np.ones(1 << 14, np.float32)
+        result = gpu_benchmark(saxpy, x, x)
+        assert float(result[0]) == 3.5
+    """)
+
+#: How each scenario runs the items: (extra arguments, backend of the item).
+MODES = {
+    "in-process": (("--gpu-isolate=none",), "numpy"),
+    "isolate-backend": (("--gpu-isolate=backend",), "numpy"),
+    "isolate-test": (("--gpu-isolate=test",), "numpy"),
+    "simulator-child": (("--gpu-backends=numba-cudasim",), "numba-cudasim"),
+    "xdist-isolate-backend": (("--gpu-isolate=backend", "-n", "2"), "numpy"),
+}
+
+
+def project(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pytest.ini").write_text(INI)
+    (folder / "test_bench.py").write_text(BENCH)
+    return folder
+
+
+def run(folder: Path, *args: str, slow: int) -> subprocess.CompletedProcess[str]:
+    return run_pytest(folder, "-rA", f"--junitxml={folder / 'junit.xml'}", *args,
+                      timeout=600, extra_env={"KSLOW": str(slow)})
+
+
+def assert_regression(folder: Path, done: subprocess.CompletedProcess[str], backend: str) -> None:
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"REGRESSION test_bench.py::test_saxpy[{backend}]" in done.stdout, done.stdout
+    outcomes = junit_outcomes(folder / "junit.xml")  # also: no test reported twice
+    assert list(outcomes) == [f"test_saxpy[{backend}]"], outcomes
+    outcome, message = outcomes[f"test_saxpy[{backend}]"]
+    assert outcome == "failure", (outcome, message)
+    assert "gpucheck benchmark gate: REGRESSION" in message
+
+
+def assert_passed(folder: Path, done: subprocess.CompletedProcess[str], backend: str) -> None:
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "REGRESSION" not in done.stdout
+    outcomes = junit_outcomes(folder / "junit.xml")
+    assert outcomes == {f"test_saxpy[{backend}]": ("passed", "")}, outcomes
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with a baseline of the fast kernel on numpy and on the simulator."""
+    folder = project(tmp_path_factory.mktemp("stored"))
+    done = run(folder, "--gpu-bench-save", "--gpu-isolate=none",
+               "--gpu-backends=numpy,numba-cudasim", slow=1)
+    assert done.returncode == 0, done.stdout + done.stderr
+    saved = sorted(p.parent.name for p in (folder / ".gpucheck-baselines").glob("*/*/*.json"))
+    assert saved == ["numba-cudasim", "numpy"], saved
+    return folder
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_compare_fails_an_8x_slower_kernel(stored: Path, mode: str) -> None:
+    args, backend = MODES[mode]
+    done = run(stored, "--gpu-bench-compare", *args, slow=8)
+    assert_regression(stored, done, backend)
+
+
+def test_compare_passes_the_unchanged_kernel_in_a_worker(stored: Path) -> None:
+    done = run(stored, "--gpu-bench-compare", "--gpu-isolate=backend", slow=1)
+    assert_passed(stored, done, "numpy")
+
+
+def checkouts(root: Path) -> Path:
+    """``root/baseline`` and ``root/candidate``: the same project; the candidate is run."""
+    project(root / "baseline")
+    return project(root / "candidate")
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES if m != "in-process"])
+def test_against_fails_an_8x_slower_kernel(tmp_path: Path, mode: str) -> None:
+    """The peers start in the process that runs the test (the worker, the simulator
+    child).  Both checkouts inherit the environment, so only the candidate's file reads
+    the variable that slows its kernel down."""
+    candidate = checkouts(tmp_path)
+    (candidate / "test_bench.py").write_text(BENCH.replace('"KSLOW"', '"KSLOW_CANDIDATE"'))
+    args, backend = MODES[mode]
+    done = run_pytest(candidate, "-rA", f"--junitxml={candidate / 'junit.xml'}",
+                      "--gpu-bench-against=../baseline", *args, timeout=600,
+                      extra_env={"KSLOW_CANDIDATE": "8"})
+    assert_regression(candidate, done, backend)
+
+
+def test_against_passes_the_identical_twin_in_a_worker(tmp_path: Path) -> None:
+    candidate = checkouts(tmp_path)
+    done = run(candidate, "--gpu-bench-against=../baseline", "--gpu-isolate=backend", slow=1)
+    assert_passed(candidate, done, "numpy")
