@@ -2,13 +2,22 @@
 
 A CUDA error such as an illegal address poisons the process: every later test
 on that device fails, or passes on garbage.  With ``--gpu-isolate=backend``
-the items of each backend (or backend pair) run in one long-lived worker
-(:class:`pytest_gpucheck.worker_pool.Worker`); a worker that crashes fails
-the item it was running, and a worker whose health probe fails after a failed
-item exits, so the next item runs in a fresh one.  ``test`` gives every item
-a fresh worker.  ``auto`` (the default) is ``backend`` when a selected GPU
-backend is available and ``none`` otherwise.  The ``numba-cudasim`` items
-always run in a child of their own (:mod:`pytest_gpucheck.simulator_router`).
+the items run in long-lived workers (:class:`pytest_gpucheck.worker_pool.Worker`),
+one per device: every item whose backends run on the GPU shares the GPU's
+worker (an interop pair of two GPU frameworks included: in any process the
+frameworks share the device's context, so that context, not the framework, is
+what a sticky error poisons), and every item on host backends shares the host's
+worker.  A worker that crashes fails the item it was running, and a worker
+whose health probe fails after a failed item exits, so the next item runs in a
+fresh one.  A worker is started with ``--gpu-backends`` naming only the
+backends of its items (its collection probes nothing else), and in a plain
+session it is told to finish as soon as no item ahead needs it.  ``test``
+gives every item a fresh worker.  ``auto`` (the default) is ``backend`` when
+a selected GPU backend is available and ``none`` otherwise.  The
+``numba-cudasim`` items always run in a child of their own
+(:mod:`pytest_gpucheck.simulator_router`); skipped items (an unavailable
+backend, a pair across devices, a converter the consumer lacks, all decided at
+collection) and MPI items are never routed.
 
 :func:`inject_sticky_error` is a test hook that makes this process behave as
 after a CUDA sticky error on one backend: its health probe fails and every
@@ -33,13 +42,17 @@ MODES = ("auto", "none", "backend", "test")
 #: Key of an xdist worker's output that carries its isolation workers' deaths.
 DEATHS_OUTPUT = "gpucheck_isolation_deaths"
 
+#: The worker keys: the host's items and the GPU's (this process's one device).
+HOST, GPU = "host", "gpu"
+
+
 def add_options(group: Any) -> None:
     group.addoption(
         ISOLATE_OPTION, dest="gpu_isolate", default="auto", choices=MODES,
         help="run backend items in worker processes that are replaced after a crash or a "
-        "poisoned device (sticky CUDA error): backend (one worker per backend), test (a "
-        "fresh worker per test), none. Default auto: backend when a selected GPU backend "
-        "is available, else none.")
+        "poisoned device (sticky CUDA error): backend (one worker for the GPU's items, one "
+        "for the host's), test (a fresh worker per test), none. Default auto: backend when "
+        "a selected GPU backend is available, else none.")
 
 
 def isolation_mode(config: pytest.Config) -> str:
@@ -83,13 +96,26 @@ class StickyGuard:
                                   "poisoned this process)")
 
 
+def device_key(backends: set[str]) -> str:
+    """The worker an item with these backends runs in: the GPU's when one of them runs
+    on the GPU (this process has one device), else the host's."""
+    from .backends import GPU_BACKENDS
+
+    return GPU if any(name in GPU_BACKENDS for name in backends) else HOST
+
+
 class IsolationRouter:
-    """Parent-side plugin: run backend items in :class:`~.worker_pool.Worker` processes."""
+    """Parent-side plugin: run backend items in :class:`~.worker_pool.Worker` processes,
+    one per device (``backend``) or one per item (``test``)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self._mode: str | None = None
-        self.workers: dict[tuple[str, ...], Any] = {}
+        self.workers: dict[str, Any] = {}
+        #: Workers told to finish (no item ahead needs them); reaped at session end.
+        self.released: list[Any] = []
+        #: key -> the items routed to it, in session order (made on first use).
+        self._universe: dict[str, list[pytest.Item]] | None = None
         #: One line per worker that died (for the summary and the exit status).
         self.deaths: list[str] = []
 
@@ -99,14 +125,24 @@ class IsolationRouter:
             self._mode = isolation_mode(self.config)
         return self._mode
 
-    def _key(self, item: pytest.Item) -> tuple[str, ...] | None:
+    def _key(self, item: pytest.Item) -> str | None:
         from .simulator_router import item_backends, needs_simulator
 
         if (item.get_closest_marker("skip") is not None
                 or item.get_closest_marker("mpi") is not None or needs_simulator(item)):
             return None
         backends = item_backends(item)
-        return tuple(sorted(backends)) if backends else None
+        return device_key(backends) if backends else None
+
+    def universe(self, session: pytest.Session) -> dict[str, list[pytest.Item]]:
+        """key -> every item of the session routed to that key's worker, in order."""
+        if self._universe is None:
+            self._universe = {}
+            for other in session.items:
+                key = self._key(other)
+                if key is not None:
+                    self._universe.setdefault(key, []).append(other)
+        return self._universe
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(
@@ -117,33 +153,64 @@ class IsolationRouter:
         key = self._key(item)
         if key is None:
             return None
-        from .worker_pool import Worker
-        from .workers import backends_option, items_ahead, replay, tear_down_towards
+        from .workers import items_ahead, replay, tear_down_towards
 
-        worker = self.workers.get(key)
-        if worker is None:
-            universe = [item] if self.mode == "test" else [
-                other for other in item.session.items if self._key(other) == key]
-            worker = self.workers[key] = Worker(
-                self.config, universe, what=f"The isolation worker ({', '.join(key)})",
-                extra_args=backends_option(self.config), deaths=self.deaths)
-        # The next item this worker runs keeps the fixtures it shares with this one up,
-        # as in a plain run (a worker per test shares nothing).
-        shared = None if self.mode == "test" else next(
-            (other for other in items_ahead(item) if self._key(other) == key), None)
-        reports = worker.run(item, nextitem=shared)
         if self.mode == "test":
-            worker.close()
-            del self.workers[key]
+            worker = self._new_worker([item])
+            try:
+                reports = worker.run(item)
+            finally:
+                worker.close()
+        else:
+            worker = self.workers.get(key)
+            if worker is None:
+                worker = self.workers[key] = self._new_worker(
+                    self.universe(item.session).get(key, [item]))
+            # The next item this worker runs keeps the fixtures it shares with this one
+            # up, as in a plain run.
+            shared = next((other for other in items_ahead(item) if self._key(other) == key),
+                          None)
+            reports = worker.run(item, nextitem=shared)
+            if shared is None and self._last_of_session(item, key):
+                # No item ahead needs this worker: it finishes its session now (its device
+                # memory and processes go) while the run goes on; reaped at session end.
+                worker.release()
+                self.released.append(self.workers.pop(key))
         replay(item, reports)
         tear_down_towards(item, nextitem)
         return True
 
+    def _last_of_session(self, item: pytest.Item, key: str) -> bool:
+        """Whether ``item`` is surely the last item of ``key`` this process runs: in a
+        plain session, the last of its key in the session's order.  Under pytest-xdist
+        the controller may still send more, so the worker stays until the session ends."""
+        from .workers import ITEM_SERVER
+
+        if os.environ.get("PYTEST_XDIST_WORKER") or self.config.pluginmanager.get_plugin(
+                ITEM_SERVER) is not None:
+            return False
+        routed = self.universe(item.session).get(key, [])
+        return bool(routed) and routed[-1] is item
+
+    def _new_worker(self, universe: list[pytest.Item]) -> Any:
+        from .backends import BACKENDS
+        from .selection import item_backends
+        from .worker_pool import Worker
+        from .workers import backends_option
+
+        # Only the backends its items name: the worker's collection probes (imports) no
+        # other framework, and its parametrization yields the same ids for them.
+        names = sorted({name for other in universe for name in item_backends(other)},
+                       key=list(BACKENDS).index)
+        return Worker(self.config, universe, what=f"The isolation worker ({', '.join(names)})",
+                      extra_args=backends_option(self.config, names), deaths=self.deaths)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        for worker in self.workers.values():
+        for worker in [*self.released, *self.workers.values()]:
             worker.close()
         self.workers.clear()
+        self.released.clear()
         from .workers import hand_over_deaths
 
         hand_over_deaths(self.config, session, self.deaths, DEATHS_OUTPUT)
@@ -164,5 +231,5 @@ class IsolationRouter:
 
 
 # inject_sticky_error is this module's public test hook (docs/reliability.md).
-__all__ = ["ISOLATE_OPTION", "MODES", "StickyError", "configure_isolation", "inject_sticky_error",
-           "isolation_mode"]
+__all__ = ["GPU", "HOST", "ISOLATE_OPTION", "MODES", "StickyError", "configure_isolation",
+           "device_key", "inject_sticky_error", "isolation_mode"]

@@ -219,6 +219,14 @@ class Worker:
         self._failures = 0
         self._served = 0
 
+    def release(self) -> None:
+        """Send no more requests: the worker finishes its session and exits on its own
+        (freeing its device memory) while this process goes on; :meth:`close` later
+        waits for it, keeps its death if it had one and removes its folder."""
+        with contextlib.suppress(OSError):
+            if self._requests is not None:
+                self._requests.close()  # end of requests: the worker's session ends
+
     def close(self) -> None:
         """Let the worker finish its session (teardown, exit), then remove its folder."""
         process = self.process

