@@ -37,11 +37,12 @@ class SanitizedWorker(Worker):
 
     def __init__(self, config: pytest.Config, universe: Sequence[pytest.Item], *, tool: str,
                  executable: Path, what: str, extra_args: Sequence[str],
-                 deaths: list[str]) -> None:
+                 deaths: list[str], tool_args: Sequence[str] = ()) -> None:
         super().__init__(config, universe, what=what, extra_args=extra_args,
                          env=POOLS_OFF_ENV, deaths=deaths)
         self.tool = tool
         self.executable = executable
+        self.tool_args = list(tool_args)
         self.logs: Path | None = None
 
     @property
@@ -55,7 +56,7 @@ class SanitizedWorker(Worker):
                 # pytest exits 1 when a test fails: that is no sanitizer finding
                 "--check-exit-code", "no",
                 # the worker only: a test's own subprocess would not be attributed
-                "--target-processes", "application-only"]
+                "--target-processes", "application-only", *self.tool_args]
 
     def _start(self) -> None:
         self._finish_log()  # a worker that died between tests: what it left unread

@@ -32,7 +32,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,13 @@ SANITIZE_KEY = pytest.StashKey["Sanitizing"]()
 
 #: Backend names routed through the sanitizer by the test hook (this process only).
 _TEST_ROUTED: set[str] = set()
+#: The test hook that stands for the planted-bug kernels on a CPU backend.
+_PLANTED: list[Callable[[str, str, bool], None]] = []
+#: In a sanitized worker: the tool it runs under.
+_RUNNING: list[str] = []
+#: initcheck looks at shared memory only when asked (``--initcheck-address-space``,
+#: added in compute-sanitizer 2025.4: its release notes).
+INITCHECK_SHARED_SINCE = (2025, 4)
 
 
 def sanitize_cpu_backend_for_tests(name: str) -> None:
@@ -77,6 +84,32 @@ def sanitize_cpu_backend_for_tests(name: str) -> None:
     sanitizer as if it were a GPU backend.  Call it from a ``conftest.py``; it lets the
     CPU tier run the whole path with a fake ``compute-sanitizer`` first on ``PATH``."""
     _TEST_ROUTED.add(name)
+
+
+def on_planted_bug_for_tests(callback: Callable[[str, str, bool], None]) -> None:
+    """Test hook: ``callback(tool, case, bug)`` stands for the planted-bug kernels of
+    ``conformance/sanitizer_planted.py`` on a backend routed by
+    :func:`sanitize_cpu_backend_for_tests` (a fake sanitizer's way to see them)."""
+    _PLANTED.append(callback)
+
+
+def planted_bug(tool: str, case: str, *, bug: bool) -> bool:
+    """Run the test hook's stand-in for a planted-bug kernel; False when there is none."""
+    for callback in _PLANTED:
+        callback(tool, case, bug)
+    return bool(_PLANTED)
+
+
+def sanitized_tool() -> str | None:
+    """The tool this process runs under (a ``--gpu-sanitize`` worker), else None."""
+    return _RUNNING[-1] if _RUNNING else None
+
+
+def tool_args(tool: str, version: tuple[int, int] | None) -> list[str]:
+    """The options of one tool beyond the common ones."""
+    if tool == "initcheck" and version is not None and version >= INITCHECK_SHARED_SINCE:
+        return ["--initcheck-address-space", "all"]  # global and shared memory
+    return []
 
 
 def add_options(group: Any) -> None:
@@ -308,6 +341,7 @@ class SanitizerRouter:
 
                 worker = self.workers[key] = SanitizedWorker(
                     self.config, universe, tool=tool, executable=self.plan.executable,
+                    tool_args=tool_args(tool, self.plan.version),
                     what=f"The sanitized worker ({tool}; {', '.join(backends)})",
                     extra_args=backends_option(self.config), deaths=self.deaths)
             runs.append((tool, worker.run(item, nextitem=shared)))
@@ -340,11 +374,17 @@ class SanitizerRouter:
 
 
 def merge_runs(runs: Sequence[tuple[str, list[pytest.TestReport]]]) -> list[pytest.TestReport]:
-    """One item's reports from several tools' runs: the first run with a failure (else the
-    first run), with the sanitizer sections of the other tools' failing runs added, so the
-    item gets exactly one outcome and every tool's findings are shown."""
-    chosen_tool, chosen = next(((tool, reports) for tool, reports in runs
-                                if any(r.failed for r in reports)), runs[0])
+    """One item's reports from several tools' runs: the first run with a failure, else the
+    first that did not skip, else the first; with the sanitizer sections of the other
+    tools' failing runs added, so the item gets exactly one outcome and every tool's
+    findings are shown."""
+    def rank(reports: list[pytest.TestReport]) -> int:
+        if any(r.failed for r in reports):
+            return 0
+        # A test skipped under one tool (a bug another tool reports) ran under another.
+        return 2 if any(r.skipped for r in reports) else 1
+
+    chosen_tool, chosen = min(runs, key=lambda run: rank(run[1]))
     extra = [(name, text) for tool, reports in runs if tool != chosen_tool
              for report in reports if report.failed
              for name, text in report.sections if name.startswith(SECTION)]
@@ -364,6 +404,7 @@ class SanitizedChild:
         # Popped: a pytest a test starts (pytester, a user's subprocess) is no worker.
         self.log = Path(os.environ.pop(SANITIZE_LOG_VARIABLE))
         self.tool = os.environ.pop(SANITIZE_TOOL_VARIABLE, "?")
+        _RUNNING.append(self.tool)
         self.offset = 0
         self._cupy_done = False
         from .hypothesis_profiles import use_sanitize_divisor
@@ -443,5 +484,16 @@ def _cupy_pool_off() -> None:
         cupy.cuda.set_allocator(None)
 
 
-__all__ = ["OPTION", "TOOLS", "add_options", "find_tool", "is_sanitized",
-           "parse_tools", "sanitize_cpu_backend_for_tests", "version_problem"]
+__all__ = [
+    "OPTION",
+    "TOOLS",
+    "add_options",
+    "find_tool",
+    "is_sanitized",
+    "on_planted_bug_for_tests",
+    "parse_tools",
+    "planted_bug",
+    "sanitize_cpu_backend_for_tests",
+    "sanitized_tool",
+    "version_problem",
+]

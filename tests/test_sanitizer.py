@@ -301,3 +301,56 @@ def test_without_a_gpu_backend_it_says_nothing_was_sanitized(tmp_path: Path) -> 
     assert "6 passed" in output
     assert ("gpucheck: --gpu-sanitize: no GPU backend selected, nothing is sanitized"
             in output)
+
+
+PLANTED_CONFTEST = """
+from fake_compute_sanitizer import plant
+
+from pytest_gpucheck.sanitizer import on_planted_bug_for_tests, sanitize_cpu_backend_for_tests
+
+sanitize_cpu_backend_for_tests("numpy")
+
+
+def _kernel(tool, case, bug):
+    if bug:  # the twin is clean
+        plant(tool, case + "(float *, float *, int)")
+
+
+on_planted_bug_for_tests(_kernel)
+"""
+
+
+@pytest.mark.slow
+def test_planted_bugs_fail_under_their_tool_and_twins_pass(tmp_path: Path) -> None:
+    from pytest_gpucheck.conformance import sanitizer_planted
+
+    project = tmp_path / "project"
+    project.mkdir()
+    # The planted file is outside the project, so its hooks are a plugin (-p), not a
+    # conftest.py (pytest loads those above the paths it is given).
+    (project / "planted_hooks.py").write_text(PLANTED_CONFTEST, encoding="utf-8")
+    (project / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    shutil.copy(FAKE, project / "fake_compute_sanitizer.py")
+    planted = sanitizer_planted.__file__
+    junit = tmp_path / "junit.xml"
+    own = ("-p", "planted_hooks", "--rootdir", str(project), "-c", str(project / "pytest.ini"))
+    done = user_runs.run_pytest(
+        project, *own, "--gpu-backends=numpy", f"--gpu-sanitize={','.join(sanitizer.TOOLS)}",
+        planted, f"--junitxml={junit}", timeout=RUN_LIMIT, extra_env=_env(tmp_path))
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    outcomes = junit_outcomes(junit)
+    for case, (tool, _) in sanitizer_planted.CASES.items():
+        outcome, text = outcomes[f"test_planted[numpy-{case}-bug]"]
+        assert outcome == "failure", (case, output)
+        assert f"compute-sanitizer ({tool}) reported errors during the call" in text, text
+        assert case in text
+        assert outcomes[f"test_planted[numpy-{case}-twin]"][0] == "passed", output
+    assert len(outcomes) == 2 * len(sanitizer_planted.CASES)
+    # Without the sanitizer the planted tests do not run (they would pass: nothing sees
+    # these bugs without it).
+    done = user_runs.run_pytest(project, *own, "--gpu-backends=numpy", planted, "-rs",
+                                timeout=RUN_LIMIT, extra_env=_env(tmp_path))
+    assert done.returncode == 0, done.stdout
+    assert "8 skipped" in done.stdout
+    assert "run only in a --gpu-sanitize worker" in done.stdout
