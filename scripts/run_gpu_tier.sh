@@ -13,6 +13,7 @@
 #   packages.txt      pip freeze, whole
 #   matrix.md/.json   the conformance matrix of ONE run (same examples in both)
 #   <step>.log        each step's full output; summary.txt the last lines of each
+#   sanitizer-planted.xml  the planted sanitizer bugs' JUnit file (the sanitizer block)
 # Every step runs even if an earlier one fails; the exit status is non-zero if any
 # did.  At the end it prints what to commit.
 set -uo pipefail
@@ -80,6 +81,24 @@ step mpi-launched-2-ranks "$mpiexec" -n 2 "$py" -m pytest conformance/test_mpi_h
     conformance/test_mpi_reductions.py --gpu-backends=gpu -p no:cacheprovider -q -rs
 step bench "$py" -m pytest conformance/bench_kernels.py --gpu-backends=gpu \
     -p no:cacheprovider -q --gpu-bench-save --gpu-bench-baseline="$out/baselines"
+
+# --- sanitizer (--gpu-sanitize) -------------------------------------------------------------
+# The planted bugs must each fail under their own tool and their twins pass (so this
+# pytest exits 1 by design; check_sanitizer_planted.py gives the step's verdict), then
+# memcheck over one bundled suite, timed, for the cost table of docs/reliability.md.
+# Needs compute-sanitizer (pip install -e '.[sanitize-cu13]', or the toolkit's on PATH).
+timed() { local t0=$SECONDS; "$@"; local rc=$?; echo "wall: $((SECONDS - t0)) s"; return $rc; }
+planted=conformance/sanitizer_planted.py
+"$py" -m pytest "$planted" --gpu-backends=numba-cuda,cupy -p no:cacheprovider -q -rs \
+    --gpu-sanitize=memcheck,racecheck,initcheck,synccheck \
+    --junitxml="$out/sanitizer-planted.xml" >"$out/sanitizer-planted-run.log" 2>&1
+step sanitizer-planted "$py" scripts/check_sanitizer_planted.py "$out/sanitizer-planted.xml"
+step sanitizer-memcheck-elementwise timed "$py" -m pytest \
+    conformance/test_elementwise.py --gpu-backends=numba-cuda,cupy --gpu-sanitize=memcheck \
+    -p no:cacheprovider -q -rs
+step elementwise-unsanitized timed "$py" -m pytest \
+    conformance/test_elementwise.py --gpu-backends=numba-cuda,cupy -p no:cacheprovider -q -rs
+# --- end of the sanitizer block ---------------------------------------------------------------
 
 echo
 echo "Results in $out (exit status $status)."
