@@ -269,6 +269,12 @@ def test_without_the_tool_a_gpu_run_stops_before_collection(tmp_path: Path) -> N
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert lines == [f"ERROR: {sanitizer.missing_tool_message()}"], done.stderr
     assert "collected" not in done.stdout
+    # The command docs/reliability.md prints, on a machine without the tool (or a GPU).
+    done = user_runs.run_pytest(project, "--gpu-sanitize=memcheck", "--gpu-backends=gpu",
+                                timeout=RUN_LIMIT, extra_env=_env(tmp_path, fake=False,
+                                                                  route=False))
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert done.stderr.strip() == f"ERROR: {sanitizer.missing_tool_message()}"
 
 
 @pytest.mark.slow
