@@ -167,7 +167,8 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
             raise AssertionError(problem + "\n" + context.reproducer())
 
     divisor = sizing.statistical_divisor if spec.statistical else sizing.example_divisor
-    examples = max(2, current.max_examples // divisor)
+    # A sanitized worker (--gpu-sanitize) runs a quarter of them (the header says so).
+    examples = max(2, current.max_examples // divisor // hypothesis_profiles.examples_divisor())
     test = settings(
         parent=current,
         max_examples=examples,

@@ -21,6 +21,10 @@ PARENT_VARIABLE = "PYTEST_GPUCHECK_PARENT"
 SERVE_VARIABLE = "PYTEST_GPUCHECK_SERVE"
 #: JSON list of the ``conftest.py`` paths the parent loaded; the child loads them too.
 CONFTESTS_VARIABLE = "PYTEST_GPUCHECK_CONFTESTS"
+#: Set in a worker started under compute-sanitizer (``--gpu-sanitize``): its
+#: ``--log-file``, which the worker reads after each test, and the tool.
+SANITIZE_LOG_VARIABLE = "PYTEST_GPUCHECK_SANITIZE_LOG"
+SANITIZE_TOOL_VARIABLE = "PYTEST_GPUCHECK_SANITIZE_TOOL"
 
 #: JAX's GPU client reserves 75% of each GPU it initializes at its first operation
 #: (``XLA_PYTHON_CLIENT_PREALLOCATE``), and it initializes every platform at once,

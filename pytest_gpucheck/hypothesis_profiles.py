@@ -32,6 +32,25 @@ PROFILES: dict[str, dict[str, object]] = {
     "thorough": {"max_examples": 200},
 }
 
+#: Under ``--gpu-sanitize`` the conformance suites run 1/SANITIZE_DIVISOR of their
+#: profile's examples (at least 2): the sanitizer slows every kernel many times over,
+#: and its findings need one bad access, not many examples.
+SANITIZE_DIVISOR = 4
+_divisor = 1
+
+
+def use_sanitize_divisor() -> None:
+    """In a sanitized worker: the suites run 1/:data:`SANITIZE_DIVISOR` of the examples."""
+    global _divisor
+    _divisor = SANITIZE_DIVISOR
+
+
+def examples_divisor() -> int:
+    """What this process divides the profile's ``max_examples`` by (1, or
+    :data:`SANITIZE_DIVISOR` in a sanitized worker)."""
+    return _divisor
+
+
 MARKER = ("gpu_kernel(name): a conformance test of the bundled kernel `name`; its `impl` "
           "fixture is parametrized over the selected backends x registered implementations.")
 
@@ -61,4 +80,5 @@ def pytest_configure(config: pytest.Config) -> None:
         register_profiles()
 
 
-__all__ = ["MARKER", "PROFILES", "register_profiles"]
+__all__ = ["MARKER", "PROFILES", "SANITIZE_DIVISOR", "examples_divisor", "register_profiles",
+           "use_sanitize_divisor"]

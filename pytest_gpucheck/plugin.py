@@ -37,6 +37,7 @@ FEATURE_PLUGINS: tuple[str, ...] = (
     "pytest_gpucheck.hypothesis_profiles",
     "pytest_gpucheck.interop.plugin",
     "pytest_gpucheck.multi_device",
+    "pytest_gpucheck.sanitizer",
 )
 
 MARKERS = (
@@ -68,6 +69,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from .worker_isolation import add_options as add_isolation_options
 
     add_isolation_options(parser.getgroup("gpucheck"))
+    from .sanitizer import add_options as add_sanitizer_options
+
+    add_sanitizer_options(parser.getgroup("gpucheck"))
 
 
 @pytest.hookimpl(wrapper=True)

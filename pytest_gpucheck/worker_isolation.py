@@ -131,6 +131,10 @@ class IsolationRouter:
         if (item.get_closest_marker("skip") is not None
                 or item.get_closest_marker("mpi") is not None or needs_simulator(item)):
             return None
+        from .sanitizer import is_sanitized
+
+        if is_sanitized(item):
+            return None  # the sanitizer's router runs it (--gpu-sanitize)
         backends = item_backends(item)
         return device_key(backends) if backends else None
 

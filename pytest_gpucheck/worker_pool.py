@@ -184,6 +184,11 @@ class Worker:
         self._served = 0
 
     # -- lifetime --------------------------------------------------------------------------
+    def launcher_args(self) -> list[str]:
+        """What the worker's command starts with, before ``python -m pytest`` (nothing
+        here; a sanitized worker runs under compute-sanitizer)."""
+        return []
+
     def _start(self) -> None:
         self.sink = tempfile.mkdtemp(prefix="gpucheck-child-")
         args_file = Path(self.sink) / "args.txt"
@@ -204,7 +209,8 @@ class Worker:
         output = (Path(self.sink) / "output.txt").open("w", encoding="utf-8")
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "pytest", *plugin_options(self.config), f"@{args_file}"],
+                [*self.launcher_args(), sys.executable, "-m", "pytest",
+                 *plugin_options(self.config), f"@{args_file}"],
                 cwd=self.config.rootpath, env=env, stdout=output, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, text=True, start_new_session=True,
                 pass_fds=(requests_read, replies_write))

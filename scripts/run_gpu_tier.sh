@@ -30,6 +30,7 @@
 #   <step>.xml        each pytest step's JUnit file (also when the step was stopped; one
 #                     with an error when it ended before pytest could write one)
 #   matrix-<step>.json/.md   the conformance / interop matrix of that step's run
+#   sanitizer-planted.xml  the planted sanitizer bugs' JUnit file (the sanitizer steps)
 #   summary.txt       one line per step as it ends; at the end a table of every
 #                     step: exit status, start and length (seconds from the first
 #                     step), budget, pytest's last line; and the wall time
@@ -202,9 +203,25 @@ pytest_step interop-cpu 180 conformance/test_interop.py --gpu-backends=numpy,jax
 # Each launched rank writes no JUnit file of its own (two ranks would share one path).
 define mpi-launched-2-ranks 180 "$mpiexec" -n 2 "$py" -m pytest conformance/test_mpi_halo.py \
     conformance/test_mpi_reductions.py --gpu-backends="$gpu_group" "${common[@]}"
-# >>> sanitizer step: compute-sanitizer over a pytest run goes here, as
-#     `define sanitizer BUDGET compute-sanitizer ... "$py" -m pytest ...` (or pytest_step);
-#     it then runs side by side with the others, with its own budget, log and summary line.
+# >>> sanitizer step (--gpu-sanitize): the planted bugs must each fail under their own
+#     tool and their twins pass (so that pytest exits 1 by design;
+#     check_sanitizer_planted.py gives the step's verdict from its JUnit file), then
+#     memcheck over one bundled suite beside the same suite unsanitized, for the cost
+#     table of docs/reliability.md (both side by side with the other steps: a rough
+#     factor).  Needs compute-sanitizer (pip install -e '.[sanitize-cu13]', or the
+#     toolkit's on PATH); without it the steps fail with the plugin's one line.
+if [ $dry_run -eq 0 ]; then
+    # shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
+    define sanitizer-planted 300 bash -c '"$1" -m pytest conformance/sanitizer_planted.py \
+        --gpu-backends=numba-cuda,cupy -p no:cacheprovider -q -rs \
+        --gpu-sanitize=memcheck,racecheck,initcheck,synccheck --junitxml="$2"; \
+        "$1" scripts/check_sanitizer_planted.py "$2"' sanitizer-planted "$py" \
+        "$out/sanitizer-planted.xml"
+    pytest_step sanitizer-memcheck-elementwise 300 conformance/test_elementwise.py \
+        --gpu-backends=numba-cuda,cupy --gpu-sanitize=memcheck
+    pytest_step elementwise-unsanitized 120 conformance/test_elementwise.py \
+        --gpu-backends=numba-cuda,cupy
+fi
 # <<< sanitizer step
 # Alone, after every other step: it times the GPU (113 s on a GPU shared with other steps).
 bench_steps=()

@@ -179,3 +179,31 @@ def test_gpu_job_commands_fail_fast_without_a_gpu(source: Any, tmp_path: Path) -
             result = _run(command, project, variables)
             assert result.returncode == 0, result.stderr
             assert "no stored runs in .gpucheck-baselines" in result.stdout
+
+
+@pytest.mark.parametrize("source", [github_commands, gitlab_commands], ids=["github", "gitlab"])
+def test_the_nightly_sanitizer_job_installs_the_tool_and_sanitizes_every_command(
+        source: Any) -> None:
+    _, commands = source("sanitize")
+    (install,) = [c for c in commands if c.startswith("python -m pip install")]
+    (extras,) = re.findall(r"pytest-gpucheck\[([^\]]+)\]", install)
+    assert set(extras.split(",")) <= set(EXTRAS)
+    assert any(extra.startswith("sanitize-") for extra in extras.split(","))
+    pytest_commands = [c for c in commands if c.startswith("python -m pytest ")]
+    assert len(pytest_commands) == 2
+    for command in pytest_commands:
+        args = shlex.split(command)
+        assert "--gpu-require=gpu" in args
+        assert any(arg.startswith("--gpu-sanitize=memcheck") for arg in args)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", [github_commands, gitlab_commands], ids=["github", "gitlab"])
+def test_the_nightly_sanitizer_job_fails_fast_without_a_gpu(source: Any, tmp_path: Path) -> None:
+    variables, commands = source("sanitize")
+    project = _project(tmp_path)
+    for command in [c for c in commands if c.startswith("python -m pytest ")]:
+        result = _run(command, project, variables)
+        assert result.returncode == 4, (command, result.stdout[-2000:], result.stderr[-2000:])
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith("ERROR: --gpu-require=gpu:"), line

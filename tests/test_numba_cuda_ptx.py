@@ -136,3 +136,26 @@ def test_a_float64_literal_in_a_float32_kernel_is_caught() -> None:
     f32 = numba.types.Array(numba.float32, 1, "A")
     ptx, _ = cuda.compile_ptx(promoting, numba.void(f32, f32), cc=CC)
     assert {"add.f64", "rcp.rn.f64"} <= double_precision_ops(ptx)
+
+
+@pytest.mark.parametrize("case", ["oob-read-in-slack", "shared-race-reduction",
+                                  "uninitialised-shared-read", "syncthreads-in-branch"])
+def test_planted_sanitizer_kernels_compile_to_ptx(case: str) -> None:
+    """The planted-bug kernels of ``conformance/sanitizer_planted.py`` (bug and twin are one
+    kernel with a flag) type and lower for the real target; the bugs' barriers and shared
+    arrays are in the PTX."""
+    cuda = _cuda_for_ptx()
+    import numba
+
+    from pytest_gpucheck.conformance import sanitizer_planted
+
+    kernel = sanitizer_planted._numba_kernels()[(case, True)]
+    f32 = numba.types.Array(numba.float32, 1, "A")
+    args = ((f32, numba.boolean) if case == "syncthreads-in-branch"
+            else (f32, f32, numba.int64, numba.boolean))
+    ptx, _ = cuda.compile_ptx(kernel.py_func, numba.void(*args), cc=CC)
+    assert ".visible .entry" in ptx
+    if case != "oob-read-in-slack":
+        assert "bar.sync" in ptx or "barrier.sync" in ptx, ptx[-2000:]
+    if case in ("shared-race-reduction", "uninitialised-shared-read"):
+        assert ".shared" in ptx

@@ -1,0 +1,107 @@
+"""compute-sanitizer's log: its records, the findings among them, and which part of a
+sanitized worker's log no test has read yet.
+
+Kept apart from :mod:`pytest_gpucheck.sanitizer` (the plugin) and
+:mod:`pytest_gpucheck.sanitized_worker` (the parent's worker) so both read one
+format.  A sanitized worker logs to ``LOG`` (``--log-file``); after each test it
+writes how far the tests read into ``LOG.read`` and what the sanitizer logged
+before the first test (start-up, collection) into ``LOG.outside``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: The report section of a test with sanitizer errors (``gpucheck sanitizer (TOOL)``).
+SECTION = "gpucheck sanitizer"
+PREFIX = "========="
+#: Records of the log that are not findings: the banner, the summaries, and the
+#: application's exit status (switched off with ``--check-exit-code no``; pytest exits
+#: 1 whenever a test fails).
+NOT_ERRORS = ("COMPUTE-SANITIZER", "ERROR SUMMARY:", "RACECHECK SUMMARY:",
+              "LEAK SUMMARY:", "Error: process didn't terminate successfully",
+              "Target application returned an error")
+
+
+def records(text: str) -> list[list[str]]:
+    """The sanitizer's records in ``text``, each a list of lines without the prefix.
+
+    Format (compute-sanitizer's documentation, "memcheck_demo Output with Memcheck",
+    2026.4): a record's first line is the prefix, one space and its headline; the next
+    lines are indented further under the same prefix; a bare prefix ends it::
+
+        ========= Invalid __global__ write of size 4 bytes
+        =========     at unaligned_kernel()+0x100 in memcheck_demo.cu:34
+        =========     by thread (0,0,0) in block (0,0,0)
+        =========     Address 0x7cc43aa00001 is misaligned
+        =========
+    """
+    found: list[list[str]] = []
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if not line.startswith(PREFIX):
+            current = None  # not the sanitizer's (the application's own output)
+            continue
+        body = line[len(PREFIX):].rstrip()
+        if not body.strip():
+            current = None  # the bare prefix that ends a record
+        elif current is None or not body.startswith("  "):
+            current = [body.strip()]  # a headline: one space after the prefix
+            found.append(current)
+        else:
+            current.append(body[1:])  # an indented line of the current record
+    return found
+
+
+def errors(text: str) -> list[list[str]]:
+    """The records of ``text`` that are findings (not the banner or a summary)."""
+    return [record for record in records(text) if not record[0].startswith(NOT_ERRORS)]
+
+
+def error_text(text: str, *, lines_per_error: int = 12) -> str:
+    """The findings of ``text`` as a report section: each record's first lines (kind,
+    kernel, thread and block, address, the start of the trace)."""
+    shown = []
+    for record in errors(text):
+        body = record[:lines_per_error]
+        if len(record) > lines_per_error:
+            body.append(f"    ... {len(record) - lines_per_error} more lines")
+        shown.append("\n".join(body))
+    return "\n\n".join(shown)
+
+
+def read_mark(log: Path) -> Path:
+    """``LOG.read``: how many bytes of ``log`` the worker's tests have read."""
+    return log.with_name(log.name + ".read")
+
+
+def outside_mark(log: Path) -> Path:
+    """``LOG.outside``: what the sanitizer logged before the worker's first test."""
+    return log.with_name(log.name + ".outside")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def unread_part(log: Path) -> str:
+    """What the sanitizer logged outside the worker's tests: before its first test, and
+    after the last part a test read (session teardown, interpreter exit, a crash)."""
+    try:
+        offset = int(_read(read_mark(log)).strip() or 0)
+    except ValueError:
+        offset = 0
+    try:
+        with log.open("rb") as handle:
+            handle.seek(offset)
+            tail = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        tail = ""
+    return _read(outside_mark(log)) + tail
+
+
+__all__ = ["SECTION", "error_text", "errors", "outside_mark", "read_mark", "records",
+           "unread_part"]
