@@ -145,6 +145,8 @@ OPTIONS: dict[str, Rule] = {
              "--gpu-impls"),
     **_rules(PLUGIN, "the baseline checkout's own process, started by --gpu-bench-against",
              "--gpu-bench-peer"),
+    **_rules(PLUGIN, "the parent starts each sanitized worker under compute-sanitizer; the "
+             "worker learns its tool from its environment", "--gpu-sanitize"),
     **_rules(FORWARD, "JAX in the child must present as many host devices",
              "--gpu-host-devices"),
     **_rules(PARENT, "the report, the plot and the checks of the whole run are made here",
