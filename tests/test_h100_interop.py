@@ -463,3 +463,44 @@ def test_core_only_install_skips_the_bfloat16_triggers_with_the_reason(tmp_path:
     assert status == "skipped", outcomes
     assert "numpy-refuses-bfloat16-export: its trigger needs bfloat16: bfloat16 needs the " \
         "ml_dtypes package (pip install ml_dtypes)" in message
+
+
+@pytest.mark.slow
+def test_changed_behaviours_through_the_suite(tmp_path: Any) -> None:
+    """Both paths end to end: a fake entry whose refusal now works is skipped as
+    "changed in numpy VERSION" and listed in the report; a fake entry whose
+    trigger now does something no better fails naming the versions."""
+    import importlib.metadata
+
+    from user_runs import junit_outcomes, run_pytest
+
+    (tmp_path / "conftest.py").write_text('''
+import pytest_gpucheck.interop.documented as documented
+from pytest_gpucheck.interop.cases import Case
+from pytest_gpucheck.interop.outcomes import Outcome
+
+fake = dict(source="https://example.invalid", protocols=("dlpack",), producers="numpy",
+            framework="numpy", seen=("numpy 1.0.0",))
+documented.DOCUMENTED = documented.DOCUMENTED + (
+    documented.Documented(key="fake-now-works", outcome=Outcome.REFUSES, summary="old refusal",
+        error="^BufferError: old", trigger=documented.Trigger("numpy", "numpy",
+        Case("float64", (3,))), **fake),
+    documented.Documented(key="fake-other-refusal", outcome=Outcome.REFUSES,
+        summary="a refusal with another message", error="^BufferError: nope",
+        trigger=documented.Trigger("numpy", "numpy", Case("bfloat16", (3,))), **fake),
+)
+''', encoding="utf-8")
+    result = run_pytest(tmp_path, "--pyargs", "pytest_gpucheck.conformance.test_interop",
+                        "--gpu-backends=numpy", "-k", "fake", "-rs",
+                        "--junitxml=out.xml", timeout=300)
+    outcomes = junit_outcomes(tmp_path / "out.xml")
+    version = importlib.metadata.version("numpy")
+    status, message = outcomes["test_documented_behaviour_reproduces[fake-now-works]"]
+    assert status == "skipped", outcomes
+    assert f"fake-now-works changed in numpy {version}: numpy->numpy via dlpack is now " \
+        "zero-copy" in message
+    status, message = outcomes["test_documented_behaviour_reproduces[fake-other-refusal]"]
+    assert status == "failure", outcomes
+    assert "seen with: numpy 1.0.0; installed: numpy" in message
+    assert "documented behaviours that changed:" in result.stdout
+    assert result.returncode == 1
