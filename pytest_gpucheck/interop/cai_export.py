@@ -43,9 +43,10 @@ def cai_problems(interface: dict[str, Any], facts: ArrayFacts) -> list[str]:
                         f"versions {KNOWN_VERSIONS} this check knows")
     if tuple(interface["shape"]) != facts.shape:
         problems.append(f"shape {tuple(interface['shape'])} != the array's {facts.shape}")
-    if np.dtype(interface["typestr"]) != facts.dtype:
-        problems.append(f"typestr {interface['typestr']!r} is not {facts.dtype.str!r} "
-                        f"({facts.dtype.name})")
+    if not typestr_names(str(interface["typestr"]), facts.dtype):
+        problems.append(f"typestr {interface['typestr']!r} "
+                        f"({np.dtype(interface['typestr']).name}) is not "
+                        f"{facts.dtype.str!r} ({facts.dtype.name})")
     pointer, readonly = interface["data"]
     if facts.size and int(pointer) != facts.pointer:
         problems.append(f"data pointer {int(pointer):#x} != the array's {facts.pointer:#x}")
@@ -61,6 +62,21 @@ def cai_problems(interface: dict[str, Any], facts: ArrayFacts) -> list[str]:
         problems.append(f"{what} != the array's {facts.strides}")
     problems += _stream_problems(interface, version)
     return problems
+
+
+def typestr_names(typestr: str, dtype: np.dtype) -> bool:
+    """True when ``typestr`` is what a producer of ``dtype`` can truthfully write.
+
+    A typestr names NumPy's built-in dtypes only.  An extension dtype with no
+    fields (ml_dtypes' bfloat16) has no name of its own there: its only
+    typestr is the raw ``'<V2'`` of its size (PyTorch writes it for bfloat16,
+    ``torch/_tensor.py``), so that is accepted for it, and only for it.
+    """
+    if np.dtype(typestr) == dtype:
+        return True
+    plain_void = type(np.dtype("V1"))  # NumPy's own unstructured void
+    extension = dtype.kind == "V" and dtype.fields is None and type(dtype) is not plain_void
+    return extension and typestr.lstrip("<>|=") == f"V{dtype.itemsize}"
 
 
 def _stream_problems(interface: dict[str, Any], version: Any) -> list[str]:

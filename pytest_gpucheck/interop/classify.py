@@ -50,15 +50,30 @@ def exchange(case: Case, producer: Adapter, consumer: Adapter, converter: Conver
     """Produce ``case``, hand it over with ``converter`` and measure what the consumer got."""
     try:
         convert = converter.build(consumer)
-        source = producer.produce(case)
     except NotAvailable as exc:
         return Exchange(Outcome.NOT_AVAILABLE, reason=str(exc))
-    missing = converter.missing_producer_attribute(source)
-    if missing:
-        return Exchange(Outcome.NOT_AVAILABLE,
-                        reason=f"{producer.name} arrays have no {missing}")
+    source, unavailable = produce_for(case, producer, converter)
+    if unavailable is not None:
+        return unavailable
     result, _ = hand_over(case, source, producer, consumer, convert, converter)
     return result
+
+
+def produce_for(case: Case, producer: Adapter, converter: Converter) -> tuple[Any, Exchange | None]:
+    """The producer's array of ``case``, or a NOT_AVAILABLE exchange saying why there is none.
+
+    Per case, not per pair: a producer may lack the protocol for one dtype only
+    (JAX exports no CUDA Array Interface for bfloat16: its attribute raises).
+    """
+    try:
+        source = producer.produce(case)
+    except NotAvailable as exc:
+        return None, Exchange(Outcome.NOT_AVAILABLE, reason=str(exc))
+    missing = converter.missing_producer_attribute(source)
+    if missing:
+        return None, Exchange(Outcome.NOT_AVAILABLE,
+                              reason=f"{producer.name} arrays have no {missing}")
+    return source, None
 
 
 def hand_over(

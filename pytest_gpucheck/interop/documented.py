@@ -2,14 +2,18 @@
 
 The suite measures every exchange; this table only decides whether a
 measured copy or refusal is acceptable, and names the known upstream defects
-(measured "wrong" outcomes the suite reports as expected failures).  Each
-entry cites its source and carries a trigger: a concrete exchange that must
-still reproduce it, so a library that changes its behaviour makes
-``test_documented_behaviour_reproduces`` fail and the table gets updated.
+(measured "wrong" outcomes, and refusals that are bugs, which the suite
+reports as expected failures with the upstream link).  Each entry cites its
+source, the framework versions it was seen with, and carries a trigger: a
+concrete exchange that must still reproduce it.  When it stops reproducing,
+``test_documented_behaviour_reproduces`` says "changed in <framework> <installed
+version>" (a skip) where the change is one a user welcomes (a refusal that now
+works, a copy that is now zero-copy), and fails naming the versions otherwise.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +21,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from ..backends.array_facts import is_compact
+from ..backends.dtypes import DtypeUnavailable, numpy_dtype
 from .cases import Case
 from .outcomes import Exchange, Outcome
 
@@ -75,6 +80,20 @@ class Documented:
     when: Condition = always
     error: str = ""  # regex matched against "ExceptionType: message" of a refusal
     problem: str = ""  # text every matching problem of a known defect contains
+    #: A known upstream defect: matching items are expected failures (xfail) naming
+    #: ``source``.  WRONG entries always are; a REFUSES entry is one when the refusal
+    #: is a bug (JAX's copy=True on CUDA), not a documented limit.
+    defect: bool = False
+    #: The distribution whose behaviour this is (its installed version is named
+    #: when the trigger stops reproducing).
+    framework: str = ""
+    #: "distribution version" pairs this behaviour was measured with.
+    seen: tuple[str, ...] = ()
+
+    @property
+    def known_defect(self) -> bool:
+        """True when matching items are expected failures rather than passes."""
+        return self.defect or self.outcome is Outcome.WRONG
 
     def matches(self, case: Case, result: Exchange, converter: Converter) -> bool:
         """True when this entry explains ``result`` of ``converter`` on ``case``."""
@@ -94,6 +113,12 @@ class Documented:
 
 DLPACK = ("dlpack", "dlpack-nocopy", "dlpack-copy")
 
+#: Versions the entries below were measured with: the CPU tier in CI, the CPU
+#: tier under NumPy 2.5, and the first H100 run (docs/gpu-runs/2026-11-26-H100/).
+CPU_TIER = ("numpy 2.4.6", "jax 0.10.2", "torch 2.13.0")
+H100 = ("cupy-cuda13x 14.2.0", "jax 0.11.2", "torch 2.11.0", "cuda-core 1.2.0",
+        "numba-cuda 0.30.4")
+
 DOCUMENTED: tuple[Documented, ...] = (
     Documented(
         key="jax-copies-unaligned",
@@ -104,6 +129,8 @@ DOCUMENTED: tuple[Documented, ...] = (
         consumers="jax-cpu",
         when=unaligned_64,
         trigger=Trigger("numpy", "jax-cpu", Case("float64", (9,), view=((1, 9, 1),))),
+        framework="jax",
+        seen=("jax 0.10.2", "jax 0.11.2"),
     ),
     Documented(
         key="jax-refuses-unaligned-nocopy",
@@ -117,6 +144,8 @@ DOCUMENTED: tuple[Documented, ...] = (
         error=r"^ValueError: .*not aligned",
         trigger=Trigger("numpy", "jax-cpu", Case("float64", (9,), view=((1, 9, 1),)),
                         "dlpack-nocopy"),
+        framework="jax",
+        seen=("jax 0.10.2", "jax 0.11.2"),
     ),
     Documented(
         key="jax-refuses-gaps",
@@ -129,29 +158,37 @@ DOCUMENTED: tuple[Documented, ...] = (
         error=r"(JaxRuntimeError|XlaRuntimeError): UNIMPLEMENTED: .*compact",
         trigger=Trigger("numpy", "jax-cpu",
                         Case("float64", (4, 5), view=((0, 4, 1), (0, 5, 2)))),
+        framework="jax",
+        seen=("jax 0.10.2", "jax 0.11.2"),
     ),
     Documented(
         key="numpy-refuses-bfloat16-export",
         outcome=Outcome.REFUSES,
         summary="NumPy exports only its built-in integer, float and complex dtypes "
-        "(an ml_dtypes bfloat16 array raises BufferError)",
+        "(an ml_dtypes bfloat16 array raises BufferError; NumPy 2.5 lets a package "
+        "register more, ml_dtypes 0.6 does not)",
         source="https://numpy.org/doc/stable/reference/generated/numpy.ndarray.__dlpack__.html",
         protocols=DLPACK,
         producers="numpy",
         when=is_bfloat16,
         error=r"^BufferError: DLPack only supports",
         trigger=Trigger("numpy", "numpy", Case("bfloat16", (3,))),
+        framework="numpy",
+        seen=("numpy 2.4.6", "numpy 2.5.2", "ml_dtypes 0.6.0"),
     ),
     Documented(
         key="numpy-refuses-bfloat16-import",
         outcome=Outcome.REFUSES,
-        summary="numpy.from_dlpack has no bfloat16 (RuntimeError: Unsupported dtype)",
-        source="https://numpy.org/doc/stable/reference/generated/numpy.from_dlpack.html",
+        summary="numpy.from_dlpack has no bfloat16 (RuntimeError: Unsupported dtype; "
+        "BufferError since NumPy 2.5, numpy/numpy#31000)",
+        source="https://github.com/numpy/numpy/pull/31000",
         protocols=DLPACK,
         consumers="numpy",
         when=is_bfloat16,
-        error=r"^RuntimeError: Unsupported dtype",
+        error=r"^(RuntimeError|BufferError): Unsupported dtype",
         trigger=Trigger("torch-cpu", "numpy", Case("bfloat16", (3,))),
+        framework="numpy",
+        seen=("numpy 2.4.6", "numpy 2.5.2", "ml_dtypes 0.6.0"),
     ),
     Documented(
         key="numpy-refuses-readonly-to-unversioned",
@@ -166,18 +203,72 @@ DOCUMENTED: tuple[Documented, ...] = (
         when=producer_readonly,
         error=r"^BufferError: Cannot export readonly array",
         trigger=Trigger("numpy", "jax-cpu", Case("float64", (3,), readonly=True)),
+        framework="numpy",
+        seen=("numpy 2.4.6", "numpy 2.5.2", "jax 0.10.2"),
     ),
     Documented(
         key="cuda-core-refuses-cai-v2",
         outcome=Outcome.REFUSES,
-        summary="cuda.core's StridedMemoryView imports only CUDA Array Interface v3; PyTorch "
-        "and JAX export v2 (BufferError: only CUDA Array Interface v3 or above is supported)",
+        summary="cuda.core's StridedMemoryView imports only CUDA Array Interface v3; JAX "
+        "exports v2 (BufferError: only CUDA Array Interface v3 or above is supported). "
+        "PyTorch exports v2 too, but cuda.core >= 1.2 reads a torch.Tensor through its "
+        "AOTI tensor bridge whatever the protocol, so torch-cuda -> cuda-python is "
+        "zero-copy",
         source="https://github.com/NVIDIA/cuda-python/blob/main/cuda_core/cuda/core/"
         "_memoryview.pyx",
         protocols=("cai",),
+        producers="jax-*",
         consumers="cuda-python",
         error=r"^BufferError: only CUDA Array Interface v3 or above is supported",
-        trigger=Trigger("torch-cuda", "cuda-python", Case("float64", (3,)), "cai"),
+        trigger=Trigger("jax-gpu", "cuda-python", Case("float64", (3,)), "cai"),
+        framework="cuda-core",
+        seen=("cuda-core 1.2.0", "jax 0.11.2"),
+    ),
+    Documented(
+        key="torch-refuses-readonly-cai",
+        outcome=Outcome.REFUSES,
+        summary="torch.as_tensor refuses a CUDA Array Interface whose data[1] says "
+        "read-only (TypeError: the read only flag is not supported); JAX's CAI is always "
+        "read-only, so no JAX array enters PyTorch this way",
+        source="https://github.com/pytorch/pytorch/blob/main/torch/csrc/utils/"
+        "tensor_numpy.cpp",
+        protocols=("cai",),
+        consumers="torch-*",
+        when=producer_readonly,
+        error=r"^TypeError: the read only flag is not supported",
+        trigger=Trigger("jax-gpu", "torch-cuda", Case("float64", (3,)), "cai"),
+        framework="torch",
+        seen=("torch 2.11.0", "jax 0.11.2"),
+    ),
+    Documented(
+        key="torch-refuses-cai-void",
+        outcome=Outcome.REFUSES,
+        summary="the CUDA Array Interface cannot name bfloat16 (producers write '<V2'); "
+        "torch.as_tensor refuses that void typestr (TypeError: can't convert np.ndarray "
+        "of type numpy.void)",
+        source="https://github.com/pytorch/pytorch/blob/main/torch/csrc/utils/"
+        "tensor_numpy.cpp",
+        protocols=("cai",),
+        consumers="torch-*",
+        when=is_bfloat16,
+        error=r"^TypeError: can't convert np\.ndarray of type numpy\.void",
+        trigger=Trigger("cupy", "torch-cuda", Case("bfloat16", (3,)), "cai"),
+        framework="torch",
+        seen=("torch 2.11.0", "cupy-cuda13x 14.2.0"),
+    ),
+    Documented(
+        key="cupy-refuses-device-copy",
+        outcome=Outcome.REFUSES,
+        summary="CuPy's __dlpack__(copy=True) refuses a copy on its own device "
+        "(BufferError: copy=True only supported for copy to CPU); cupy.from_dlpack and "
+        "torch.from_dlpack pass copy=True on to it",
+        source="https://github.com/cupy/cupy/issues/9842",
+        protocols=("dlpack-copy",),
+        producers="cupy",
+        error=r"^BufferError: copy=True only supported for copy to CPU",
+        trigger=Trigger("cupy", "cupy", Case("float64", (3,)), "dlpack-copy"),
+        framework="cupy",
+        seen=("cupy-cuda13x 14.2.0", "torch 2.11.0"),
     ),
     Documented(
         key="dlpack-nocopy-buffererror",
@@ -189,21 +280,55 @@ DOCUMENTED: tuple[Documented, ...] = (
         protocols=("dlpack-nocopy",),
         error=r"^BufferError: ",
         trigger=None,
+        seen=CPU_TIER,
     ),
-    # -- known upstream defects: measured as wrong, reported as expected failures --
+    # -- known upstream defects: reported as expected failures with the link --
+    Documented(
+        key="jax-gpu-copy-true-unimplemented",
+        outcome=Outcome.REFUSES,
+        defect=True,
+        summary="jax.dlpack.from_dlpack(x, copy=True) of CUDA memory fails: jaxlib's "
+        "MakePjrtBuffer hands the device pointer to BufferFromHostBuffer with "
+        "kMutableZeroCopy, which the PJRT C API CUDA plugin rejects (UNIMPLEMENTED), "
+        "and jax/_src/dlpack.py then skips its own copy",
+        source="https://github.com/jax-ml/jax/blob/main/jaxlib/dlpack.cc",
+        protocols=("dlpack-copy",),
+        consumers="jax-gpu",
+        error=r"^(JaxRuntimeError|XlaRuntimeError): UNIMPLEMENTED: PJRT C API does not "
+        r"support HostBufferSemantics",
+        trigger=Trigger("jax-gpu", "jax-gpu", Case("float64", (4,)), "dlpack-copy"),
+        framework="jax",
+        seen=("jax 0.11.2",),
+    ),
+    Documented(
+        key="cai-cannot-name-bfloat16",
+        outcome=Outcome.WRONG,
+        summary="the CUDA Array Interface has no typestr for bfloat16: CuPy, PyTorch and "
+        "cuda-python export '<V2', and consumers that build a NumPy dtype from it "
+        "(cupy.asarray, numba.cuda.as_cuda_array, cuda.core) import a void16 array over "
+        "the right bytes",
+        source="https://numba.readthedocs.io/en/stable/cuda/cuda_array_interface.html",
+        protocols=("cai",),
+        when=is_bfloat16,
+        problem="dtype changed: bfloat16 -> void16",
+        trigger=Trigger("torch-cuda", "cupy", Case("bfloat16", (3,)), "cai"),
+        framework="cupy",
+        seen=H100,
+    ),
     Documented(
         key="torch-ignores-readonly",
         outcome=Outcome.WRONG,
-        summary="PyTorch has no read-only tensors: it imports read-only memory as a writable "
-        "tensor (from a read-only NumPy array, from JAX, whose unversioned capsules "
-        "cannot say read-only, and through torch.as_tensor from a CUDA Array Interface "
-        "whose data[1] says read-only)",
+        summary="PyTorch has no read-only tensors: torch.from_dlpack imports read-only "
+        "memory as a writable tensor (from a read-only NumPy array, from JAX, whose "
+        "unversioned capsules cannot say read-only)",
         source="https://github.com/pytorch/pytorch/issues/44027",
-        protocols=(*DLPACK, "cai"),
+        protocols=DLPACK,
         consumers="torch-*",
         when=producer_readonly,
         problem="read-only lost",
         trigger=Trigger("numpy", "torch-cpu", Case("float64", (3,), readonly=True)),
+        framework="torch",
+        seen=("torch 2.13.0", "torch 2.11.0", "numpy 2.4.6", "numpy 2.5.2"),
     ),
     Documented(
         key="cupy-ignores-readonly",
@@ -217,6 +342,8 @@ DOCUMENTED: tuple[Documented, ...] = (
         when=producer_readonly,
         problem="read-only lost",
         trigger=Trigger("jax-gpu", "cupy", Case("float64", (3,))),
+        framework="cupy",
+        seen=("cupy-cuda13x 14.2.0", "jax 0.11.2"),
     ),
     Documented(
         key="numba-cuda-cai-ignores-readonly",
@@ -230,6 +357,8 @@ DOCUMENTED: tuple[Documented, ...] = (
         problem="read-only lost",
         trigger=Trigger("cuda-python", "numba-cuda", Case("float64", (3,), readonly=True),
                         "cai"),
+        framework="numba-cuda",
+        seen=("numba-cuda 0.30.4", "jax 0.11.2"),
     ),
     Documented(
         key="cuda-core-legacy-capsule-writable",
@@ -243,6 +372,8 @@ DOCUMENTED: tuple[Documented, ...] = (
         when=producer_readonly,
         problem="read-only lost",
         trigger=Trigger("jax-gpu", "cuda-python", Case("float64", (3,))),
+        framework="jax",
+        seen=("jax 0.11.2", "cuda-core 1.2.0"),
     ),
     Documented(
         key="jax-copy-true-aliases",
@@ -254,6 +385,8 @@ DOCUMENTED: tuple[Documented, ...] = (
         consumers="jax-cpu",
         problem="shares memory although a copy was requested",
         trigger=Trigger("torch-cpu", "jax-cpu", Case("float64", (4,)), "dlpack-copy"),
+        framework="jax",
+        seen=("jax 0.10.2", "torch 2.13.0"),
     ),
 )
 
@@ -284,7 +417,8 @@ def judge(case: Case, result: Exchange, converter: Converter) -> Verdict:
         return Verdict("fail", outcome, _message(case, result, converter, "wrong"))
     for entry in DOCUMENTED:
         if entry.matches(case, result, converter):
-            return Verdict("ok", outcome, entry.summary, entry)
+            return Verdict("known" if entry.known_defect else "ok", outcome, entry.summary,
+                           entry)
     what = "undocumented copy" if outcome is Outcome.COPIES else "undocumented refusal"
     if converter.origin == "user":
         what = "the converter raised" if outcome is Outcome.REFUSES else what
@@ -303,3 +437,97 @@ def _known_defect(case: Case, result: Exchange, converter: Converter) -> Documen
 def _message(case: Case, result: Exchange, converter: Converter, what: str) -> str:
     return (f"{converter.producer}->{converter.consumer} via {converter.id}: {what}\n"
             f"case: {case!r}\n{result.describe()}")
+
+
+#: Distributions a framework ships under (CuPy has one wheel per CUDA major version).
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "cupy": ("cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x"),
+}
+
+
+def installed_version(framework: str) -> str | None:
+    """``"name version"`` of the installed distribution of ``framework`` (None: not installed).
+
+    Read from the package metadata: nothing is imported.
+    """
+    for name in DISTRIBUTIONS.get(framework, (framework,)):
+        try:
+            return f"{name} {importlib.metadata.version(name)}"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def prerequisite_problem(entry: Documented) -> str | None:
+    """Why ``entry``'s trigger cannot even be built here (None when it can).
+
+    The trigger's case needs its dtype: bfloat16 needs ml_dtypes, which a
+    core-only install does not have.  That is a missing prerequisite, not a
+    behaviour that changed.
+    """
+    if entry.trigger is None:
+        return None
+    try:
+        numpy_dtype(entry.trigger.case.dtype)
+    except DtypeUnavailable as exc:
+        return str(exc)
+    return None
+
+
+#: How good an outcome is for a hand-over that may copy; higher is better.
+_RANK = {Outcome.WRONG: 0, Outcome.REFUSES: 1, Outcome.COPIES: 2, Outcome.ZERO_COPY: 3,
+         Outcome.EMPTY: 3}
+
+
+@dataclass(frozen=True)
+class Change:
+    """A documented behaviour whose trigger no longer reproduces it."""
+
+    welcome: bool  # the exchange now does better: report "changed in VERSION", not a failure
+    message: str
+
+
+def changed(entry: Documented, verdict: Verdict, result: Exchange) -> Change | None:
+    """None when ``entry`` still explains its trigger's ``result``; else how it changed.
+
+    Welcome: the suite now accepts the exchange without this entry and its
+    outcome is better (a refusal that works, a copy that is zero-copy, a known
+    defect gone).  Anything else (a new refusal, a new defect, another error)
+    is not, and the message names the versions it was seen with and runs with.
+    """
+    if verdict.documented is not None and verdict.documented.key == entry.key:
+        return None
+    trigger = entry.trigger
+    assert trigger is not None
+    now = installed_version(entry.framework) if entry.framework else None
+    names = sorted({item.split()[0] for item in entry.seen} | {entry.framework} - {""})
+    installed = ", ".join(v for v in (installed_version(n) for n in names) if v)
+    where = f"{trigger.producer}->{trigger.consumer} via {trigger.protocol}"
+    welcome = verdict.kind == "ok" and _RANK[verdict.outcome] > _RANK[entry.outcome]
+    if welcome:
+        return Change(True, (
+            f"{entry.key} changed in {now or 'an installed version'}: {where} is now "
+            f"{verdict.outcome.value} (documented: {entry.outcome.value}; seen with "
+            f"{', '.join(entry.seen)}); remove or narrow the entry in "
+            "pytest_gpucheck/interop/documented.py"))
+    return Change(False, (
+        f"{entry.key} ({entry.summary}) no longer reproduces with {where}: measured "
+        f"{verdict.kind}/{result.outcome.value}\n{result.describe()}\n"
+        f"seen with: {', '.join(entry.seen) or 'no version recorded'}; installed: "
+        f"{installed or 'none of those'}\n"
+        "update pytest_gpucheck/interop/documented.py"))
+
+
+def export_refusal(producer: str, protocol: str, error_text: str) -> Documented | None:
+    """The documented refusal explaining a producer's own ``__dlpack__`` raising.
+
+    ``protocol`` names what was asked (``dlpack-copy`` for ``copy=True``); only
+    entries about the producer, for every case and consumer, can explain it.
+    """
+    for entry in DOCUMENTED:
+        if (entry.outcome is Outcome.REFUSES and not entry.known_defect
+                and protocol in entry.protocols and entry.when is always
+                and entry.consumers == "*" and fnmatchcase(producer, entry.producers)
+                and re.search(entry.error, error_text)):
+            return entry
+    return None

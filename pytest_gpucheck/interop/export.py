@@ -13,6 +13,8 @@ import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .documented import export_refusal
+
 if TYPE_CHECKING:
     from ..backends.adapter_base import Adapter
     from .cases import Case
@@ -49,6 +51,8 @@ class ExportReport:
     versioned: bool | None = None
     keywords: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: documented refusals of a keyword (key -> summary), not problems
+    documented: dict[str, str] = field(default_factory=dict)
 
 
 def missing_dlpack(adapter: Adapter, array: Any) -> str | None:
@@ -111,7 +115,14 @@ def check_dlpack_export(adapter: Adapter, case: Case) -> ExportReport:
             capsule = array.__dlpack__(**keywords)
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [""])[0]
-            report.problems.append(f"__dlpack__({label}) raised {type(exc).__name__}: {first}")
+            error = f"{type(exc).__name__}: {first}"
+            # copy=True is the dlpack-copy protocol's request (CuPy refuses it on the device).
+            entry = (export_refusal(adapter.name, "dlpack-copy", error)
+                     if keywords.get("copy") is True else None)
+            if entry is not None:
+                report.documented[entry.key] = entry.summary
+            else:
+                report.problems.append(f"__dlpack__({label}) raised {error}")
             continue
         name = capsule_name(capsule)
         if name not in ("dltensor", "dltensor_versioned"):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .classify import hand_over, same_bytes
+from .classify import hand_over, produce_for, same_bytes
 from .outcomes import Exchange, Outcome
 
 if TYPE_CHECKING:
@@ -56,7 +56,12 @@ def check_lifetimes(
     results: list[Exchange] = []
     shared: list[tuple[Case, Exchange, Any]] = []
     for case in cases:
-        source = producer.produce(case)
+        # The same per-case check as exchange(): a case the producer cannot
+        # export this way is not available, not a refusal or a copy.
+        source, unavailable = produce_for(case, producer, converter)
+        if unavailable is not None:
+            results.append(unavailable)
+            continue
         result, target = hand_over(case, source, producer, consumer, convert, converter)
         del source  # the consumer's array is now the only way to the memory
         results.append(result)

@@ -21,6 +21,8 @@ CELL_PROPERTY = "gpucheck_interop_cell"
 OUTCOMES_PROPERTY = "gpucheck_interop_outcomes"
 #: user_properties key of a producer's DLPack export check.
 EXPORT_PROPERTY = "gpucheck_interop_export"
+#: user_properties key of a documented behaviour that changed for the better.
+CHANGED_PROPERTY = "gpucheck_interop_changed"
 ORDER = [o.value for o in Outcome]
 
 
@@ -39,7 +41,8 @@ class Cell:
         if self.failed:
             return "WRONG"
         if self.known:
-            return "wrong (known)"
+            # A known defect is a wrong result or a refusal that is a bug (JAX's copy=True).
+            return ("wrong" if self.counts.get(Outcome.WRONG.value) else "refuses") + " (known)"
         seen = [o for o in ORDER if self.counts.get(o) and o != Outcome.EMPTY.value]
         if not seen:
             return "n/a" if self.reason else ("empty" if self.counts else "-")
@@ -53,9 +56,12 @@ class PairMatrix:
     cells: dict[tuple[str, str, str], Cell] = field(default_factory=dict)
     #: producer -> what its __dlpack__ did (device, versioned capsule, keywords, passed)
     exports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: documented behaviour -> "changed in VERSION" message (it no longer reproduces)
+    changes: dict[str, str] = field(default_factory=dict)
 
     def record(self, report: pytest.TestReport) -> None:
         props: dict[str, Any] = dict(report.user_properties)
+        self.changes.update(props.get(CHANGED_PROPERTY) or {})
         export = props.get(EXPORT_PROPERTY)
         if export and _final_phase(report):
             self.exports[export["producer"]] = {**export, "passed": report.passed}
@@ -95,6 +101,7 @@ class PairMatrix:
                 for (p, a, b), cell in sorted(self.cells.items())
             ],
             "dlpack_exports": [self.exports[name] for name in sorted(self.exports)],
+            "changed": dict(sorted(self.changes.items())),
         }
 
     def _table(self, protocol: str) -> tuple[list[str], list[list[str]]]:
@@ -158,7 +165,9 @@ class PairMatrix:
         reasons = sorted({c.reason.removeprefix("not available: ")
                           for c in self.cells.values() if c.reason})
         lines: list[str] = []
+        changes = [self.changes[key] for key in sorted(self.changes)]
         for title, items in (("documented behaviours and known defects seen", notes),
+                             ("documented behaviours that changed", changes),
                              ("not available", reasons)):
             if not items:
                 continue

@@ -73,7 +73,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_gpucheck_report_sections(config: pytest.Config) -> list[ReportSection]:
     """The pair matrix, as a section of the core report."""
     matrix = config.stash.get(MATRIX_KEY, None)
-    if matrix is None or not matrix.cells:
+    if matrix is None or not (matrix.cells or matrix.changes):
         return []
     return [ReportSection("interop", matrix.to_json(), matrix.markdown(),
                           ("", "gpucheck interop pair matrix", *matrix.terminal_lines()))]

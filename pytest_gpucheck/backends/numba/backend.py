@@ -71,10 +71,18 @@ class _NumbaCudaArrays(Backend):
             return array.copy()
         if array.is_c_contiguous() or array.is_f_contiguous():
             return array.copy_to_host()
-        # A strided view: gather it on the device first, then copy.
-        dense = self._cuda().device_array(array.shape, dtype=array.dtype)
-        dense[...] = array
-        return dense.copy_to_host()
+        # A strided view: gather it on the device first, then copy.  Index with
+        # a tuple of full slices: numba-cuda's DeviceNDArray has no Ellipsis
+        # (dummyarray's Dim.__getitem__ computes `... + 1`, a TypeError).
+        source = array
+        if not _numba_types(array.dtype):
+            # Numba's assignment kernel cannot be typed for void / bfloat16
+            # (what a '<V2' CUDA Array Interface imports as): move the bytes
+            # through an unsigned integer view of the same item size.
+            source = array.view(np.dtype(f"u{array.dtype.itemsize}"))
+        dense = self._cuda().device_array(source.shape, dtype=source.dtype)
+        dense[_whole(dense)] = source
+        return np.asarray(dense.copy_to_host()).view(array.dtype)
 
     def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
         return self._cuda().device_array(shape, dtype=dtype)
@@ -275,6 +283,17 @@ class NumbaOps(ArrayOps):
         if x.shape[0]:
             _mpi_kernels().saxpy[_launch(x.shape[0])](x.dtype.type(alpha), x, y, out)
         return out
+
+
+def _numba_types(dtype: Any) -> bool:
+    """True when Numba can type ``dtype`` (not for void, bfloat16 or other extension dtypes)."""
+    from numba.np.numpy_support import from_dtype
+
+    try:
+        from_dtype(np.dtype(dtype))
+    except Exception:  # NumbaNotImplementedError and its kin
+        return False
+    return True
 
 
 def _whole(array: Any) -> Index:
