@@ -25,6 +25,12 @@ CONFTESTS_VARIABLE = "PYTEST_GPUCHECK_CONFTESTS"
 #: ``--log-file``, which the worker reads after each test, and the tool.
 SANITIZE_LOG_VARIABLE = "PYTEST_GPUCHECK_SANITIZE_LOG"
 SANITIZE_TOOL_VARIABLE = "PYTEST_GPUCHECK_SANITIZE_TOOL"
+#: ``<stdout fd>,<stderr fd>``: under the parent's ``-s``, the child writes what its
+#: tests print to these (the parent's own terminal), live (:class:`~.workers.OutputStream`).
+STREAM_VARIABLE = "PYTEST_GPUCHECK_STREAM"
+#: The parent's ``junit_family`` when it writes a junit file (``--junitxml``): the child
+#: then keeps ``record_testsuite_property``'s properties for it (and warns as pytest does).
+JUNIT_VARIABLE = "PYTEST_GPUCHECK_JUNIT_FAMILY"
 
 #: JAX's GPU client reserves 75% of each GPU it initializes at its first operation
 #: (``XLA_PYTHON_CLIENT_PREALLOCATE``), and it initializes every platform at once,

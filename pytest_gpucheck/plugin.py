@@ -154,9 +154,17 @@ def _add_bundled_suites(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     selection = get_selection(config)
+    notes = []
+    if config.getoption("cov_source", None):
+        # pytest-cov combines its data when the test loop ends, while the plugin's
+        # children are still up: what they run would be missing without a word.
+        notes.append("gpucheck: --cov measures this process only: code run in isolation "
+                     "workers, the numba-cudasim child and MPI ranks is not covered "
+                     "(--gpu-isolate=none runs backend items here)")
     if not selection.explicit_option:
-        return ["gpucheck: backends numpy (default; select more with --gpu-backends=all)"]
-    lines = [f"gpucheck: backends {selection.spec.text}"]
+        return ["gpucheck: backends numpy (default; select more with --gpu-backends=all)",
+                *notes]
+    lines = [f"gpucheck: backends {selection.spec.text}", *notes]
     if any(name in GPU_BACKENDS for name in selection.names):
         device = selection.device
         lines.append(f"gpucheck: device {device.index} chosen by {device.how}")

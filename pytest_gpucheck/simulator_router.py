@@ -99,6 +99,8 @@ class SimulatorRouter:
                     if self._routed(other) and other.nodeid not in self.results
                 ]
             self._run(batch)
+        if item.nodeid not in self.results:  # the batch child stopped at --maxfail first
+            self._run([item])
         replay(item, self.results.pop(item.nodeid))
         self.results[item.nodeid] = []  # replayed: never run or logged again
         tear_down_towards(item, nextitem)
@@ -115,6 +117,16 @@ class SimulatorRouter:
         pending = batch
         while pending:
             pending = self._run_once(pending)
+            if pending and self._stops(batch):
+                # The child stopped at --maxfail (forwarded as what this session may still
+                # fail): the session ends on those failures, so the rest must not start.
+                return
+
+    def _stops(self, batch: list[pytest.Item]) -> bool:
+        maxfail = int(self.config.getoption("maxfail", 0) or 0)
+        failed = sum(any(r.failed for r in self.results.get(item.nodeid, ()))
+                     for item in batch)
+        return bool(maxfail) and batch[0].session.testsfailed + failed >= maxfail
 
     def _run_once(self, batch: list[pytest.Item]) -> list[pytest.Item]:
         """Run ``batch`` in one child; store each item's reports; return the items it

@@ -39,22 +39,28 @@ import pytest
 
 from .child_env import (
     CONFTESTS_VARIABLE,
+    JUNIT_VARIABLE,
     PARENT_VARIABLE,
     REPORT_SINK_VARIABLE,
     SERVE_VARIABLE,
+    STREAM_VARIABLE,
 )
 from .process_guard import Stopped, end_group, kill_group, sigterm_raises, start_orphan_guard
 from .workers import (
     ITEM_SERVER,
     ChildRun,
     ReportSink,
+    apply_session_output,
     child_target,
     crash_text,
     describe_exit,
     failed_report,
     forwarded_options,
+    install_output_stream,
+    junit_env,
     loaded_conftests,
     missing_report,
+    output_stream,
     plugin_options,
     read_reports,
     read_text,
@@ -191,33 +197,40 @@ class Worker:
 
     def _start(self) -> None:
         self.sink = tempfile.mkdtemp(prefix="gpucheck-child-")
-        args_file = Path(self.sink) / "args.txt"
-        args_file.write_text("\n".join([*self.targets, *forwarded_options(self.config),
-                                        *self.extra_args]))
-        requests_read, requests_write = os.pipe()
-        replies_read, replies_write = os.pipe()
-        env = {
-            **os.environ,
-            **self.env,
-            REPORT_SINK_VARIABLE: self.sink,
-            PARENT_VARIABLE: f"{os.getpid()}@{socket.gethostname()}",
-            CONFTESTS_VARIABLE: json.dumps(loaded_conftests(self.config)),
-            SERVE_VARIABLE: f"{requests_read},{replies_write}",
-        }
-        env.pop("PYTEST_XDIST_WORKER", None)
-        env.pop("PYTEST_ADDOPTS", None)
-        output = (Path(self.sink) / "output.txt").open("w", encoding="utf-8")
-        try:
-            self.process = subprocess.Popen(
-                [*self.launcher_args(), sys.executable, "-m", "pytest",
-                 *plugin_options(self.config), f"@{args_file}"],
-                cwd=self.config.rootpath, env=env, stdout=output, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, text=True, start_new_session=True,
-                pass_fds=(requests_read, replies_write))
-        finally:
-            output.close()
-            os.close(requests_read)
-            os.close(replies_write)
+        with output_stream(self.config) as (stream_env, stream_fds, stream_args):
+            args_file = Path(self.sink) / "args.txt"
+            args_file.write_text("\n".join([*self.targets, *forwarded_options(self.config),
+                                            *self.extra_args, *stream_args]))
+            requests_read, requests_write = os.pipe()
+            replies_read, replies_write = os.pipe()
+            env = {
+                **os.environ,
+                **self.env,
+                **stream_env,
+                **junit_env(self.config),
+                REPORT_SINK_VARIABLE: self.sink,
+                PARENT_VARIABLE: f"{os.getpid()}@{socket.gethostname()}",
+                CONFTESTS_VARIABLE: json.dumps(loaded_conftests(self.config)),
+                SERVE_VARIABLE: f"{requests_read},{replies_write}",
+            }
+            env.pop("PYTEST_XDIST_WORKER", None)
+            env.pop("PYTEST_ADDOPTS", None)
+            if not stream_env:
+                env.pop(STREAM_VARIABLE, None)
+            if not junit_env(self.config):
+                env.pop(JUNIT_VARIABLE, None)
+            output = (Path(self.sink) / "output.txt").open("w", encoding="utf-8")
+            try:
+                self.process = subprocess.Popen(
+                    [*self.launcher_args(), sys.executable, "-m", "pytest",
+                     *plugin_options(self.config), f"@{args_file}"],
+                    cwd=self.config.rootpath, env=env, stdout=output, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                    pass_fds=(requests_read, replies_write, *stream_fds))
+            finally:
+                output.close()
+                os.close(requests_read)
+                os.close(replies_write)
         self._requests = os.fdopen(requests_write, "w", encoding="utf-8")
         self._replies = os.fdopen(replies_read, "r", encoding="utf-8")
         self._offsets = {}
@@ -252,6 +265,7 @@ class Worker:
             raise
         kill_group(process)
         self._collect()
+        apply_session_output(self.config, self._run.session_output)
         if process.returncode not in (0, 1, 5) and self._served:
             self.deaths.append(f"{self.what} {describe_exit(process.returncode)} after its "
                                "last test")
@@ -348,6 +362,8 @@ class Worker:
         died first."""
         assert self._requests is not None
         assert self._replies is not None
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()  # under -s, what this process wrote comes before the test's
         try:
             self._requests.write(request + "\n")
             self._requests.flush()
@@ -381,5 +397,6 @@ def install_report_sink(config: pytest.Config) -> None:
     directory = os.environ.get(REPORT_SINK_VARIABLE)
     if directory:
         config.pluginmanager.register(ReportSink(config, Path(directory)), "gpucheck-report-sink")
+        install_output_stream(config)
         start_orphan_guard()
         install_item_server(config)

@@ -17,11 +17,36 @@ the items it never reached run again in a fresh child.  The child loads the
 ``conftest.py`` files the parent loaded (registrations, hypothesis profiles),
 kills its own process group when the parent disappears, and the parent kills
 the child's group on SIGINT or SIGTERM after keeping the finished results.
+
+What travels from a child to its parent, and how (one JSON object a line in
+``<sink>/rank-<r>.jsonl``; the parent reads them with :func:`read_reports`):
+
+- ``{"started": target}`` / ``{"finished": target}``: an item began / was logged
+  to its end (the crash rules above);
+- ``{"report": ..., "extra": ...}``: one test report, serialized by pytest's
+  ``pytest_report_to_serializable``; captured sections, durations,
+  ``user_properties`` (``record_property``) and the longrepr travel inside it.
+  Per-item plugin data travel as plain report attributes named in
+  :data:`REPORT_ATTRIBUTES` (``gpucheck_cell``, ``gpucheck_target``,
+  ``gpucheck_bench``...), set on the rebuilt report;
+- ``{"warning": ...}``: a warning recorded while an item ran (pytest records
+  them after the item's reports); the parent attaches it to the item's last
+  report as ``gpucheck_warnings`` and :func:`replay` records it in this session
+  (``pytest_warning_recorded``), so it reaches the warnings summary;
+- ``{"session": {...}}``: the child's session output, written once at its
+  session end (as pytest-xdist's ``workeroutput``): ``testsuite_properties``
+  (``record_testsuite_property``) and whatever a plugin put in
+  :attr:`ReportSink.output`; the parent applies it with :func:`apply_session_output`.
+
+Under the parent's ``-s`` a child started without a launcher writes what its
+tests print to the parent's terminal while they run (:class:`OutputStream`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
+import importlib
 import json
 import os
 import signal
@@ -30,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,9 +65,11 @@ import pytest
 
 from .child_env import (
     CONFTESTS_VARIABLE,
+    JUNIT_VARIABLE,
     PARENT_VARIABLE,
     REPORT_SINK_VARIABLE,
     SERVE_VARIABLE,
+    STREAM_VARIABLE,
 )
 from .process_guard import Stopped, end_group, kill_group, sigterm_raises
 
@@ -53,6 +81,9 @@ PROGRESS_POLL = 5.0
 NORMAL_EXIT_CODES = (0, 1)
 #: Name of the item server plugin in a long-lived worker (:mod:`.worker_pool`).
 ITEM_SERVER = "gpucheck-item-server"
+#: Per-item plugin data: report attributes the child copies into each serialized
+#: report and the parent sets on the rebuilt one (a plugin appends its own name).
+REPORT_ATTRIBUTES = ["gpucheck_cell", "gpucheck_target"]
 
 
 def current_rank(env: Mapping[str, str] | None = None) -> int:
@@ -80,6 +111,10 @@ class ReportSink:
         self.path = directory / f"rank-{rank}.jsonl"
         self._handle = self.path.open("a", encoding="utf-8")
         self._targets: dict[str, str] = {}
+        self._by_nodeid: dict[str, str] = {}
+        #: The session output (plain JSON data) the parent reads at this child's end,
+        #: as pytest-xdist's ``workeroutput``; a plugin may add its own keys.
+        self.output: dict[str, Any] = {}
         # Kept open for the life of the process: faulthandler writes to its
         # descriptor from the signal handler.  pytest's faulthandler plugin
         # enabled it on stderr earlier in pytest_configure; this takes over.
@@ -94,15 +129,43 @@ class ReportSink:
         data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
         if data is None:
             return
-        extra = {
-            "gpucheck_cell": getattr(report, "gpucheck_cell", None),
-            "gpucheck_target": getattr(report, "gpucheck_target", None),
-        }
+        extra = {name: getattr(report, name, None) for name in REPORT_ATTRIBUTES}
         self._line({"report": data, "extra": extra})
+
+    def pytest_warning_recorded(self, warning_message: Any, when: str, nodeid: str) -> None:
+        # Only an item's warnings: the parent collected the same files and recorded the
+        # collection's and configuration's warnings itself.
+        target = self._by_nodeid.get(nodeid)
+        if when != "runtest" or target is None:
+            return
+        category = warning_message.category
+        self._line({"warning": {
+            "target": target,
+            "message": str(warning_message.message),
+            "category": f"{category.__module__}:{category.__qualname__}",
+            "filename": str(warning_message.filename),
+            "lineno": int(warning_message.lineno or 0),
+        }})
+
+    def pytest_sessionstart(self) -> None:
+        # record_testsuite_property writes into the session's LogXML; a child has
+        # none (the parent writes the junit file), so it gets a recorder whose
+        # properties travel in the session output.
+        from _pytest.junitxml import xml_key  # private: the fixture reads this key
+
+        family = os.environ.get(JUNIT_VARIABLE)
+        if family and self.config.stash.get(xml_key, None) is None:
+            self.config.stash[xml_key] = _SuiteProperties(  # type: ignore[assignment,misc]
+                self.output.setdefault("testsuite_properties", []), family)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        self._line({"session": self.output})
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         self._targets = {item.nodeid: child_target(item) for item in items}
+        self._by_nodeid = dict(self._targets)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid: str) -> None:
@@ -137,6 +200,80 @@ class ReportSink:
 
     def pytest_unconfigure(self) -> None:
         self._handle.close()
+
+
+class _SuiteProperties:
+    """A child's stand-in for pytest's ``LogXML``: keeps ``record_testsuite_property``'s
+    properties for the parent, which writes them into its junit file."""
+
+    def __init__(self, properties: list[list[str]], family: str) -> None:
+        self.properties = properties
+        self.family = family
+
+    def add_global_property(self, name: str, value: object) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"name parameter needs to be a string, but {type(name).__name__} "
+                            "given")  # pytest's own check and message
+        self.properties.append([name, str(value)])
+
+    def node_reporter(self, report: object) -> Any:
+        raise RuntimeError("record_xml_attribute does not travel from a child process of "
+                           "pytest-gpucheck: use record_property, or --gpu-isolate=none")
+
+
+class OutputStream:
+    """Child-side plugin under the parent's ``-s``: while a test's setup, call and
+    teardown run, file descriptors 1 and 2 are the parent's own, so what the test
+    prints reaches the user's terminal as it is printed (not at the end), and the
+    child's own pytest output still goes to its output file (read after a crash)."""
+
+    def __init__(self, out_fd: int, err_fd: int) -> None:
+        self.fds = (out_fd, err_fd)
+        for stream in (sys.stdout, sys.stderr):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(line_buffering=True)  # a line printed is a line shown
+
+    @contextlib.contextmanager
+    def _streaming(self) -> Generator[None, None, None]:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = (os.dup(1), os.dup(2))
+        os.dup2(self.fds[0], 1)
+        os.dup2(self.fds[1], 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        with self._streaming():
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        with self._streaming():
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        with self._streaming():
+            return (yield)
+
+
+def install_output_stream(config: pytest.Config) -> None:
+    """In a child started under the parent's ``-s``, stream the tests' output there."""
+    value = os.environ.pop(STREAM_VARIABLE, "")  # popped: the child's own children keep theirs
+    if value:
+        out_fd, _, err_fd = value.partition(",")
+        config.pluginmanager.register(OutputStream(int(out_fd), int(err_fd)),
+                                      "gpucheck-output-stream")
 
 
 def child_target(item: pytest.Item) -> str:
@@ -196,6 +333,8 @@ class ChildRun:
     #: rank -> faulthandler's dump of a fatal error on that rank ("" if none).
     faults: dict[int, str] = field(default_factory=dict)
     interrupted: bool = False
+    #: The session output of rank 0 (see the module docstring), once the child's session ended.
+    session_output: dict[str, Any] = field(default_factory=dict)
 
     def for_nodeid(self, nodeid: str) -> dict[int, list[pytest.TestReport]]:
         """Per rank, the test reports of ``nodeid`` (setup, call, teardown)."""
@@ -300,9 +439,24 @@ def forwarded_options(config: pytest.Config) -> list[str]:
         value = config.getoption(dest, None)
         if value is not None:
             args.append(f"{flag}={value}")
+    # -W filters: a warning the parent turns into an error fails the test in the child too
+    # (the ini's filterwarnings reach it through -c).
+    for spec in config.getoption("pythonwarnings", None) or ():
+        args += ["-W", str(spec)]
     for feature_args in config.hook.pytest_gpucheck_child_args(config=config):
         args += feature_args
     return args
+
+
+def stop_options(config: pytest.Config, session: pytest.Session | None) -> list[str]:
+    """``--maxfail`` for a child that runs a batch of items: it stops after the failures
+    this session may still have, so no item starts after the one that ends the run
+    (a long-lived worker needs none: it runs only what it is sent)."""
+    maxfail = int(config.getoption("maxfail", 0) or 0)
+    if not maxfail:
+        return []
+    failed = session.testsfailed if session is not None else 0
+    return [f"--maxfail={max(1, maxfail - failed)}"]
 
 
 def backends_option(config: pytest.Config, names: Sequence[str] = ()) -> list[str]:
@@ -366,10 +520,13 @@ def run_child_pytest(
     interruption goes on (SIGTERM as ``pytest.exit`` with code 143).
     ``on_progress`` is called every few seconds with what the child reported so far.
     """
-    with tempfile.TemporaryDirectory(prefix="gpucheck-child-") as sink:
+    with tempfile.TemporaryDirectory(prefix="gpucheck-child-") as sink, \
+            output_stream(config, launcher) as (stream_env, stream_fds, stream_args):
         args_file = Path(sink) / "args.txt"
         targets = {child_target(item): item.nodeid for item in items}
-        args_file.write_text("\n".join([*targets, *forwarded_options(config), *extra_args]))
+        session = items[0].session if items else None
+        args_file.write_text("\n".join([*targets, *forwarded_options(config), *extra_args,
+                                        *stream_args, *stop_options(config, session)]))
         command = [
             *launcher,
             sys.executable,
@@ -381,6 +538,8 @@ def run_child_pytest(
         child_env = {
             **os.environ,
             **(env or {}),
+            **stream_env,
+            **junit_env(config),
             REPORT_SINK_VARIABLE: sink,
             PARENT_VARIABLE: f"{os.getpid()}@{socket.gethostname()}",
             CONFTESTS_VARIABLE: json.dumps(loaded_conftests(config)),
@@ -388,6 +547,10 @@ def run_child_pytest(
         child_env.pop("PYTEST_XDIST_WORKER", None)
         child_env.pop("PYTEST_ADDOPTS", None)
         child_env.pop(SERVE_VARIABLE, None)  # a worker's pipes are its own, not its jobs'
+        if not stream_env:
+            child_env.pop(STREAM_VARIABLE, None)
+        if not junit_env(config):
+            child_env.pop(JUNIT_VARIABLE, None)
         output_path = Path(sink) / "output.txt"
         with sigterm_raises(), output_path.open("w+", encoding="utf-8") as output_file:
             process = subprocess.Popen(
@@ -399,6 +562,7 @@ def run_child_pytest(
                 stdin=subprocess.DEVNULL,
                 text=True,
                 start_new_session=True,  # its own process group, so a timeout kills every rank
+                pass_fds=stream_fds,
             )
             timed_out = False
             try:
@@ -431,6 +595,7 @@ def run_child_pytest(
                 kill_group(process)
         run = ChildRun(process.returncode, read_text(output_path), timed_out)
         read_reports(config, sink, targets, run)
+        apply_session_output(config, run.session_output)
         return run
 
 
@@ -490,6 +655,13 @@ def read_reports(
                 if nodeid is not None:
                     (started if "started" in entry else ended).append(nodeid)
                 continue
+            if "warning" in entry:
+                _attach_warning(reports, targets, entry["warning"])
+                continue
+            if "session" in entry:
+                if rank == 0:  # every rank ran the same tests: one rank's output counts
+                    run.session_output.update(entry["session"])
+                continue
             report = config.hook.pytest_report_from_serializable(
                 config=config, data=entry["report"]
             )
@@ -499,8 +671,9 @@ def read_reports(
                 # A skip's (path, lineno, reason) tuple comes back from JSON as a list.
                 report.longrepr = tuple(report.longrepr)
             extra = entry.get("extra") or {}
-            if extra.get("gpucheck_cell"):
-                report.gpucheck_cell = extra["gpucheck_cell"]
+            for name, value in extra.items():
+                if value is not None and name != "gpucheck_target":
+                    setattr(report, name, value)
             nodeid = targets.get(extra.get("gpucheck_target") or "")
             if nodeid is not None:
                 report.nodeid = nodeid
@@ -511,13 +684,112 @@ def read_reports(
             run.faults[int(path.stem.removeprefix(FAULT_PREFIX))] = text
 
 
+def _attach_warning(reports: Sequence[Any], targets: Mapping[str, str],
+                    warning: dict[str, Any]) -> None:
+    """Keep a warning of an item on that item's last report read so far (its teardown:
+    pytest records an item's warnings after logging its reports)."""
+    nodeid = targets.get(str(warning.get("target")))
+    for report in reversed(reports):
+        if isinstance(report, pytest.TestReport) and report.nodeid == nodeid:
+            report.gpucheck_warnings = [  # type: ignore[attr-defined]
+                *getattr(report, "gpucheck_warnings", []), warning]
+            return
+
+
+def _warning_message(data: Mapping[str, Any]) -> warnings.WarningMessage:
+    """A child's warning, rebuilt as the record ``warnings.catch_warnings`` would make."""
+    category: type[Warning] = UserWarning
+    module, _, name = str(data.get("category", "")).partition(":")
+    with contextlib.suppress(Exception):  # a category that cannot be imported here
+        found = importlib.import_module(module)
+        for part in name.split("."):
+            found = getattr(found, part)
+        if isinstance(found, type) and issubclass(found, Warning):
+            category = found
+    text = str(data.get("message", ""))
+    try:
+        message: Warning | str = category(text)
+    except Exception:  # a category whose constructor wants other arguments
+        message = text
+    return warnings.WarningMessage(message, category, str(data.get("filename", "")),
+                                   int(data.get("lineno", 0)))
+
+
 def replay(item: pytest.Item, reports: Sequence[pytest.TestReport]) -> None:
-    """Log ``reports`` (made elsewhere) as the outcome of ``item`` in this session."""
+    """Log ``reports`` (made elsewhere) as the outcome of ``item`` in this session, then
+    record the warnings the item raised there (as pytest does after an item)."""
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     for report in reports:
         ihook.pytest_runtest_logreport(report=report)
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    for report in reports:
+        for data in getattr(report, "gpucheck_warnings", ()):
+            item.config.hook.pytest_warning_recorded.call_historic(kwargs={
+                "warning_message": _warning_message(data), "when": "runtest",
+                "nodeid": item.nodeid, "location": None})
+
+
+def apply_session_output(config: pytest.Config, output: Mapping[str, Any]) -> None:
+    """Apply what a child's session handed over (see the module docstring) to this session:
+    its ``record_testsuite_property`` properties go into this run's junit file."""
+    from _pytest.junitxml import xml_key  # private: where pytest keeps its LogXML
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None or isinstance(xml, _SuiteProperties):
+        if isinstance(xml, _SuiteProperties):  # a child's child: pass them on
+            xml.properties.extend(output.get("testsuite_properties", []))
+        return
+    for name, value in output.get("testsuite_properties", []):
+        xml.add_global_property(name, value)
+
+
+def junit_env(config: pytest.Config) -> dict[str, str]:
+    """A child's environment entry that says this run writes a junit file (see
+    :data:`~pytest_gpucheck.child_env.JUNIT_VARIABLE`); empty when it does not."""
+    from _pytest.junitxml import xml_key  # private: where pytest keeps its LogXML
+
+    xml = config.stash.get(xml_key, None)
+    family = getattr(xml, "family", None)
+    return {JUNIT_VARIABLE: str(family)} if family else {}
+
+
+_MPI_STREAM_NOTED = pytest.StashKey[bool]()
+
+
+def streaming(config: pytest.Config) -> bool:
+    """Whether this run shows what tests print as they print it (``-s``)."""
+    return config.getoption("capture", "fd") == "no"
+
+
+@contextlib.contextmanager
+def output_stream(config: pytest.Config, launcher: Sequence[str] = ()
+                  ) -> Generator[tuple[dict[str, str], list[int], list[str]], None, None]:
+    """For a child about to start: the environment, descriptors to pass and arguments that
+    stream its tests' output to this process's terminal under ``-s`` (nothing otherwise).
+
+    Under a launcher the ranks' descriptors are the launcher's, so nothing streams: the
+    ranks capture as usual and their output is in each test's report sections.
+    """
+    if not streaming(config) or launcher:
+        if streaming(config) and not config.stash.get(_MPI_STREAM_NOTED, False):
+            config.stash[_MPI_STREAM_NOTED] = True
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(
+                    "gpucheck: -s does not stream what MPI ranks print (the launcher owns "
+                    "their output): it is in each test's captured sections (-rA shows them)")
+        yield {}, [], []
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()  # what this process wrote comes before what the child writes
+    fds = [os.dup(1), os.dup(2)]
+    try:
+        yield {STREAM_VARIABLE: f"{fds[0]},{fds[1]}"}, fds, ["--capture=no"]
+    finally:
+        for fd in fds:
+            os.close(fd)  # the child has its copies
 
 
 def items_ahead(item: pytest.Item) -> list[pytest.Item]:

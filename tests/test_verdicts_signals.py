@@ -156,6 +156,20 @@ def test_signal_during_a_simulator_run(tmp_path: Path, signum: int, code: int) -
     assert "test_3_never_reached" not in output
 
 
+def test_ctrl_c_during_an_isolation_worker_run(tmp_path: Path) -> None:
+    """Ctrl-C while a long-lived worker (``--gpu-isolate=backend``) runs a test: the run
+    stops with pytest's interrupted summary, the worker is gone, the finished test counts."""
+    marker = tmp_path / "long-test-started"
+    (tmp_path / "test_sim.py").write_text(SIMULATOR_TESTS.format(marker=marker))
+    process = _start(tmp_path, "--gpu-backends=numba-cudasim", "--gpu-isolate=backend")
+    _wait_for([marker], process)
+    output = _signal_and_check(process, signal.SIGINT, tmp_path, must_die=1)
+    assert process.returncode == 2, output
+    assert "KeyboardInterrupt" in output, output
+    assert "test_1_finishes[numba-cudasim] PASSED" in output, output
+    assert "test_3_never_reached" not in output
+
+
 def test_a_killed_pytest_takes_its_simulator_child_with_it(tmp_path: Path) -> None:
     marker = tmp_path / "long-test-started"
     (tmp_path / "test_sim.py").write_text(SIMULATOR_TESTS.format(marker=marker))
