@@ -439,10 +439,6 @@ def forwarded_options(config: pytest.Config) -> list[str]:
         value = config.getoption(dest, None)
         if value is not None:
             args.append(f"{flag}={value}")
-    # -W filters: a warning the parent turns into an error fails the test in the child too
-    # (the ini's filterwarnings reach it through -c).
-    for spec in config.getoption("pythonwarnings", None) or ():
-        args += ["-W", str(spec)]
     for feature_args in config.hook.pytest_gpucheck_child_args(config=config):
         args += feature_args
     return args
