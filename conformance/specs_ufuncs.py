@@ -13,10 +13,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from hypothesis import strategies as st
 
 from pytest_gpucheck import strategies as gst
-from pytest_gpucheck.conformance.specs import PRODUCT_EXACT_BOUND, Case, KernelSpec, _one_kind
+from pytest_gpucheck.conformance.specs import (
+    PRODUCT_EXACT_BOUND,
+    Case,
+    Edge,
+    KernelSpec,
+    _one_kind,
+)
 from pytest_gpucheck.reference_kernels.catalog import Entry
 from pytest_gpucheck.strategies import Sizing
 
@@ -35,6 +42,21 @@ def _saxpy_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
                     f"alpha={float(alpha)!r}", (m, n))
 
     return draw()
+
+
+def _saxpy_sweep(sizing: Sizing, entry: Entry) -> list[Edge]:
+    """Each broadcast shape of ``y`` once, with distinct values: drawn arrays are mostly
+    one fill value, under which reading every element of ``y`` from its first (numba-cuda
+    0.30.4's ``@vectorize(target='cuda')`` does, see known_defects.py) goes unseen."""
+    m, n = 3, 5
+    x = np.arange(m * n, dtype=np.float32).reshape(m, n)
+    edges = []
+    for y_shape in ((n,), (m, 1), (m, n)):
+        y = (np.arange(int(np.prod(y_shape)), dtype=np.float32) + 1).reshape(y_shape)
+        edges.append(Edge(f"y of shape {y_shape} broadcast, distinct values", Case(
+            {"alpha": np.float32(2.0), "x": x, "y": y},
+            f"x.shape={(m, n)}, y.shape={y_shape}, dtype=float32, alpha=2.0", (m, n))))
+    return edges
 
 
 def _dot_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
@@ -66,7 +88,7 @@ def _laplacian_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
 SPECS: dict[str, KernelSpec] = {
     spec.name: spec
     for spec in (
-        KernelSpec("ufunc_saxpy", _saxpy_cases),
+        KernelSpec("ufunc_saxpy", _saxpy_cases, _saxpy_sweep),
         KernelSpec("gufunc_dot", _dot_cases),
         KernelSpec("gufunc_laplacian_2d", _laplacian_cases),
     )

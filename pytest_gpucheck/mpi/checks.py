@@ -12,8 +12,9 @@ own (or a deliberately broken one) is checked the same way.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -23,18 +24,48 @@ from . import distributed
 from .decomposition import Partition, block_range, coverage_problem
 from .device_ops import ops_for
 from .transport import Transport
+from .watchdog import rank_local_failure, ranks_in_step
 
 #: Value of ghost cells before an exchange: no interior cell ever holds it.
 POISON = -1.0
 _SHOWN = 4  # wrong cells quoted per rank
 
 
+class CollectiveFailure(AssertionError):
+    """A verdict every rank raises together (:func:`collective_verdict`)."""
+
+
 def collective_verdict(comm: Any, problems: list[str]) -> None:
     """Raise the same AssertionError on every rank if any rank found a problem."""
     everyone = comm.allgather([p for p in problems if p])
+    ranks_in_step()
     lines = [f"rank {rank}: {p}" for rank, found in enumerate(everyone) for p in found]
     if lines:
-        raise AssertionError("\n".join(lines))
+        raise CollectiveFailure("\n".join(lines))
+
+
+Check = TypeVar("Check", bound=Callable[..., None])
+
+
+def rank_local_failures_stop_the_job(check: Check) -> Check:
+    """Report an exception ``check`` raises on this rank (not a collective verdict) to the
+    watchdog, then re-raise it: the peers may wait in a collective this rank skipped, and
+    hypothesis would send this rank on to the next example (G13 of the first H100 run:
+    rank 0 in ``allgather``, rank 1 in ``Allreduce`` until the 120 s timeout)."""
+
+    @functools.wraps(check)
+    def guarded(*args: Any, **kwargs: Any) -> None:
+        try:
+            check(*args, **kwargs)
+        except CollectiveFailure:
+            raise
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            rank_local_failure(f"{check.__name__} raised on this rank: "
+                               f"{type(exc).__name__}: {first}")
+            raise
+
+    return guarded  # type: ignore[return-value]
 
 
 def _compare(got: np.ndarray, expected: np.ndarray, where: Callable[[tuple[int, ...]], str],
@@ -58,6 +89,7 @@ def _kind(index: int, length: int, width: int) -> str:
     return "ghost" if index < width or index >= length - width else "interior"
 
 
+@rank_local_failures_stop_the_job
 def check_halo_exchange_1d(comm: Any, backend: Backend, transport: Transport, n: int,
                            width: int, *, exchange: Callable[..., Any] =
                            distributed.halo_exchange_1d, partition: Partition = block_range,
@@ -69,6 +101,7 @@ def check_halo_exchange_1d(comm: Any, backend: Backend, transport: Transport, n:
     rank, size = comm.Get_rank(), comm.Get_size()
     start, stop = partition(n, size, rank)
     ranges = comm.allgather((start, stop))  # collective: every rank takes part
+    ranks_in_step()
     problems = [coverage_problem(n, ranges) if rank == 0 else None]
     values = np.arange(1, n + 1, dtype=dtype)  # distinct: a misplaced cell cannot match
     padded = np.zeros(n + 2 * width, dtype=dtype)
@@ -91,6 +124,7 @@ def process_grid(comm: Any) -> Any:
     return comm.Create_cart(dims, periods=[True, True], reorder=False)
 
 
+@rank_local_failures_stop_the_job
 def check_halo_exchange_2d(comm: Any, backend: Backend, transport: Transport,
                            shape: tuple[int, int], width: int, *,
                            exchange: Callable[..., Any] = distributed.halo_exchange_2d,
@@ -133,6 +167,7 @@ def check_halo_exchange_2d(comm: Any, backend: Backend, transport: Transport,
         cart.Free()
 
 
+@rank_local_failures_stop_the_job
 def check_heat_steps_1d(comm: Any, backend: Backend, transport: Transport, u: np.ndarray,
                         alpha: float, steps: int, *,
                         stepper: Callable[..., Any] = distributed.heat_steps_1d,
@@ -154,6 +189,7 @@ def check_heat_steps_1d(comm: Any, backend: Backend, transport: Transport, u: np
     n = u.shape[0]
     start, stop = partition(n, size, rank)
     ranges = comm.allgather((start, stop))  # collective: every rank takes part
+    ranks_in_step()
     problems = [coverage_problem(n, ranges) if rank == 0 else None]
     whole = KERNELS["heat_steps_1d"](u, alpha, steps)
     expected = whole[start:stop]
@@ -166,6 +202,7 @@ def check_heat_steps_1d(comm: Any, backend: Backend, transport: Transport, u: np
     collective_verdict(comm, [p for p in problems if p])
 
 
+@rank_local_failures_stop_the_job
 def check_allreduce(comm: Any, backend: Backend, transport: Transport, x: np.ndarray,
                     y: np.ndarray | None = None, *, partition: Partition = block_range) -> None:
     """Allreduce of local sums (or of local dot products with ``y``) equals the global one.
@@ -180,6 +217,7 @@ def check_allreduce(comm: Any, backend: Backend, transport: Transport, x: np.nda
     n = x.shape[0]
     start, stop = partition(n, size, rank)
     ranges = comm.allgather((start, stop))  # collective: every rank takes part
+    ranks_in_step()
     problems = [coverage_problem(n, ranges) if rank == 0 else None]
     if y is None:
         expected = KERNELS["sum"](x)
@@ -193,6 +231,7 @@ def check_allreduce(comm: Any, backend: Backend, transport: Transport, x: np.nda
     collective_verdict(comm, [p for p in problems if p])
 
 
+@rank_local_failures_stop_the_job
 def check_scatter_compute_gather(comm: Any, backend: Backend, transport: Transport, alpha: float,
                                  x: np.ndarray, y: np.ndarray, *,
                                  partition: Partition = block_range) -> None:

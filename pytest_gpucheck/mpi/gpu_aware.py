@@ -103,9 +103,13 @@ def main(argv: list[str]) -> int:
     if not probe.available:
         _verdict(False, f"{name} is not available: {probe.reason}")
         return 0
-    from .device_ops import ops_for
+    from ..backends.base import BackendUnavailable
 
-    ops = ops_for(backend)
+    try:
+        ops = backend.mpi_ops()  # not ops_for: this child runs no test to skip
+    except BackendUnavailable as exc:
+        _verdict(False, str(exc))
+        return 0
     if not ops.receives_in_place:
         _verdict(False, f"{name} arrays are immutable: MPI cannot receive into them")
         return 0

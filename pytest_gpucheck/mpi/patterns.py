@@ -24,7 +24,7 @@ import numpy as np
 
 from ..backends.base import Backend
 from ..randomness import uniform_samples_problems
-from .checks import collective_verdict
+from .checks import collective_verdict, rank_local_failures_stop_the_job
 from .decomposition import Partition, block_range, coverage_problem
 from .device_ops import ArrayOps, NumbaOps, ops_for
 from .transport import Transport
@@ -66,6 +66,7 @@ def row_block_matmul(comm: Any, a: np.ndarray | None, b: np.ndarray | None, ops:
     return ops.to_device(ops.to_host(gathered).reshape(total_rows, n))
 
 
+@rank_local_failures_stop_the_job
 def check_row_block_matmul(comm: Any, backend: Backend, transport: Transport, a: np.ndarray,
                            b: np.ndarray, *, matmul: Callable[..., Any] = row_block_matmul,
                            partition: Partition = block_range) -> None:

@@ -8,6 +8,13 @@ thread while an ``mpi`` test runs.  It stops the job when
 * this rank **failed** and its peers have not reached the end of the test
   ``failure_grace`` seconds later (they are most likely blocked waiting for it),
   or
+* a distributed check **raised on this rank** inside a test that goes on
+  (hypothesis draws the next example: :func:`rank_local_failure`) and the ranks
+  did not meet again in a collective (:func:`ranks_in_step`) within
+  ``out_of_step_grace`` seconds: one rank waits in the next example's
+  ``allgather`` while another still waits in the failed example's ``Allreduce``,
+  so the job is stopped with the raising rank and its exception named, not
+  after the test's timeout, or
 * another rank's watchdog **alerts** it.
 
 Then every rank's watchdog snapshots its main thread's stack and what it was
@@ -185,7 +192,8 @@ class Watchdog:
     """One per rank: a daemon thread that stops the job when a test cannot finish."""
 
     def __init__(self, comm: Any, host: str, stream: TextIO, *, grace: float = 5.0,
-                 failure_grace: float = 2.0, faulthandler_backstop: bool = True,
+                 failure_grace: float = 2.0, out_of_step_grace: float = 10.0,
+                 faulthandler_backstop: bool = True,
                  session_so_far: Callable[[], str] | None = None) -> None:
         self.comm = comm  # a Dup of COMM_WORLD used only by the watchdogs
         self.rank = comm.Get_rank()
@@ -194,6 +202,11 @@ class Watchdog:
         self.stream = stream  # the real stderr, not pytest's capture of it
         self.grace = grace
         self.failure_grace = failure_grace
+        # Long enough for a peer that raises the same exception a little later (a first
+        # JIT compile on a larger block) to reach the next collective, short against the
+        # test's timeout.
+        self.out_of_step_grace = out_of_step_grace
+        self._grace_given = failure_grace  # the grace of the pending failure, for the report
         self.faulthandler_backstop = faulthandler_backstop
         # Rank 0 prints it before aborting: the results the abort would otherwise lose.
         self.session_so_far = session_so_far
@@ -208,6 +221,7 @@ class Watchdog:
         self._thread = threading.Thread(target=self._run, name="gpucheck-mpi-watchdog",
                                         daemon=True)
         self._thread.start()
+        _ACTIVE[:] = [self]
 
     def arm(self, nodeid: str, timeout: float) -> None:
         """Start the clock for ``nodeid``."""
@@ -227,8 +241,22 @@ class Watchdog:
     def failed(self, text: str) -> None:
         """This rank failed: the others get ``failure_grace`` seconds to reach the exchange."""
         with self._lock:
-            self._failure = text
+            self._failure, self._grace_given = text, self.failure_grace
             self._failure_deadline = time.monotonic() + self.failure_grace
+
+    def raised_alone(self, text: str) -> None:
+        """This rank raised in a test that goes on: stop the job unless the ranks meet in a
+        collective (:meth:`in_step`) within ``out_of_step_grace`` seconds."""
+        with self._lock:
+            if self._deadline is None:  # not inside an MPI test: nothing to keep in step
+                return
+            self._failure, self._grace_given = text, self.out_of_step_grace
+            self._failure_deadline = time.monotonic() + self.out_of_step_grace
+
+    def in_step(self) -> None:
+        """Every rank completed the same collective: none is blocked on this one."""
+        with self._lock:
+            self._failure_deadline, self._failure = None, ""
 
     def exchanged(self) -> None:
         """Every rank reached the outcome exchange: nobody is blocked on a failed rank."""
@@ -270,10 +298,10 @@ class Watchdog:
                 mine = Snapshot(self.rank, self.host, os.getpid(), self._state,
                                 other_threads_stacks(), self._failure,
                                 main_thread_mpi_call(self._mpi_names))
-                nodeid, timeout = self._nodeid, self._timeout
+                nodeid, timeout, grace = self._nodeid, self._timeout, self._grace_given
             if self.rank == 0:
                 snapshots = [mine, *self._collect()]
-                self._write(format_report(nodeid, timeout, self.failure_grace, self.size,
+                self._write(format_report(nodeid, timeout, grace, self.size,
                                           snapshots))
                 if self.session_so_far is not None:
                     with contextlib.suppress(Exception):  # never in the way of the abort
@@ -285,7 +313,7 @@ class Watchdog:
                 return
             # Rank 0's watchdog cannot run (blocked holding the GIL): print this rank's
             # view, then leave rank 0's faulthandler backstop the time to dump its stack.
-            self._write(format_report(nodeid, timeout, self.failure_grace, self.size, [mine]))
+            self._write(format_report(nodeid, timeout, grace, self.size, [mine]))
             time.sleep(2 * self.grace)
         finally:
             self.comm.Abort(1)
@@ -306,6 +334,28 @@ class Watchdog:
     def _write(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
+
+
+#: The watchdog of this process's rank session (none outside a rank of an MPI job).
+_ACTIVE: list[Watchdog] = []
+
+
+def rank_local_failure(text: str) -> None:
+    """This rank raised ``text`` inside a distributed check of a test that goes on.
+
+    Its peers may be blocked in a collective this rank will never call; unless the
+    ranks meet again in one (:func:`ranks_in_step`) within the watchdog's
+    ``out_of_step_grace``, the job is stopped, naming this rank and ``text``.  A no-op
+    outside an MPI rank session.
+    """
+    for watchdog in _ACTIVE:
+        watchdog.raised_alone(text)
+
+
+def ranks_in_step() -> None:
+    """Every rank has just completed the same collective: clear :func:`rank_local_failure`."""
+    for watchdog in _ACTIVE:
+        watchdog.in_step()
 
 
 def _wait_for(condition: Callable[[], bool], seconds: float) -> bool:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._cuda_build import build_mismatch, device_line, unready
-from ..base import Backend, Probe
+from ..base import Backend, BackendUnavailable, Probe
 from ..numba.backend import NumbaOps
 from ..timing import CudaEventTimer
 
@@ -227,6 +227,18 @@ class CudaPythonBackend(Backend):
         return CudaCoreAdapter(self)
 
     def mpi_ops(self) -> ArrayOps:
+        """Numba's device-array operations on views of this backend's buffers.
+
+        They run numba-cuda kernels, a dependency the probe does not need, so an
+        install where numba-cuda cannot compile (numba-cuda 0.30.4 with NumPy 2.5)
+        raises :class:`BackendUnavailable` with the probe's line for numba-cuda.
+        """
+        from ..numba.compile_check import numba_cuda_problem
+
+        problem = numba_cuda_problem()
+        if problem:
+            raise BackendUnavailable(
+                f"{self.name}: its MPI operations run numba-cuda kernels, and {problem}")
         return CudaPythonOps(self)
 
 

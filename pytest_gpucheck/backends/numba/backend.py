@@ -25,6 +25,7 @@ from ..array_ops import ArrayOps, Index
 from ..base import Backend, Probe
 from ..numpy.backend import HostArrays
 from ..timing import CudaEventTimer
+from .compile_check import compile_problem, one_element_kernel_problem
 
 if TYPE_CHECKING:
     from ..adapter_base import Adapter
@@ -133,6 +134,11 @@ class NumbaCudaBackend(_NumbaCudaArrays):
         if problem:
             return Probe.missing(problem)
         cuda = self._cuda()
+        # Before the device: an install whose first compile fails (numba-cuda 0.30.4 with
+        # NumPy 2.5) is one probe line, not a column of failed kernels.
+        broken = compile_problem()
+        if broken:
+            return Probe.missing(broken)
         nvvm = nvvm_problem()
         if nvvm:
             return Probe.missing(f"{nvvm}; install {self.install_hint}")
@@ -142,6 +148,9 @@ class NumbaCudaBackend(_NumbaCudaArrays):
                 f"or device); install {self.install_hint}"
             )
         cuda.select_device(self.device_index)
+        broken = one_element_kernel_problem(cuda)
+        if broken:
+            return Probe.missing(broken)
         return Probe(True, version=self.version(), device=device_line(self.device_index))
 
     def event_timer(self, clock: str) -> RoundTimer:
