@@ -22,8 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 import yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (the minimal and oldest sessions): tomllib's forerunner
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parent.parent
 GITHUB = REPO / "docs" / "ci" / "github-actions.yml"

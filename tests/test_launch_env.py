@@ -36,6 +36,8 @@ def test_the_gpu_aware_probe_leaves_the_job(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_the_child_option_is_the_selection_given(pytester: pytest.Pytester) -> None:
+    # It names these frameworks' backends: without them (the core alone) it skips.
+    pytest.importorskip("numba")
     from pytest_gpucheck.selection import get_selection
 
     config = pytester.parseconfigure("--gpu-backends=numpy,numba-cpu")
@@ -43,6 +45,8 @@ def test_the_child_option_is_the_selection_given(pytester: pytest.Pytester) -> N
 
 
 def test_each_item_names_its_backend_in_its_parameters(pytester: pytest.Pytester) -> None:
+    # It names these frameworks' backends: without them (the core alone) it skips.
+    pytest.importorskip("numba")
     pytester.makeconftest("""
         from pytest_gpucheck.selection import item_backend
 

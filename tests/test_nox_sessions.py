@@ -1,0 +1,200 @@
+"""The versions pyproject.toml declares are the versions the nox sessions test.
+
+``.ci/constraints-oldest.txt`` (what ``nox -s oldest`` installs with) must pin exactly the
+lower bound of every dependency of the core and of the ``cpu`` and ``mpi`` extras, and
+the noxfile's oldest and newest Pythons must be the ends of ``requires-python``: a bound
+raised in one place and not the other would leave the declared version untested.  The
+noxfile is read, not imported (importing it puts pyenv's Pythons on PATH).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (the minimal and oldest sessions)
+    import tomli as tomllib
+
+REPO = Path(__file__).resolve().parent.parent
+CONSTRAINTS = REPO / ".ci" / "constraints-oldest.txt"
+# The extras a user installs for the CPU tier; the GPU extras need a CUDA machine.
+CHECKED_EXTRAS = ("cpu", "mpi")
+REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*>=\s*([0-9][0-9a-zA-Z.]*)\s*$")
+PIN = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*==\s*([0-9][0-9a-zA-Z.]*)\s*$")
+
+
+def _name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def declared_lower_bounds(pyproject: str) -> dict[str, str]:
+    """name -> X of every ``name>=X`` of the core's dependencies and the checked extras;
+    a requirement without a plain lower bound is an error (it could not be pinned)."""
+    project = tomllib.loads(pyproject)["project"]
+    requirements = list(project["dependencies"])
+    for extra in CHECKED_EXTRAS:
+        requirements += project["optional-dependencies"][extra]
+    bounds = {}
+    for requirement in requirements:
+        match = REQUIREMENT.match(requirement)
+        assert match, f"{requirement!r} has no plain lower bound to pin in {CONSTRAINTS.name}"
+        bounds[_name(match[1])] = match[3]
+    return bounds
+
+
+def pins(constraints: str) -> dict[str, str]:
+    """name -> X of every ``name==X`` line (comments and blank lines aside)."""
+    found = {}
+    for line in constraints.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            match = PIN.match(line)
+            assert match, f"{line!r} in {CONSTRAINTS.name} is not a `name==version` pin"
+            found[_name(match[1])] = match[2]
+    return found
+
+
+def bound_problems(bounds: dict[str, str], pinned: dict[str, str]) -> list[str]:
+    """One line per declared bound the constraints do not pin exactly (so `oldest` would
+    test another version than the one declared)."""
+    problems = []
+    for name, version in sorted(bounds.items()):
+        if name not in pinned:
+            problems.append(f"{name}>={version} is declared but not pinned")
+        elif Version(pinned[name]) != Version(version):
+            problems.append(f"{name}>={version} is declared but {name}=={pinned[name]} pinned")
+    return problems
+
+
+def noxfile_constants() -> dict[str, str]:
+    """The noxfile's module-level string constants, read from its syntax tree."""
+    tree = ast.parse((REPO / "noxfile.py").read_text(encoding="utf-8"))
+    return {target.id: node.value.value
+            for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def python_range(pyproject: str) -> tuple[str, str]:
+    """(oldest, newest) Python that ``requires-python`` (``>=3.A,<3.B``) admits."""
+    spec = tomllib.loads(pyproject)["project"]["requires-python"]
+    match = re.fullmatch(r">=3\.(\d+),\s*<3\.(\d+)", spec)
+    assert match, f"requires-python {spec!r} is not of the form '>=3.A,<3.B'"
+    return f"3.{match[1]}", f"3.{int(match[2]) - 1}"
+
+
+def test_oldest_constraints_pin_every_declared_lower_bound() -> None:
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    bounds = declared_lower_bounds(pyproject)
+    assert {"numpy", "pytest", "numba", "jax", "torch", "mpi4py"} <= bounds.keys()
+    assert bound_problems(bounds, pins(CONSTRAINTS.read_text(encoding="utf-8"))) == []
+
+
+def test_a_raised_or_unpinned_bound_is_caught() -> None:
+    """The broken twins: a bound raised in pyproject.toml alone, and a new dependency
+    without its pin, each make the check fail."""
+    pinned = pins(CONSTRAINTS.read_text(encoding="utf-8"))
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    raised = pyproject.replace('"numpy>=1.24"', '"numpy>=1.26"')
+    added = pyproject.replace('"numpy>=1.24",', '"numpy>=1.24", "scipy>=1.10",')
+    assert raised != pyproject
+    assert added != pyproject
+    assert bound_problems(declared_lower_bounds(raised), pinned) == [
+        f"numpy>=1.26 is declared but numpy=={pinned['numpy']} pinned"]
+    assert bound_problems(declared_lower_bounds(added), pinned) == [
+        "scipy>=1.10 is declared but not pinned"]
+    with pytest.raises(AssertionError, match="no plain lower bound"):
+        declared_lower_bounds(pyproject.replace('"numpy>=1.24"', '"numpy"'))
+
+
+def test_noxfile_pythons_are_the_ends_of_requires_python() -> None:
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    oldest, newest = python_range(pyproject)
+    constants = noxfile_constants()
+    assert (constants["OLDEST_PYTHON"], constants["NEWEST_PYTHON"]) == (oldest, newest)
+    classifiers = tomllib.loads(pyproject)["project"]["classifiers"]
+    listed = sorted((c.rsplit(" :: ", 1)[1] for c in classifiers
+                     if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)),
+                    key=lambda v: int(v.split(".")[1]))
+    assert (listed[0], listed[-1]) == (oldest, newest)
+
+
+USER_CONFTEST = '''
+import pytest_gpucheck
+
+
+@pytest_gpucheck.implements("vector_add", backend="numpy", name="mine")
+def vector_add(a, b, out):
+    out[...] = a + b
+'''
+USER_TEST = '''
+import numpy as np
+
+
+def test_scale(gpu_backend, xp):
+    x = gpu_backend.to_device(np.arange(8, dtype=np.float32))
+    y = xp.multiply(x, 2)
+    gpu_backend.synchronize()
+    np.testing.assert_array_equal(gpu_backend.to_host(y), np.arange(8, dtype=np.float32) * 2)
+'''
+
+
+def docs_noxfile() -> str:
+    """The noxfile example of docs/ci.md (the python block that imports nox)."""
+    text = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+                if "import nox" in b]
+    return block
+
+
+def _run_nox(project: Path, session: str) -> subprocess.CompletedProcess[str]:
+    """``nox -s SESSION`` in ``project``, in this environment (``--no-venv --no-install``:
+    the installs are the ones a user's machine does; what is tested here is that each
+    session's commands run the user's tests and implementations, and fail with them)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM", "CI", "GITHUB_"))}
+    # Only the user's kernel and test, not every bundled suite (the main job runs those).
+    env["PYTEST_ADDOPTS"] = "-p no:cacheprovider -k 'vector_add or test_scale'"
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    return subprocess.run([sys.executable, "-m", "nox", "--no-venv", "--no-install",
+                           "-s", session], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+@pytest.mark.slow
+def test_docs_noxfile_runs_the_users_tests_and_fails_with_a_broken_kernel(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("nox")
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "noxfile.py").write_text(docs_noxfile(), encoding="utf-8")
+    (project / "conftest.py").write_text(USER_CONFTEST, encoding="utf-8")
+    (project / "tests" / "test_scale.py").write_text(USER_TEST, encoding="utf-8")
+    listed = subprocess.run([sys.executable, "-m", "nox", "--list"], cwd=project,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert listed.returncode == 0, listed.stderr
+    for session in ("minimal-3.10", "minimal-3.13", "oldest", "newest"):
+        assert f"* {session}" in listed.stdout, listed.stdout
+    # In this environment (the CPU tier) both sessions run test_scale on the four CPU
+    # backends with an array namespace, and the user's numpy vector_add.
+    for session in ("minimal", "newest"):
+        done = _run_nox(project, session)
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+        assert re.search(r"\b5 passed\b", done.stdout), done.stdout[-2000:]
+    # The broken twin: the same sessions fail when the user's kernel is wrong.
+    (project / "conftest.py").write_text(USER_CONFTEST.replace("a + b", "a - b"),
+                                         encoding="utf-8")
+    done = _run_nox(project, "newest")
+    assert done.returncode != 0, done.stderr[-2000:]
+    assert "Session newest failed" in done.stderr, done.stderr[-2000:]
+    assert "test_vector_add[numpy:mine]" in done.stdout, done.stdout[-2000:]
