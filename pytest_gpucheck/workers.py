@@ -198,7 +198,14 @@ class ReportSink:
         if report.failed:
             self._write(report)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_unconfigure(self) -> None:
+        # The stand-in was never registered as a plugin: pytest's junitxml would try to
+        # unregister it at its own unconfigure and fail the child's exit.
+        from _pytest.junitxml import xml_key
+
+        if isinstance(self.config.stash.get(xml_key, None), _SuiteProperties):
+            del self.config.stash[xml_key]
         self._handle.close()
 
 
@@ -775,7 +782,9 @@ def output_stream(config: pytest.Config, launcher: Sequence[str] = ()
                 reporter.write_line(
                     "gpucheck: -s does not stream what MPI ranks print (the launcher owns "
                     "their output): it is in each test's captured sections (-rA shows them)")
-        yield {}, [], []
+        # The user's -s reaches every child through the option table; ranks capture anyway,
+        # or what they print would be lost in the launcher's output.
+        yield {}, [], ["--capture=fd"] if streaming(config) else []
         return
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
