@@ -241,7 +241,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if path or ci.summary_path(config) is not None:
         matrix.run = run_facts(config.rootpath)
     order = list(BACKENDS)
-    lines = matrix.terminal_lines(order)
+    # pytest's terminal writer knows the width (COLUMNS, the tty, else 80).
+    width = getattr(getattr(terminalreporter, "_tw", None), "fullwidth", None)
+    lines = matrix.terminal_lines(order, width if isinstance(width, int) else None)
     if lines:
         terminalreporter.write_sep("=", "gpucheck conformance matrix")
         for line in lines:
@@ -252,7 +254,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if lines:
         for line in matrix.failure_lines():
             terminalreporter.write_line(line)
-        terminalreporter.write_line(matrix.headline())
+        terminalreporter.write_line(matrix.headline(terminal=True))
     if path:
         try:
             write_report(matrix, Path(path), order)
