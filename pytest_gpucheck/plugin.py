@@ -186,6 +186,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     errors = config.stash.get(MARKER_ERRORS_KEY, [])
     if errors:
         raise pytest.UsageError(errors[0])
+    _require_user_implementations(config)
     from .devices import cuda_driver
 
     for item in items:
@@ -195,6 +196,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             driver = cuda_driver()
             if not driver.available:
                 item.add_marker(pytest.mark.skip(reason=f"requires a GPU: {driver.reason}"))
+
+
+NO_USER_IMPLEMENTATIONS = (
+    "--gpu-impls=user, but no implementation is registered: register one with "
+    "@pytest_gpucheck.implements(...) in your project's conftest.py (see docs/kernels.md), "
+    "or drop --gpu-impls=user"
+)
+
+
+def _require_user_implementations(config: pytest.Config) -> None:
+    """``--gpu-impls=user`` with nothing registered is a usage error, not a green run.
+
+    Checked once collection has imported everything that can register: the
+    conftest.py files, ``-p`` plugins, the implementation entry points and the
+    test modules (a test module may register its own). Known before any test
+    runs, so the run stops with exit 4 and one line instead of passing the
+    user's other tests while checking none of their kernels.
+    """
+    if config.getoption("gpu_impls", "all") != "user" or get_selection(config).in_simulator_child:
+        return
+    from .registry import implementations, load_bundled
+
+    load_bundled()  # third-party packages register through the same entry points
+    if not implementations(origin="user"):
+        raise pytest.UsageError(NO_USER_IMPLEMENTATIONS)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -256,7 +282,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if path or ci.summary_path(config) is not None:
         matrix.run = run_facts(config.rootpath)
     order = list(BACKENDS)
-    lines = matrix.terminal_lines(order)
+    # pytest's terminal writer knows the width (COLUMNS, the tty, else 80).
+    width = getattr(getattr(terminalreporter, "_tw", None), "fullwidth", None)
+    lines = matrix.terminal_lines(order, width if isinstance(width, int) else None)
     if lines:
         terminalreporter.write_sep("=", "gpucheck conformance matrix")
         for line in lines:
@@ -267,7 +295,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if lines:
         for line in matrix.failure_lines():
             terminalreporter.write_line(line)
-        terminalreporter.write_line(matrix.headline())
+        terminalreporter.write_line(matrix.headline(terminal=True))
     if path:
         try:
             write_report(matrix, Path(path), order)

@@ -50,6 +50,16 @@ LEGEND = (
 )
 
 
+def _wrap(line: str, width: int | None) -> str:
+    """``line`` wrapped at ``width`` (none: as is), continuation lines indented."""
+    if width is None or len(line) <= width:
+        return line
+    import textwrap
+
+    return "\n".join(textwrap.wrap(line, width, subsequent_indent="    ",
+                                   break_on_hyphens=False))
+
+
 def set_cell(item: pytest.Item, *, backend: str, family: str) -> None:
     """Put ``item`` in the matrix at (``family``, ``backend``)."""
     item.stash[CELL_KEY] = {"backend": backend, "family": family}
@@ -255,15 +265,22 @@ class Matrix:
             "sections": {name: section.data for name, section in self.sections.items()},
         }
 
-    def headline(self) -> str:
-        """``gpucheck: 2 fail, 310 pass, 12 skip, 4 n/a`` (the matrix's totals)."""
+    def headline(self, *, terminal: bool = False) -> str:
+        """``gpucheck: 2 fail, 310 pass, 12 skip, 4 n/a`` (the matrix's totals).
+
+        In the terminal it says what it counts: pytest's own totals follow it and
+        differ (they count every test, the matrix only the items in its cells).
+        """
         totals = self.totals()
         parts = [f"{totals[status]} {status}" for status in ("fail", "pass", "skip", "n/a")
                  if totals[status]]
         outside = totals["failures_listed"] - totals["fail"]
         if outside > 0:
             parts.insert(0, f"{outside} fail outside the matrix")
-        return "gpucheck: " + (", ".join(parts) if parts else "no items")
+        line = "gpucheck: " + (", ".join(parts) if parts else "no items")
+        if terminal:
+            line += " (items in the matrix's cells; pytest's line below counts every test)"
+        return line
 
     def matrix_markdown(self, order: list[str]) -> list[str]:
         backends = self.backends(order)
@@ -342,30 +359,54 @@ class Matrix:
             lines += ["<details>", f"<summary>{title}</summary>", "", *body, "", "</details>", ""]
         return "\n".join(lines).rstrip() + "\n\n"
 
-    def terminal_lines(self, order: list[str]) -> list[str]:
+    def terminal_lines(self, order: list[str], width: int | None = None) -> list[str]:
+        """The matrix, the reasons and the legend, fitted to ``width`` columns.
+
+        A matrix wider than the terminal is split into tables of the backends
+        that fit, each with the family column (a wrapped row would scramble its
+        columns); reason and legend lines wrap with an indent.
+        """
         backends = self.backends(order)
         if not backends:
             return []
-        width = max([len("family"), *map(len, self.families)])
-        cols = [max(len(b), 10, *(len(self.summary(f, b)) for f in self.families))
-                for b in backends]
-        header = (
-            "family".ljust(width)
-            + "  "
-            + "  ".join(b.ljust(c) for b, c in zip(backends, cols, strict=False))
-        ).rstrip()
-        lines = [header]
-        for family in self.families:
-            cells = [self.summary(family, b).ljust(c) for b, c in zip(backends, cols, strict=False)]
-            lines.append((family.ljust(width) + "  " + "  ".join(cells)).rstrip())
-        lines.extend(self.reason_lines(backends))
-        lines.append(f"legend: {LEGEND}")
+        first = max([len("family"), *map(len, self.families)])
+        cols = {b: max(len(b), 10, *(len(self.summary(f, b)) for f in self.families))
+                for b in backends}
+        chunks: list[list[str]] = [[]]
+        used = first
+        for backend in backends:
+            if chunks[-1] and width is not None and used + 2 + cols[backend] > width:
+                chunks.append([])
+                used = first
+            chunks[-1].append(backend)
+            used += 2 + cols[backend]
+        lines: list[str] = []
+        for number, chunk in enumerate(chunks):
+            if number:
+                lines.append("")
+            lines.append(("family".ljust(first) + "  "
+                          + "  ".join(b.ljust(cols[b]) for b in chunk)).rstrip())
+            for family in self.families:
+                cells = [self.summary(family, b).ljust(cols[b]) for b in chunk]
+                lines.append((family.ljust(first) + "  " + "  ".join(cells)).rstrip())
+        lines.extend(_wrap(line, width) for line in self.reason_lines(backends))
+        lines.append(_wrap(f"legend: {LEGEND}", width))
         return lines
 
     def reason_lines(self, backends: list[str]) -> list[str]:
-        """Why items did not run: one line per backend when one reason covers all of its
-        skip / n/a items, else one per family and reason."""
-        lines = []
+        """Why items did not run, each reason once with the cells it covers: a
+        backend alone when that reason is all of its skip / n/a items, else
+        ``backend in family (count)``."""
+        grouped: dict[str, list[str]] = {}
+        for backend, family, reason, count in self._reason_cells(backends):
+            where = backend if family is None else f"{backend} in {family} ({count})"
+            grouped.setdefault(reason, []).append(where)
+        return [f"  {', '.join(cells)} {_label(reason)}: {reason}"
+                for reason, cells in grouped.items()]
+
+    def _reason_cells(self, backends: list[str]) -> list[tuple[str, str | None, str, int]]:
+        """(backend, family or None for the whole backend, reason, items) in report order."""
+        lines: list[tuple[str, str | None, str, int]] = []
         for backend in backends:
             per_family = {
                 family: self.skip_reasons[(family, backend)]
@@ -382,11 +423,11 @@ class Matrix:
             )
             if len(reasons) == 1 and whole:
                 reason = next(iter(reasons))
-                lines.append(f"  {backend} {_label(reason)}: {reason}")
+                lines.append((backend, None, reason, 0))
                 continue
             for family, found in per_family.items():
                 for reason, count in found.items():
-                    lines.append(f"  {backend} in {family}: {count} {_label(reason)}: {reason}")
+                    lines.append((backend, family, reason, count))
         return lines
 
     def failure_lines(self) -> list[str]:

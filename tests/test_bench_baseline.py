@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import multiprocessing
-import os
 from pathlib import Path
 
 import pytest
@@ -138,7 +137,9 @@ def _save_many(root: str, worker: str, count: int) -> None:
 
 
 def test_two_concurrent_savers_lose_nothing(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    # Spawned, not forked: JAX, imported in this process by earlier tests, runs threads
+    # that a fork would copy without their state (JAX warns: "will likely deadlock").
+    context = multiprocessing.get_context("spawn")
     savers = [context.Process(target=_save_many, args=(str(tmp_path), f"gw{i}", 25))
               for i in range(2)]
     for saver in savers:

@@ -55,3 +55,30 @@ def test_readme_registration_example_registers_an_implementation(
         """
     )
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+TEXT_BLOCK = re.compile(r"```text\n(.*?)```", re.DOTALL)
+VERSION = re.compile(r"^(  \S+\s+)\d\S*\s+")  # a backend line's version column
+
+
+def _normalised(line: str) -> str:
+    """A sample line without what differs between machines: versions, the progress
+    line's percentage."""
+    line = VERSION.sub(r"\1<version> ", line.rstrip())
+    return re.sub(r"\s+\[\s*\d+%\]$", "", line)
+
+
+@pytest.mark.slow
+def test_getting_started_sample_output_is_a_real_run(pytester: pytest.Pytester) -> None:
+    # The sample printed `...sss.sssss` (12 results for 10 backends) while a run
+    # printed `..s..sssss`: now each sample line must be a line of the real run.
+    document = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    (block,) = test_files(ROOT / "docs" / "getting-started.md")
+    (sample,) = [b for b in TEXT_BLOCK.findall(document) if "$ pytest --gpu-backends=all" in b]
+    command, *lines = sample.strip().splitlines()
+    pytester.makepyfile(test_scale=block)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider",
+                                           *command.removeprefix("$ pytest ").split())
+    real = {_normalised(line) for line in result.stdout.lines}
+    missing = [line for line in lines if line.strip() != "..." and _normalised(line) not in real]
+    assert not missing, "\n".join(["not in the real run:", *missing, "", *result.stdout.lines])

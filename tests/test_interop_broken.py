@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from hypothesis import settings
 from interop_broken_converters import BROKEN, honest
 
 from pytest_gpucheck.backends import get_backend
+from pytest_gpucheck.backends.numpy.adapter import NumpyAdapter
 from pytest_gpucheck.interop.adapters import get_adapter
 from pytest_gpucheck.interop.cases import Case
 from pytest_gpucheck.interop.classify import exchange
@@ -23,9 +25,49 @@ NUMPY = get_adapter(get_backend("numpy"))
 TRANSPOSED = Case("float64", (4, 6), order="F")  # a transposed view of a C array
 GAPPED = Case("float32", (5, 7), view=((1, 5, 1), (0, 7, 2)))
 READ_ONLY = Case("float64", (4, 5), readonly=True)
-# Big enough that the allocator hands the freed block straight back (no segfault:
-# the memory stays mapped, it only changes owner).
 FREED = Case("float64", (16, 16), seed=3)
+
+
+class _Lease:
+    """A producer array's claim on a pool block; when the last array over it dies,
+    the block goes back to the pool (the ``finalize`` callback)."""
+
+    def __init__(self, pool: ReusingPool, block: np.ndarray, host: np.ndarray) -> None:
+        self.__array_interface__ = {"data": (block.ctypes.data, False), "shape": host.shape,
+                                    "typestr": host.dtype.str, "strides": host.strides,
+                                    "version": 3}
+        weakref.finalize(self, pool.free.append, block)
+
+
+class ReusingPool(NumpyAdapter):
+    """NumPy arrays from a pool that hands a freed block straight back to the next upload.
+
+    The lifetime check drops the producer and allocates again, hoping to get its
+    memory: NumPy's allocator does that only sometimes (an xdist worker that has run
+    other tests often does not), so the proof below controls the reuse instead of
+    hoping for it. The pool keeps every block mapped: a converter that lost the
+    producer reads memory that changed owner, never freed memory.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(get_backend("numpy"))
+        self.free: list[np.ndarray] = []
+        self.blocks: list[np.ndarray] = []
+        self.reused = 0  # uploads that got a block back from a dropped array
+
+    def upload(self, host: np.ndarray) -> np.ndarray:
+        host = host.copy(order="K")  # C or F contiguous: its strides fit a fresh block
+        same = [b for b in self.free if b.nbytes == host.nbytes]
+        if same:
+            block = same[-1]
+            self.free.remove(block)
+            self.reused += 1
+        else:
+            block = np.empty(max(host.nbytes, 1), np.uint8)
+            self.blocks.append(block)
+        array: np.ndarray = np.asarray(_Lease(self, block, host))  # its base is the lease
+        array[...] = host
+        return array
 
 
 def user(func: object, name: str) -> Converter:
@@ -71,10 +113,21 @@ def test_freed_producer_is_detected_after_reuse() -> None:
     converter = user(BROKEN["frees_producer"], "frees_producer")
     # The exchange alone looks perfect: same pointer, layout, values, write-through.
     assert exchange(FREED, NUMPY, NUMPY, converter).outcome is Outcome.ZERO_COPY
-    result = check_lifetime(FREED, NUMPY, NUMPY, converter)
+    pool = ReusingPool()
+    result = check_lifetime(FREED, pool, NUMPY, converter)
+    assert pool.reused, "the check did not drop the producer and allocate again"
     assert result.outcome is Outcome.WRONG
     assert "does not keep the producer alive" in result.problems[-1]
     assert judge(FREED, result, converter).kind == "fail"
+
+
+def test_honest_converter_survives_the_reusing_pool() -> None:
+    # The twin: the pool reuses only what nobody holds, so a converter that keeps
+    # the producer alive keeps its values.
+    pool = ReusingPool()
+    result = check_lifetime(FREED, pool, NUMPY, user(honest, "honest"))
+    assert result.outcome is Outcome.ZERO_COPY, result.describe()
+    assert pool.reused == 0  # the producer stayed alive: its block was never handed back
 
 
 CONFTEST = """

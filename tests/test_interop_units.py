@@ -184,6 +184,10 @@ def test_matrix_summarises_cells_per_protocol() -> None:
     for text in ("interop dlpack:", "interop cai:", "zero-copy/copies", "WRONG",
                  "jax-copies-unaligned", "interop not available:", "  no CAI"):
         assert text in lines
+    # Every word a cell can show is explained under the tables.
+    legend = next(line for line in lines.splitlines() if line.startswith("legend: "))
+    for word in ("zero-copy:", "copies, refuses:", "WRONG:", "wrong (known):", "n/a:", "-:"):
+        assert word in legend, legend
     data = matrix.to_json()
     assert {c["summary"] for c in data["cells"]} == {"zero-copy/copies", "WRONG", "n/a"}
     assert "| numpy |" in matrix.markdown()

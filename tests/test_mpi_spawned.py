@@ -190,3 +190,30 @@ def test_a_crashed_rank_fails_only_its_test(pytester: pytest.Pytester) -> None:
     assert re.search(r'File ".*test_crash.py", line \d+ in test_rank_1_segfaults',
                      result.stdout.str())
     assert _live_processes_mentioning(str(pytester.path)) == []
+
+
+COUNTS = '''
+import pytest
+
+
+@pytest.mark.mpi(ranks=[2, 4])
+def test_allreduce(mpi_comm, mpi_size):
+    assert mpi_comm.allreduce(1) == mpi_size
+'''
+
+
+def test_a_count_that_did_not_run_shows_in_the_default_output(tmp_path: Path) -> None:
+    # docs/mpi.md: the counts that did not run are named. Before, the default output
+    # said `1 passed` and the count 4 showed only with -rA.
+    from user_runs import run_pytest
+
+    (tmp_path / "test_counts.py").write_text(COUNTS, encoding="utf-8")
+    result = run_pytest(tmp_path, "--gpu-mpi-max-ranks=2", timeout=RUN_LIMIT)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    # The sample line docs/mpi.md prints is this run's line, word for word.
+    docs = (REPO_ROOT / "docs" / "mpi.md").read_text(encoding="utf-8")
+    sample = next(line for line in docs.splitlines()
+                  if line.startswith("gpucheck mpi: not run with"))
+    assert sample in out.splitlines(), out
+    assert "1 passed" in out.splitlines()[-1]

@@ -42,8 +42,35 @@ def test_terminal_matrix_counts_each_backend_and_family(pytester: pytest.Pyteste
         "legend: pass N: N items passed | fail F/N:*",
         "FAIL test_things.py::test_bad[[]torch-cpu[]]: AssertionError: assert 'torch-cpu' != *",
         "  rerun: pytest 'test_things.py::test_bad[[]torch-cpu[]]' --gpu-backends=torch-cpu",
-        "gpucheck: 1 fail, 3 pass",
+        "gpucheck: 1 fail, 3 pass (items in the matrix's cells; pytest's line below counts "
+        "every test)",
     ])
+
+
+@pytest.mark.slow
+def test_the_matrix_fits_the_terminal_and_names_each_reason_once(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_gpucheck.devices import cuda_driver
+
+    if cuda_driver().available:
+        pytest.skip("the GPU backends run here: no shared skip reason to group")
+    pytester.makepyfile(test_things=TESTS)
+    monkeypatch.setenv("COLUMNS", "80")  # how pytest's terminal writer learns the width
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider",
+                                           "--gpu-backends=numpy,torch-cpu,jax-cpu,gpu")
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "gpucheck conformance matrix" in line)
+    end = next(i for i, line in enumerate(lines) if line.startswith("FAIL "))
+    block = lines[start + 1:end]
+    too_wide = [line for line in block if len(line) > 80]
+    assert not too_wide, "\n".join(block)
+    # Eight backends do not fit 80 columns: two tables, each with the family column.
+    assert sum(line.startswith("family ") for line in block) == 2, "\n".join(block)
+    assert all(backend in "\n".join(block) for backend in ("numpy", "torch-cuda", "cupy"))
+    # Four GPU backends share "no NVIDIA driver": one reason line names them all.
+    text = "\n".join(block)
+    assert text.count("no\n    NVIDIA driver") + text.count("no NVIDIA driver") == 1, text
+    assert "numba-cuda, jax-gpu, cuda-python, torch-cuda skip: no" in text, text
 
 
 @pytest.mark.slow

@@ -207,3 +207,43 @@ def test_a_simulator_rerun_names_the_users_options(tmp_path: Path) -> None:
     assert again.returncode == 1, command + "\n" + again.stdout + again.stderr
     assert "1 failed" in again.stdout, again.stdout
     assert _first_error(again.stdout) in first.stdout
+
+
+NOTHING_REGISTERED = """
+import pytest_gpucheck  # the user meant to register a kernel here, and did not
+"""
+
+OWN_TEST = """
+def test_something_of_their_own():
+    assert True
+"""
+
+
+@pytest.mark.parametrize("conformance", [("--gpu-conformance",), ()],
+                         ids=["with-conformance", "without"])
+def test_gpu_impls_user_with_nothing_registered_is_a_usage_error(
+        tmp_path: Path, conformance: tuple[str, ...]) -> None:
+    # The project has tests of its own, so before the fix this run passed them
+    # (exit 0) while checking no kernel at all.
+    folder = project(tmp_path, NOTHING_REGISTERED)
+    (folder / "test_own.py").write_text(OWN_TEST, encoding="utf-8")
+    result = run_pytest(folder, *conformance, "--gpu-impls=user")
+    out = result.stdout + result.stderr
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, out
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR:")]
+    assert errors == ["ERROR: --gpu-impls=user, but no implementation is registered: register "
+                      "one with @pytest_gpucheck.implements(...) in your project's conftest.py "
+                      "(see docs/kernels.md), or drop --gpu-impls=user"], out
+    assert "passed" not in out, out  # stopped before any test ran
+
+
+def test_a_registration_in_a_test_module_counts(tmp_path: Path) -> None:
+    # The twin of the usage error: modules register at import, during collection,
+    # so the check waits for collection to end before it says "none".
+    folder = project(tmp_path, NOTHING_REGISTERED)
+    (folder / "test_own.py").write_text(OWN_TEST + TWO_BACKENDS.replace(
+        '@pytest_gpucheck.implements("vector_add", backend="numba-cpu", name="mine")\n', ""),
+        encoding="utf-8")
+    result = run_pytest(folder, "--gpu-impls=user")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout, result.stdout

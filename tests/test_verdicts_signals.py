@@ -96,18 +96,21 @@ def _start(project: Path, *args: str) -> subprocess.Popen[str]:
            if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
     env["TMPDIR"] = str(project / "tmp")  # where the run's gpucheck-child-* folders go
     (project / "tmp").mkdir()
-    return subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v",
-                             *args], cwd=project, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            preexec_fn=_interruptible)
+    return subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE_PYTEST, "-p",
+                             "no:cacheprovider", "-v", *args], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
 
 
-def _interruptible() -> None:
-    """In the user's pytest: Ctrl-C as a terminal delivers it.  A suite started in the
-    background by a shell without job control inherits SIGINT ignored, and Python keeps
-    an ignored SIGINT ignored: the SIGINT cases then timed out (seen in CI runs started
-    with ``(bash .ci/run &)``)."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+#: ``python -m pytest`` with Ctrl-C as a terminal delivers it.  A suite started in the
+#: background by a shell without job control inherits SIGINT ignored, and Python keeps
+#: an ignored SIGINT ignored: the SIGINT cases then timed out (seen in CI runs started
+#: with ``(bash .ci/run &)``).  Reset in the child's own first line, not in a
+#: ``preexec_fn``: that runs Python between fork and exec, which makes JAX (imported
+#: here by earlier tests) warn that a fork of its threads will likely deadlock.
+INTERRUPTIBLE_PYTEST = ("import signal, sys; signal.signal(signal.SIGINT, "
+                        "signal.default_int_handler); import pytest; "
+                        "sys.exit(pytest.console_main())")
 
 
 def _wait_for(paths: list[Path], process: subprocess.Popen[str], limit: float = 180) -> None:

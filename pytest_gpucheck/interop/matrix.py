@@ -25,6 +25,17 @@ EXPORT_PROPERTY = "gpucheck_interop_export"
 CHANGED_PROPERTY = "gpucheck_interop_changed"
 ORDER = [o.value for o in Outcome]
 
+#: What the cell words mean, printed under the tables (a passing run may show
+#: `wrong (known)`, which reads like a failure without it).
+LEGEND = (
+    "legend: zero-copy: the consumer shares the producer's memory | copies, refuses: it "
+    "got a copy, or the converter raised, as the library documents (notes below) | a/b: "
+    "several outcomes over the cases | WRONG: a failed item (listed in the failures) | "
+    "wrong (known): a known upstream defect, measured as wrong: the item is an expected "
+    "failure (xfail), the defect named below | n/a: a side lacks the protocol (reason "
+    "below) | empty: only size-0 arrays | -: pair not run"
+)
+
 
 @dataclass
 class Cell:
@@ -124,6 +135,8 @@ class PairMatrix:
             for row in [header, *rows]:
                 cells = (value.ljust(width) for value, width in zip(row, widths, strict=True))
                 lines.append("  " + "  ".join(cells))
+        if self.cells:
+            lines.append(LEGEND)
         if self.exports:
             lines.append("interop DLPack export (device; capsule for max_version=(1, 0)):")
             lines += [f"  {line}" for line in self._export_lines()]
@@ -138,6 +151,8 @@ class PairMatrix:
                     "|" + " --- |" * len(header)]
             out += ["| " + " | ".join(row) + " |" for row in rows]
             out.append("")
+        if self.cells:
+            out += [LEGEND.replace("legend:", "Legend:", 1), ""]
         if self.exports:
             out += ["### DLPack export", ""] + [f"- {line}" for line in self._export_lines()] + [""]
         out += self._notes(markdown=True)

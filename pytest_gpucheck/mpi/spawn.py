@@ -78,6 +78,8 @@ class SpawnRouter:
         self.deaths: list[str] = []
         #: The report's MPI section (the jobs run so far).
         self.section: ReportSection | None = None
+        #: rank count -> the tests that asked for it and did not get it (summary line).
+        self.not_run: dict[int, list[str]] = {}
 
     def pytest_gpucheck_report_sections(self, config: pytest.Config) -> list[ReportSection]:
         return [self.section] if self.section is not None else []
@@ -307,6 +309,13 @@ class SpawnRouter:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         write_deaths(terminalreporter, self.deaths)
+        # In the default output: `2 passed` alone would hide the counts that never ran.
+        for count, nodeids in sorted(self.not_run.items()):
+            names = ", ".join(nodeid.rsplit("::", 1)[-1] for nodeid in nodeids)
+            terminalreporter.write_line(
+                f"gpucheck mpi: not run with {count} rank(s), more than the launcher can give "
+                f"here ({self.launcher.max_ranks}; raise --gpu-mpi-max-ranks to oversubscribe): "
+                f"{len(nodeids)} test(s): {names}", yellow=True)
 
     def _failed(self, item: pytest.Item, text: str) -> pytest.TestReport:
         return failed_report(item, text)
@@ -326,6 +335,8 @@ class SpawnRouter:
         others = [n for n in runs.reports if n != chosen]
         if others:
             note += f"; also ran with {', '.join(map(str, others))} rank(s)"
+        for count in not_run:
+            self.not_run.setdefault(count, []).append(item.nodeid)
         if not_run:
             note += (
                 f"; not run with {', '.join(map(str, not_run))} rank(s): more than the "
