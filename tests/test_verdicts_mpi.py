@@ -7,6 +7,7 @@ Spawned mode: plain ``python -m pytest``, the plugin starts the job.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -222,4 +223,9 @@ def test_spawned_progress_lines_are_lines_of_their_own(tmp_path: Path,
     ours = [line for line in lines if "gpucheck mpi:" in line]
     assert any("finished in" in line for line in ours), result.stdout
     assert all(line.startswith("gpucheck mpi:") for line in ours), result.stdout
+    # The progress line a job line closes keeps its "[ nn%]".
+    for i, line in enumerate(lines[1:], start=1):
+        if line.startswith("gpucheck mpi:") and re.fullmatch(r"(\S+\.py )?[.sxXFE]+",
+                                                                 lines[i - 1].rstrip()):
+            raise AssertionError(f"{lines[i - 1]!r} lost its progress figure:\n{result.stdout}")
     assert "4 passed" in result.stdout

@@ -193,8 +193,13 @@ class SpawnRouter:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and not os.environ.get("PYTEST_XDIST_WORKER"):
             # Under -q the progress letters carry no file name, so pytest's own
-            # ensure_newline() does not know a line is open: close it here.
+            # ensure_newline() does not know a line is open: close it here, with the
+            # "[ nn%]" pytest would have written at its end (else that line loses it).
             if reporter._tw.width_of_current_line:
+                fill = getattr(reporter, "_write_progress_information_filling_space", None)
+                if (fill is not None and getattr(reporter, "_show_progress_info", False)
+                        and reporter.config.get_verbosity() <= 0 and reporter._session):
+                    fill()
                 reporter._tw.line()
             reporter.write_line(line)
 
