@@ -37,6 +37,7 @@ from pytest_gpucheck.assertions import (
     dtype_problem,
     guard_problem,
     shape_problem,
+    show_values,
     unchanged_problem,
     values_problem,
 )
@@ -389,13 +390,14 @@ def run_case(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
         elif name == spec.in_place and backend.mutable_arrays:
             in_place = GuardedBuffer(backend, name, value.shape, value.dtype, value)
             context.arrays[name] = f"{layout_of(in_place.view)} dtype={value.dtype} " \
-                                   "(interior of a guard-banded buffer)"
+                                   f"(interior of a guard-banded buffer) " \
+                                   f"values={show_values(value)}"
             args.append(in_place.view)
         else:
             layout = layouts.get(name, gst.CONTIGUOUS)
             inputs[name] = gst.to_device_with_layout(backend, value, layout)
             context.arrays[name] = f"{layout_of(inputs[name].view)} dtype={value.dtype} " \
-                                   f"({inputs[name].layout})"
+                                   f"({inputs[name].layout}) values={show_values(value)}"
             args.append(inputs[name].view)
     kwargs: dict[str, Any] = {}
     out: GuardedBuffer | None = None

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from pytest_gpucheck import strategies as gst
 from pytest_gpucheck import tolerance as tol
+from pytest_gpucheck.assertions import show_values
 from pytest_gpucheck.kernel_rules import HEAT_OPS, SIGMOID_ULPS, rule_for
 from pytest_gpucheck.reference_kernels.catalog import (
     FLOATS,
@@ -58,6 +59,17 @@ class Case:
     @property
     def arrays(self) -> dict[str, np.ndarray]:
         return {k: v for k, v in self.inputs.items() if isinstance(v, np.ndarray)}
+
+    def __repr__(self) -> str:
+        # Hypothesis prints the failing draw with this: small arrays whole, large ones
+        # summarised (whole, a 127-element draw took 35 lines of the failure).
+        shown = ", ".join(f"{name}={show_values(value)}" if isinstance(value, np.ndarray)
+                          else f"{name}={value!r}" for name, value in self.inputs.items())
+        return f"Case({self.describe}: {shown})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Hypothesis' pretty printer would list the fields (and whole arrays) itself."""
+        printer.text(repr(self))
 
 
 @dataclass(frozen=True)

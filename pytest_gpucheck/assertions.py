@@ -110,6 +110,21 @@ def _index(index: tuple[int, ...]) -> str:
     return ", ".join(str(int(i)) for i in index)
 
 
+#: Arrays of at most this many elements are shown whole in messages; larger ones as their
+#: first and last few elements with their size (a hypothesis draw of 127 elements printed
+#: whole took 35 lines, and the values of a one-element sweep case were not shown at all).
+SHOWN_WHOLE = 16
+
+
+def show_values(values: Any) -> str:
+    """An array for a message: whole when small, else summarised (``[1., 2., 3., ..., 5.,
+    6., 7.] (127 values)``)."""
+    array = np.asarray(values)
+    text = np.array2string(array, separator=", ", threshold=SHOWN_WHOLE, edgeitems=3,
+                           max_line_width=10_000).replace("\n", "")
+    return text if array.size <= SHOWN_WHOLE else f"{text} ({array.size} values)"
+
+
 def _show(value: Any) -> str:
     if isinstance(value, (float, np.floating)):
         return repr(float(value))
@@ -293,6 +308,7 @@ def assert_guards_intact(readback: GuardReadback,
 
 
 __all__ = [
+    "SHOWN_WHOLE",
     "CheckContext",
     "assert_dtype",
     "assert_guards_intact",
@@ -302,6 +318,7 @@ __all__ = [
     "dtype_problem",
     "guard_problem",
     "shape_problem",
+    "show_values",
     "unchanged_problem",
     "values_problem",
 ]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
+from user_runs import run_pytest
 
 from pytest_gpucheck import tolerance as tol
 from pytest_gpucheck.assertions import (
@@ -75,3 +79,42 @@ def test_unchanged_reports_the_changed_elements() -> None:
 def test_plain_string_context() -> None:
     with pytest.raises(AssertionError, match=r"out.shape=\(2,\), but should be \(3,\) \[mine\]"):
         assert_matches_reference(np.zeros(2), np.zeros(3), tol.exact("t"), "mine")
+
+
+def test_small_inputs_are_shown_whole_and_large_ones_summarised() -> None:
+    from pytest_gpucheck.assertions import show_values
+
+    assert show_values(np.array([1.5, -2.0], np.float32)) == "[ 1.5, -2. ]"
+    large = show_values(np.arange(127, dtype=np.float64))
+    assert large == "[  0.,   1.,   2., ..., 124., 125., 126.] (127 values)"
+
+
+def test_a_failing_draw_prints_its_arrays_summarised() -> None:
+    """Hypothesis prints the failing draw with its own pretty printer: one line, not the
+    35 lines of a whole 127-element array."""
+    from hypothesis.vendor.pretty import pretty
+
+    from pytest_gpucheck.conformance.specs import Case
+
+    case = Case({"x": np.arange(127, dtype=np.float32), "alpha": 2.0}, "n=127", (127,))
+    text = pretty(case)
+    assert "\n" not in text
+    assert "(127 values)" in text
+    assert "alpha=2.0" in text
+    assert "n=127" in text
+
+
+@pytest.mark.slow
+def test_a_sweep_failure_shows_the_values_of_small_inputs(tmp_path: Path) -> None:
+    """At n=1 the reproducer shows a[0] and b[0], not only shapes and strides."""
+    (tmp_path / "conftest.py").write_text(
+        "import pytest_gpucheck\n\n\n"
+        "@pytest_gpucheck.implements('vector_add', backend='numpy', name='off_by_one')\n"
+        "def vector_add(a, b, out):\n"
+        "    out[...] = a + b + 1\n")
+    result = run_pytest(tmp_path, "--gpu-conformance", "--gpu-impls=user",
+                        "--gpu-backends=numpy", "-k", "test_vector_add", "--hypothesis-profile=ci",
+                        timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    match = re.search(r"^E\s+a: shape=\(1,\).* values=\[(.+)\]$", result.stdout, re.M)
+    assert match is not None, result.stdout[-3000:]
