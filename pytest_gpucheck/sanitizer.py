@@ -39,6 +39,7 @@ from typing import Any
 
 import pytest
 
+from .child_deaths import KeepsChildDeaths
 from .child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
 from .hypothesis_profiles import SANITIZE_DIVISOR as EXAMPLE_DIVISOR
 from .sanitizer_log import SECTION, error_text, outside_mark, read_mark
@@ -303,8 +304,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 # -- the parent's router -------------------------------------------------------------------
-class SanitizerRouter:
+class SanitizerRouter(KeepsChildDeaths):
     """Parent-side plugin: run each sanitized item once in every tool's worker."""
+
+    #: This router's key in an xdist worker's output (its children's deaths).
+    DEATHS_OUTPUT = DEATHS_OUTPUT
 
     def __init__(self, config: pytest.Config, plan: Sanitizing) -> None:
         self.config = config
@@ -349,28 +353,10 @@ class SanitizerRouter:
         tear_down_towards(item, nextitem)
         return True
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def close_children(self) -> None:
         for worker in self.workers.values():
             worker.close()
         self.workers.clear()
-        from .workers import hand_over_deaths
-
-        hand_over_deaths(self.config, session, self.deaths, DEATHS_OUTPUT)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """pytest-xdist (controller): keep the deaths a worker handed over."""
-        from .workers import collect_deaths
-
-        collect_deaths(node, self.deaths, DEATHS_OUTPUT)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if os.environ.get("PYTEST_XDIST_WORKER"):
-            return
-        from .workers import write_deaths
-
-        write_deaths(terminalreporter, self.deaths)
 
 
 def merge_runs(runs: Sequence[tuple[str, list[pytest.TestReport]]]) -> list[pytest.TestReport]:

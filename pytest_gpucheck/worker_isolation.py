@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from .child_deaths import KeepsChildDeaths
 from .sticky_errors import StickyError, any_sticky_error, inject_sticky_error, sticky_error
 
 # The child-process machinery (simulator_router, workers) is imported only by runs
@@ -104,9 +105,12 @@ def device_key(backends: set[str]) -> str:
     return GPU if any(name in GPU_BACKENDS for name in backends) else HOST
 
 
-class IsolationRouter:
+class IsolationRouter(KeepsChildDeaths):
     """Parent-side plugin: run backend items in :class:`~.worker_pool.Worker` processes,
     one per device (``backend``) or one per item (``test``)."""
+
+    #: This router's key in an xdist worker's output (its children's deaths).
+    DEATHS_OUTPUT = DEATHS_OUTPUT
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -209,29 +213,11 @@ class IsolationRouter:
         return Worker(self.config, universe, what=f"The isolation worker ({', '.join(names)})",
                       extra_args=backends_option(self.config, names), deaths=self.deaths)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def close_children(self) -> None:
         for worker in [*self.released, *self.workers.values()]:
             worker.close()
         self.workers.clear()
         self.released.clear()
-        from .workers import hand_over_deaths
-
-        hand_over_deaths(self.config, session, self.deaths, DEATHS_OUTPUT)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """pytest-xdist (controller): a worker ended; keep its isolation workers' deaths."""
-        from .workers import collect_deaths
-
-        collect_deaths(node, self.deaths, DEATHS_OUTPUT)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if os.environ.get("PYTEST_XDIST_WORKER"):
-            return
-        from .workers import write_deaths
-
-        write_deaths(terminalreporter, self.deaths)
 
 
 # inject_sticky_error is this module's public test hook (docs/reliability.md).
