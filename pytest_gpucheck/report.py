@@ -473,7 +473,7 @@ def _section_title(key: str, markdown: str) -> str:
 
 def _run_line(run: dict[str, Any]) -> str:
     versions = ", ".join(f"{name} {version}" for name, version in run.get("versions", {}).items())
-    commit = run.get("commit") or "unknown commit"
+    commit = run.get("commit") or "unknown (not a git checkout)"
     return (f"Run at {run.get('timestamp', '?')} on {run.get('host', '?')}, commit {commit}; "
             f"{versions}")
 

@@ -185,7 +185,12 @@ def test_matrix_summarises_cells_per_protocol() -> None:
                  "jax-copies-unaligned", "interop not available:", "  no CAI"):
         assert text in lines
     # Every word a cell can show is explained under the tables.
-    legend = next(line for line in lines.splitlines() if line.startswith("legend: "))
+    split = lines.splitlines()
+    start = next(i for i, line in enumerate(split) if line.startswith("legend: "))
+    end = next((i for i in range(start + 1, len(split)) if not split[i].startswith("  ")),
+               len(split))
+    assert all(len(line) <= 80 for line in split[start:end]), split[start:end]
+    legend = " ".join(line.strip() for line in split[start:end])
     for word in ("zero-copy:", "copies, refuses:", "WRONG:", "wrong (known):", "n/a:", "-:"):
         assert word in legend, legend
     data = matrix.to_json()

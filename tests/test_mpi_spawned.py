@@ -197,7 +197,7 @@ import pytest
 
 
 @pytest.mark.mpi(ranks=[2, 4])
-def test_allreduce(mpi_comm, mpi_size):
+def test_global_sum(mpi_comm, mpi_size):
     assert mpi_comm.allreduce(1) == mpi_size
 '''
 

@@ -7,6 +7,7 @@ simulator's child process or on xdist workers arrive here too).
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,8 @@ EXPORT_PROPERTY = "gpucheck_interop_export"
 CHANGED_PROPERTY = "gpucheck_interop_changed"
 ORDER = [o.value for o in Outcome]
 
+#: Width the terminal legend is wrapped to (an 80-column terminal shows it whole).
+LEGEND_WIDTH = 80
 #: What the cell words mean, printed under the tables (a passing run may show
 #: `wrong (known)`, which reads like a failure without it).
 LEGEND = (
@@ -136,7 +139,9 @@ class PairMatrix:
                 cells = (value.ljust(width) for value, width in zip(row, widths, strict=True))
                 lines.append("  " + "  ".join(cells))
         if self.cells:
-            lines.append(LEGEND)
+            # Wrapped like the conformance matrix's legend (one line was 464 characters).
+            lines += textwrap.wrap(LEGEND, width=LEGEND_WIDTH, subsequent_indent="  ",
+                                   break_on_hyphens=False)
         if self.exports:
             lines.append("interop DLPack export (device; capsule for max_version=(1, 0)):")
             lines += [f"  {line}" for line in self._export_lines()]
