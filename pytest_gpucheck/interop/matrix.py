@@ -139,7 +139,8 @@ class PairMatrix:
                 cells = (value.ljust(width) for value, width in zip(row, widths, strict=True))
                 lines.append("  " + "  ".join(cells))
         if self.cells:
-            # Wrapped like the conformance matrix's legend (one line was 464 characters).
+            # Wrapped to 80 columns (one line was 464 characters): this section is built
+            # before the terminal's width is known, unlike the conformance matrix's legend.
             lines += textwrap.wrap(LEGEND, width=LEGEND_WIDTH, subsequent_indent="  ",
                                    break_on_hyphens=False)
         if self.exports:
