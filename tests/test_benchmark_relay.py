@@ -92,7 +92,10 @@ def table_rows(output: str) -> list[str]:
 def in_process(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, Any]]:
     """The reference: the project run in-process (its table output and its JSON)."""
     folder = project(tmp_path_factory.mktemp("in-process"))
-    done = run(folder, "--gpu-isolate=none", "--benchmark-json=out.json")
+    # Sorted by name: pytest-benchmark's default order (by min) follows the noise when
+    # the two tests' fastest rounds are close.
+    done = run(folder, "--gpu-isolate=none", "--benchmark-json=out.json",
+               "--benchmark-sort=name")
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout, json_benchmarks(folder / "out.json")
 
@@ -102,7 +105,7 @@ def in_process(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str,
 def test_json_and_table_match_the_in_process_run(
         tmp_path: Path, mode: str, in_process: tuple[str, dict[str, Any]]) -> None:
     args, backend = MODES[mode]
-    done = run(project(tmp_path), *args, "--benchmark-json=out.json")
+    done = run(project(tmp_path), *args, "--benchmark-json=out.json", "--benchmark-sort=name")
     assert done.returncode == 0, done.stdout + done.stderr
     reference_output, reference = in_process
     got = json_benchmarks(tmp_path / "out.json")
