@@ -281,3 +281,20 @@ def test_an_mpi_test_spawned_under_the_launcher_has_rank_0s_benchmark(tmp_path: 
     assert sorted(b["fullname"] for b in benchmarks) == ["test_bench.py::test_local",
                                                          "test_bench.py::test_ranked"]
     assert sorted(table_rows(done.stdout)) == ["test_local", "test_ranked"]
+
+
+@pytest.mark.slow
+def test_a_workers_profile_is_shown_and_dumped_where_the_user_asked(tmp_path: Path) -> None:
+    """``--benchmark-cprofile`` shows the worker's profile; ``--benchmark-cprofile-dump``
+    writes it relative to where pytest was started, not to the worker's folder."""
+    folder = project(tmp_path)
+    started = folder / "sub"
+    started.mkdir()
+    done = run_pytest(started, *QUICK, "--gpu-isolate=backend", "--benchmark-cprofile=tottime",
+                      "--benchmark-cprofile-dump=prof/dump", "../test_bench.py", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    profile = done.stdout.split("cProfile (time in s)", 1)[-1]
+    assert "test_bench.py::test_saxpy[numpy]\nncalls\ttottime" in profile, done.stdout
+    assert re.search(r"test_bench\.py:\d+\(saxpy\)", profile), done.stdout
+    assert sorted(p.name for p in (started / "prof").iterdir()) == [
+        "dump-test_plain[numpy].prof", "dump-test_saxpy[numpy].prof"]
