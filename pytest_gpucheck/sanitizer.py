@@ -42,7 +42,7 @@ import pytest
 from .child_deaths import KeepsChildDeaths
 from .child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
 from .hypothesis_profiles import SANITIZE_DIVISOR as EXAMPLE_DIVISOR
-from .sanitizer_log import SECTION, error_text, outside_mark, read_mark
+from .sanitizer_log import SECTION, device_errors, error_text, errors, outside_mark, read_mark
 
 OPTION = "--gpu-sanitize"
 #: compute-sanitizer's tools, one per run (its ``--tool``).
@@ -393,6 +393,9 @@ class SanitizedChild:
         _RUNNING.append(self.tool)
         self.offset = 0
         self._cupy_done = False
+        #: The test whose kernels the sanitizer last reported (its later failed API calls
+        #: are the same finding).
+        self._device_error_in: str | None = None
         from .hypothesis_profiles import use_sanitize_divisor
 
         use_sanitize_divisor()
@@ -418,14 +421,31 @@ class SanitizedChild:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         self._synchronize(item)
-        found = error_text(self._read())
+        text = self._read()
         self._write(read_mark(self.log), str(self.offset))
-        if found:
-            report.sections.append((f"{SECTION} ({self.tool})", found))
-            if not report.failed:
-                report.outcome = "failed"
-                report.longrepr = (f"compute-sanitizer ({self.tool}) reported errors during "
-                                   f"the {report.when} of this test:\n{found}")
+        found = error_text(text)
+        if not found:
+            return report
+        if device_errors(errors(text)):
+            self._device_error_in = item.nodeid
+        elif self._device_error_in == item.nodeid:
+            # Failed API calls after this test's own device error (the sanitizer stopped
+            # the kernel, the context is lost): the same finding, not another one.
+            report.sections.append(
+                (f"{SECTION} ({self.tool}): after the error reported above", found))
+            return report
+        report.sections.append((f"{SECTION} ({self.tool})", found))
+        headline = (f"compute-sanitizer ({self.tool}) reported errors during the "
+                    f"{report.when} of this test:\n{found}")
+        if not report.failed:
+            report.outcome = "failed"
+            report.longrepr = headline
+        else:
+            # The sanitizer's finding is the cause; the test's own error (a failed
+            # launch, a lost context) follows from it, so the finding leads the message.
+            report.longrepr = (f"{headline}\n\nThe test failed too (the sanitizer stops a "
+                               f"kernel it reports, so its launch fails):\n"
+                               f"{report.longrepr}")
         return report
 
     def _synchronize(self, item: pytest.Item) -> None:

@@ -53,19 +53,44 @@ def records(text: str) -> list[list[str]]:
     return found
 
 
+#: The headline of a record about a CUDA API call that failed ("Program hit
+#: CUDA_ERROR_LAUNCH_FAILED (error 719) ... on CUDA API call to cuCtxSynchronize"): after
+#: a device error the sanitizer stops the kernel, and every later call on the context
+#: fails with such a record (seen on an H200, 2026-11-27).
+API_ERROR = "Program hit "
+
+
 def errors(text: str) -> list[list[str]]:
     """The records of ``text`` that are findings (not the banner or a summary)."""
     return [record for record in records(text) if not record[0].startswith(NOT_ERRORS)]
 
 
+def device_errors(found: list[list[str]]) -> list[list[str]]:
+    """The findings in the kernels themselves (not failed API calls)."""
+    return [record for record in found if not record[0].startswith(API_ERROR)]
+
+
+def _thread(line: str) -> bool:
+    return line.strip().startswith("by thread")
+
+
 def error_text(text: str, *, lines_per_error: int = 12) -> str:
     """The findings of ``text`` as a report section: each record's first lines (kind,
-    kernel, thread and block, address, the start of the trace)."""
-    shown = []
+    kernel, thread and block, address, the start of the trace).  Records that differ
+    only in their thread (a barrier error reported by each thread of a warp) are shown
+    once, with how many threads reported it."""
+    groups: dict[tuple[str, ...], list[list[str]]] = {}
     for record in errors(text):
+        groups.setdefault(tuple(line for line in record if not _thread(line)), []).append(
+            record)
+    shown = []
+    for same in groups.values():
+        record = same[0]
         body = record[:lines_per_error]
         if len(record) > lines_per_error:
             body.append(f"    ... {len(record) - lines_per_error} more lines")
+        if len(same) > 1:
+            body.append(f"    (the same error in {len(same) - 1} more thread(s))")
         shown.append("\n".join(body))
     return "\n\n".join(shown)
 
@@ -103,5 +128,5 @@ def unread_part(log: Path) -> str:
     return _read(outside_mark(log)) + tail
 
 
-__all__ = ["SECTION", "error_text", "errors", "outside_mark", "read_mark", "records",
-           "unread_part"]
+__all__ = ["API_ERROR", "SECTION", "device_errors", "error_text", "errors", "outside_mark",
+           "read_mark", "records", "unread_part"]

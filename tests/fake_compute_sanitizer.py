@@ -17,7 +17,7 @@ Every record below is copied from NVIDIA's Compute Sanitizer documentation
 ``compute-sanitizer/docs/ComputeSanitizer/index.html``): the memcheck record
 from "memcheck_demo Output with Memcheck (Debug Build)" (read instead of write,
 and an address after the allocation), racecheck from "Block-level Hazards",
-initcheck from the shared-memory example of "Using Initcheck", synccheck from
+initcheck from "Using Initcheck" (global memory, the only kind it watches), synccheck from
 "Understanding Synccheck Reports", the leak from "Leak Checking".  The version
 text is that of the 13.5 wheel's ``compute-sanitizer --version``.
 """
@@ -59,7 +59,7 @@ RECORDS = {
         f"{P}     and Read access at {{kernel}}+0x100 in planted.py:51 [508 hazards]\n"
         f"{P}\n"),
     "initcheck": (
-        f"{P} Uninitialized __shared__ memory read of size 4 bytes\n"
+        f"{P} Uninitialized __global__ memory read of size 4 bytes\n"
         f"{P}     at {{kernel}}+0x1a0 in planted.py:7\n"
         f"{P}     by thread (0,0,0) in block (0,0,0)\n"
         f"{P}     Address 0x0\n"
@@ -82,6 +82,24 @@ def plant(tool: str, kernel: str = "planted_kernel(float *)") -> None:
     if log and os.environ.get(TOOL_VARIABLE) == tool:
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(RECORDS[tool].replace("{kernel}", kernel))
+
+
+#: What every tool logs for a CUDA API call that fails after it stopped a kernel (copied
+#: from the GPU run of 2026-11-27: memcheck and synccheck on an H200).
+API_ERROR = (f'{P} Program hit CUDA_ERROR_LAUNCH_FAILED (error 719) due to "unspecified '
+             'launch failure" on CUDA API call to cuCtxSynchronize.\n'
+             f"{P}     Saved host backtrace up to driver entry point at error\n"
+             f"{P}         Host Frame:  [0x26781] in cydriver.cpython-312-x86_64-linux-gnu.so\n"
+             f"{P}\n")
+
+
+def plant_api_error() -> None:
+    """Inside a sanitized process: log a failed CUDA API call, as any tool does after it
+    stopped a kernel (the context is lost, each later call fails)."""
+    log = os.environ.get(LOG_VARIABLE)
+    if log:
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(API_ERROR)
 
 
 def _count(log: str) -> int:

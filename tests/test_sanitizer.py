@@ -65,6 +65,23 @@ def test_records_keep_each_finding_and_drop_banner_and_summaries() -> None:
     assert errors("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n") == []
 
 
+def _barrier(thread: int) -> str:
+    return ("========= Barrier error detected. Divergent thread(s) in warp.\n"
+            "=========     at divergent+0x90\n"
+            f"=========     by thread ({thread},0,0) in block (0,0,0)\n=========\n")
+
+
+def test_a_finding_of_every_thread_of_a_warp_is_shown_once() -> None:
+    """synccheck reported the planted divergent barrier once per thread on an H200:
+    records that differ only in their thread are shown once, with the count."""
+    shown = error_text("".join(_barrier(t) for t in range(16)) + _barrier(0).replace(
+        "block (0,0,0)", "block (1,0,0)").replace("+0x90", "+0xa0"))
+    assert shown.count("Barrier error detected") == 2, shown
+    assert "by thread (0,0,0) in block (0,0,0)" in shown
+    assert "(the same error in 15 more thread(s))" in shown
+    assert len(errors("".join(_barrier(t) for t in range(16)))) == 16  # each one is kept
+
+
 @pytest.mark.parametrize("text", ["memcheck,bogus", "", "memcheck,,racecheck", "MEMCHECK"])
 def test_bad_tool_lists_are_one_line_usage_errors(text: str) -> None:
     with pytest.raises(pytest.UsageError) as raised:
@@ -124,7 +141,7 @@ if os.environ.get("ROUTE_NUMPY"):
 TESTS = """
 import os
 
-from fake_compute_sanitizer import plant
+from fake_compute_sanitizer import plant, plant_api_error
 
 
 def test_1_out_of_bounds(gpu_backend):
@@ -154,18 +171,35 @@ def test_6_clean_in_a_fresh_worker(gpu_backend):
 
 def test_7_teardown_error(gpu_backend, planted_in_teardown):
     pass
+
+
+def test_8_launch_fails_after_the_error(gpu_backend, lost_context_in_teardown):
+    # As on a GPU: the sanitizer stops the kernel, so the launch fails in the test, and
+    # the teardown's API calls fail on the lost context.
+    plant("memcheck", "stopped_kernel(float *)")
+    raise RuntimeError("cudaErrorLaunchFailure: unspecified launch failure")
+
+
+def test_9_an_api_error_alone(gpu_backend):
+    plant_api_error()
 """
 
 FIXTURE = """
 
 import pytest
-from fake_compute_sanitizer import plant
+from fake_compute_sanitizer import plant, plant_api_error
 
 
 @pytest.fixture
 def planted_in_teardown():
     yield
     plant("memcheck", "teardown_kernel(float *)")
+
+
+@pytest.fixture
+def lost_context_in_teardown():
+    yield
+    plant_api_error()
 """
 
 
@@ -220,6 +254,9 @@ def test_each_error_fails_the_test_that_ran_it(tmp_path: Path) -> None:
         "test_5_crash_after_an_error[numpy]": "failure",
         "test_6_clean_in_a_fresh_worker[numpy]": "passed",
         "test_7_teardown_error[numpy]": "error",
+        # One verdict: the teardown's failed API calls follow from the call's finding.
+        "test_8_launch_fails_after_the_error[numpy]": "failure",
+        "test_9_an_api_error_alone[numpy]": "failure",
     }, output
     assert "gpucheck: sanitizing numpy with memcheck, racecheck" in output
     assert "memory pools off in the sanitized workers" in output
@@ -244,6 +281,15 @@ def test_each_error_fails_the_test_that_ran_it(tmp_path: Path) -> None:
     teardown = outcomes["test_7_teardown_error[numpy]"][1]
     assert "during the teardown" in teardown, teardown
     assert "teardown_kernel" in teardown, teardown
+    stopped = outcomes["test_8_launch_fails_after_the_error[numpy]"][1]
+    assert stopped.startswith("compute-sanitizer (memcheck) reported errors during the call"
+                              ), stopped  # the cause leads, JUnit's message too
+    assert "The test failed too" in stopped
+    assert "unspecified launch failure" in stopped
+    # test_7's teardown is the only error: test_8's is no second verdict.
+    assert "5 failed, 4 passed, 1 error in" in output, output
+    alone = outcomes["test_9_an_api_error_alone[numpy]"][1]
+    assert "Program hit CUDA_ERROR_LAUNCH_FAILED" in alone, alone
     assert "outside any test" not in output
 
 
@@ -301,12 +347,12 @@ def test_an_old_or_broken_tool_and_a_bad_tool_name_exit_4(tmp_path: Path) -> Non
 def test_without_a_gpu_backend_it_says_nothing_was_sanitized(tmp_path: Path) -> None:
     project = _project(tmp_path)
     done = user_runs.run_pytest(project, "--gpu-backends=numpy", "--gpu-sanitize=memcheck",
-                                "-k", "not crash", timeout=RUN_LIMIT,
+                                "-k", "not crash and not launch_fails", timeout=RUN_LIMIT,
                                 extra_env=_env(tmp_path, fake=False, route=False))
     output = done.stdout + done.stderr
     # The planted bugs pass: without the sanitizer nothing sees them.
     assert done.returncode == 0, output
-    assert "6 passed" in output
+    assert "7 passed" in output, output
     assert ("gpucheck: --gpu-sanitize: no GPU backend selected, nothing is sanitized"
             in output)
 
