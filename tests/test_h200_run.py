@@ -124,3 +124,34 @@ def test_a_cuda_python_view_with_data_exports_its_address() -> None:
         (slice(1, 2), slice(0, 3)))
     assert view.__cuda_array_interface__["data"] == (0x302001A00 + 24, False)
     assert cuda_core_view_as_cai(view, [base]) == 0
+
+
+# -- CuPy refuses the null pointer the interface asks of size-0 arrays (3 items) ---------
+
+
+def _null_refusal(shape: tuple[int, ...]) -> Any:
+    from pytest_gpucheck.backends.array_facts import ArrayFacts
+    from pytest_gpucheck.interop.outcomes import Exchange, Outcome
+
+    size = int(np.prod(shape))
+    before = ArrayFacts(0 if size == 0 else 0x7F00_0000, shape, (8,) * len(shape),
+                        np.dtype("float64"), "cuda:0", False)
+    return Exchange(Outcome.REFUSES, before, error=RuntimeError(
+        "UnownedMemory requires explicit device ID for a null pointer."))
+
+
+@pytest.mark.parametrize(("producer", "shape", "kind"), [
+    ("cuda-python", (0,), "ok"), ("numba-cuda", (0, 2, 2), "ok"),
+    ("cuda-python", (3,), "fail"),  # the same refusal of an array with data: undocumented
+])
+def test_cupy_refusing_a_null_cai_is_documented_for_empty_arrays_only(
+        producer: str, shape: tuple[int, ...], kind: str) -> None:
+    from pytest_gpucheck.interop.converters import library_converter
+    from pytest_gpucheck.interop.documented import judge
+
+    verdict = judge(Case("float64", shape), _null_refusal(shape),
+                    library_converter("cai", producer, "cupy"))
+    assert verdict.kind == kind, verdict.message
+    if kind == "ok":
+        assert verdict.documented is not None
+        assert verdict.documented.key == "cupy-refuses-null-cai"

@@ -51,6 +51,11 @@ def is_bfloat16(case: Case, result: Exchange) -> bool:
     return case.dtype == "bfloat16"
 
 
+def empty(case: Case, result: Exchange) -> bool:
+    """The producer's array holds no element (its CAI data pointer is 0)."""
+    return result.producer is not None and result.producer.size == 0
+
+
 def producer_readonly(case: Case, result: Exchange) -> bool:
     return result.producer is not None and result.producer.readonly
 
@@ -255,6 +260,21 @@ DOCUMENTED: tuple[Documented, ...] = (
         trigger=Trigger("cupy", "torch-cuda", Case("bfloat16", (3,)), "cai"),
         framework="torch",
         seen=("torch 2.11.0", "cupy-cuda13x 14.2.0"),
+    ),
+    Documented(
+        key="cupy-refuses-null-cai",
+        outcome=Outcome.REFUSES,
+        summary="CuPy refuses a size-0 array whose CUDA Array Interface has data pointer 0, "
+        "which the interface asks of size-0 arrays (RuntimeError: UnownedMemory requires "
+        "explicit device ID for a null pointer)",
+        source="https://github.com/cupy/cupy/blob/main/cupy/cuda/memory.pyx",
+        protocols=("cai",),
+        consumers="cupy",
+        when=empty,
+        error=r"^RuntimeError: UnownedMemory requires explicit device ID for a null pointer",
+        trigger=Trigger("cuda-python", "cupy", Case("float64", (0,)), "cai"),
+        framework="cupy",
+        seen=("cupy-cuda13x 14.2.0",),
     ),
     Documented(
         key="cupy-refuses-device-copy",
