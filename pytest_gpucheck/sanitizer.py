@@ -5,7 +5,7 @@ references cannot see a kernel that reads out of bounds and happens to get a
 plausible value, a race that resolved well this time, a read of uninitialised
 memory or a barrier in divergent code; compute-sanitizer's tools can.
 
-The parent starts one long-lived worker (:class:`~.worker_pool.Worker`) per
+The parent starts one long-lived worker (:class:`~.processes.pool.Worker`) per
 tool and backend key, under ``compute-sanitizer --tool TOOL --log-file LOG``;
 every GPU-backend item runs once in each tool's worker.  The worker
 synchronises the item's devices after each phase (setup, call, teardown) and
@@ -39,9 +39,10 @@ from typing import Any
 
 import pytest
 
-from .child_deaths import KeepsChildDeaths
 from .child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
 from .hypothesis_profiles import SANITIZE_DIVISOR as EXAMPLE_DIVISOR
+from .processes.deaths import KeepsChildDeaths
+from .processes.routers.base import Router
 from .sanitizer_log import SECTION, error_text, outside_mark, read_mark
 
 OPTION = "--gpu-sanitize"
@@ -304,7 +305,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 # -- the parent's router -------------------------------------------------------------------
-class SanitizerRouter(KeepsChildDeaths):
+class SanitizerRouter(KeepsChildDeaths, Router):
     """Parent-side plugin: run each sanitized item once in every tool's worker."""
 
     #: This router's key in an xdist worker's output (its children's deaths).
@@ -315,6 +316,9 @@ class SanitizerRouter(KeepsChildDeaths):
         self.plan = plan
         self.workers: dict[tuple[str, ...], Any] = {}
         self.deaths: list[str] = []
+
+    def claims(self, item: pytest.Item) -> bool:
+        return is_sanitized(item)
 
     @staticmethod
     def _backends(item: pytest.Item) -> tuple[str, ...]:
@@ -328,7 +332,7 @@ class SanitizerRouter(KeepsChildDeaths):
     ) -> bool | None:
         if not is_sanitized(item):
             return None
-        from .workers import backends_option, items_ahead, replay, tear_down_towards
+        from .processes.workers import backends_option, items_ahead, replay, tear_down_towards
 
         backends = self._backends(item)
         shared = next((other for other in items_ahead(item) if is_sanitized(other)
@@ -341,7 +345,7 @@ class SanitizerRouter(KeepsChildDeaths):
                 universe = [other for other in item.session.items if is_sanitized(other)
                             and self._backends(other) == backends]
                 assert self.plan.executable is not None
-                from .sanitized_worker import SanitizedWorker
+                from .processes.routers.sanitizer import SanitizedWorker
 
                 worker = self.workers[key] = SanitizedWorker(
                     self.config, universe, tool=tool, executable=self.plan.executable,

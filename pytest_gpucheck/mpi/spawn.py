@@ -21,8 +21,8 @@ import pytest
 from ..child_env import SIMULATOR_CHILD_VARIABLE
 from ..hookspecs import ReportSection
 from ..launch_env import RANK_PID_VARIABLE
-from ..simulator_router import needs_simulator
-from ..workers import (
+from ..processes.routers.simulator import needs_simulator
+from ..processes.workers import (
     ChildRun,
     backends_option,
     crash_text,

@@ -1,6 +1,6 @@
 """The session-end hooks shared by the routers whose long-lived children may die.
 
-Kept apart from :mod:`pytest_gpucheck.workers` so that a router can extend it at
+Kept apart from :mod:`pytest_gpucheck.processes.workers` so that a router can extend it at
 load time while the child-process machinery is imported only by runs that use it.
 """
 

@@ -1,6 +1,6 @@
 """Long-lived workers: a child pytest that runs the items it is sent, one at a time.
 
-A batch child (:func:`pytest_gpucheck.workers.run_child_pytest`) runs a list
+A batch child (:func:`pytest_gpucheck.processes.workers.run_child_pytest`) runs a list
 known in advance.  A pytest-xdist worker learns its items one by one, and an
 isolation worker must stop after the item that poisoned it, so both use a
 :class:`Worker`: one ``python -m pytest`` that collects every item it may be
@@ -37,7 +37,7 @@ from typing import IO, Any
 
 import pytest
 
-from .child_env import (
+from ..child_env import (
     CONFTESTS_VARIABLE,
     JUNIT_VARIABLE,
     PARENT_VARIABLE,
@@ -45,7 +45,7 @@ from .child_env import (
     SERVE_VARIABLE,
     STREAM_VARIABLE,
 )
-from .process_guard import Stopped, end_group, kill_group, sigterm_raises, start_orphan_guard
+from .guard import Stopped, end_group, kill_group, sigterm_raises, start_orphan_guard
 from .workers import (
     ITEM_SERVER,
     ChildRun,
@@ -144,7 +144,7 @@ def install_item_server(config: pytest.Config) -> None:
 
 def health_problem(item: pytest.Item) -> str | None:
     """After a failed item: None if every backend it used still works, else why not."""
-    from .selection import get_selection, item_backends
+    from ..selection import get_selection, item_backends
     from .sticky_errors import sticky_error
 
     selection = get_selection(item.config)

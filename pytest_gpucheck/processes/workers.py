@@ -63,7 +63,7 @@ from typing import Any
 
 import pytest
 
-from .child_env import (
+from ..child_env import (
     CONFTESTS_VARIABLE,
     JUNIT_VARIABLE,
     PARENT_VARIABLE,
@@ -71,7 +71,7 @@ from .child_env import (
     SERVE_VARIABLE,
     STREAM_VARIABLE,
 )
-from .process_guard import Stopped, end_group, kill_group, sigterm_raises
+from .guard import Stopped, end_group, kill_group, sigterm_raises
 
 #: ``<sink>/fault-rank-<r>.txt``: faulthandler's dump of a fatal error on rank r.
 FAULT_PREFIX = "fault-rank-"
@@ -79,7 +79,7 @@ FAULT_PREFIX = "fault-rank-"
 PROGRESS_POLL = 5.0
 #: Exit codes of a pytest child that finished normally (tests passed / failed).
 NORMAL_EXIT_CODES = (0, 1)
-#: Name of the item server plugin in a long-lived worker (:mod:`.worker_pool`).
+#: Name of the item server plugin in a long-lived worker (:mod:`.pool`).
 ITEM_SERVER = "gpucheck-item-server"
 #: Per-item plugin data: report attributes the child copies into each serialized
 #: report and the parent sets on the rebuilt one (a plugin appends its own name).
@@ -88,7 +88,7 @@ REPORT_ATTRIBUTES = ["gpucheck_cell", "gpucheck_target"]
 
 def current_rank(env: Mapping[str, str] | None = None) -> int:
     """This process's rank under a launcher, from its environment (0 without one)."""
-    from .launch_env import launched_rank
+    from ..launch_env import launched_rank
 
     launched = launched_rank(env)
     return launched.rank if launched is not None else 0
@@ -426,7 +426,7 @@ def forwarded_options(config: pytest.Config) -> list[str]:
     The core's own options are listed here; each feature plugin adds its own
     through the ``pytest_gpucheck_child_args`` hook (:mod:`pytest_gpucheck.hookspecs`);
     every other option the user gave is forwarded or not by the table of
-    :mod:`pytest_gpucheck.child_options`.  The child skips the ini file's ``addopts``:
+    :mod:`pytest_gpucheck.processes.child_options`.  The child skips the ini file's ``addopts``:
     they reach it through that table like the command line's.
     """
     from .child_options import child_options
@@ -802,7 +802,7 @@ def items_ahead(item: pytest.Item) -> list[pytest.Item]:
     them for sure: a router batches their work (one MPI job for many items) with
     ``item``'s.
 
-    - a long-lived worker (:mod:`pytest_gpucheck.worker_pool`): what its parent said
+    - a long-lived worker (:mod:`pytest_gpucheck.processes.pool`): what its parent said
       it will send next;
     - a pytest-xdist worker: the items the controller already gave it (xdist's own
       queue; under ``--dist=worksteal``, where queued items may be taken away and
@@ -867,7 +867,7 @@ def tear_down_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:
 def failed_report(item: pytest.Item, text: str, when: str = "call") -> pytest.TestReport:
     """A failed report of ``item`` made here, with ``text`` as its failure (and its
     matrix cell, so a crash counts in the conformance matrix)."""
-    from .report import cell_of
+    from ..report import cell_of
 
     report = pytest.TestReport(
         nodeid=item.nodeid,

@@ -1,6 +1,6 @@
 """The parent's handle of a worker that runs under compute-sanitizer.
 
-A :class:`~pytest_gpucheck.worker_pool.Worker` whose command starts with
+A :class:`~pytest_gpucheck.processes.pool.Worker` whose command starts with
 ``compute-sanitizer --tool TOOL --log-file LOG ...``; each start logs to a file of
 its own.  The worker attributes what it reads to its tests
 (:class:`pytest_gpucheck.sanitizer.SanitizedChild`); what is left in the log when
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from .child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
-from .sanitizer_log import SECTION, error_text, read_mark, unread_part
-from .worker_pool import Worker
+from ...child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
+from ...sanitizer_log import SECTION, error_text, read_mark, unread_part
+from ..pool import Worker
 
 #: Environment variables that turn the frameworks' device memory pools off in a
 #: sanitized worker (a pool hands out slices of one big allocation, so an access past

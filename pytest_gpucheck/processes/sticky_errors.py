@@ -2,7 +2,7 @@
 sticky error (an illegal address poisons the context; every later call fails) on one
 backend, so the CPU tier can show what ``--gpu-isolate`` buys without a GPU.
 
-Kept apart from :mod:`pytest_gpucheck.worker_isolation` (which re-exports the
+Kept apart from :mod:`pytest_gpucheck.processes.routers.isolation` (which re-exports the
 hook) so that the worker's health probe reads it without importing the router.
 """
 
