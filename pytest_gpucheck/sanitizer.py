@@ -41,8 +41,7 @@ import pytest
 
 from .child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
 from .hypothesis_profiles import SANITIZE_DIVISOR as EXAMPLE_DIVISOR
-from .processes.deaths import KeepsChildDeaths
-from .processes.routers.base import Router
+from .processes import KeepsChildDeaths, Router
 from .sanitizer_log import SECTION, error_text, outside_mark, read_mark
 
 OPTION = "--gpu-sanitize"
@@ -332,7 +331,7 @@ class SanitizerRouter(KeepsChildDeaths, Router):
     ) -> bool | None:
         if not is_sanitized(item):
             return None
-        from .processes.workers import backends_option, items_ahead, replay, tear_down_towards
+        from .processes import backends_option, items_ahead, replay, tear_down_towards
 
         backends = self._backends(item)
         shared = next((other for other in items_ahead(item) if is_sanitized(other)
@@ -345,7 +344,7 @@ class SanitizerRouter(KeepsChildDeaths, Router):
                 universe = [other for other in item.session.items if is_sanitized(other)
                             and self._backends(other) == backends]
                 assert self.plan.executable is not None
-                from .processes.routers.sanitizer import SanitizedWorker
+                from .processes import SanitizedWorker
 
                 worker = self.workers[key] = SanitizedWorker(
                     self.config, universe, tool=tool, executable=self.plan.executable,

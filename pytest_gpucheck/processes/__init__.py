@@ -1,8 +1,124 @@
-"""The process layer: everything that starts, guards and talks to the plugin's child processes.
+"""The process layer: everything that starts, guards and talks to the plugin's child
+processes, laid out as pytest-xdist's.
 
-``inject_sticky_error`` is its public test hook (``docs/reliability.md``).
+- the controller side (which process runs an item; starting, replacing and releasing
+  children; replaying their reports here): ``workers.py`` (batch children),
+  ``pool.py`` (long-lived workers), ``guard.py`` (nothing outlives the session),
+  ``deaths.py``, ``child_options.py`` (what a child is given of the command line);
+- the routers, one module per kind of child process behind one protocol
+  (``routers/base.py``): ``routers/isolation.py``, ``routers/simulator.py``,
+  ``routers/sanitizer.py``;
+- the worker side, what runs inside a child, and the wire between the two: in
+  ``workers.py`` and ``pool.py`` (their docstrings say what travels how).
+
+The rest of the package imports only this face (``scripts/check_layers.py`` keeps it
+so); each name is imported on first use, so loading the plugin starts none of the
+machinery.  ``inject_sticky_error`` is the layer's public test hook
+(``docs/reliability.md``).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .sticky_errors import inject_sticky_error
 
-__all__ = ["inject_sticky_error"]
+if TYPE_CHECKING:
+    from .child_options import REFUSE, check_refused, given_options, record_args, rule_for
+    from .deaths import KeepsChildDeaths
+    from .pool import install_report_sink
+    from .routers.base import Router
+    from .routers.isolation import add_isolation_options, configure_isolation, isolation_mode
+    from .routers.sanitizer import SanitizedWorker
+    from .routers.simulator import SimulatorRouter, needs_simulator
+    from .workers import (
+        ChildRun,
+        backends_option,
+        crash_text,
+        describe_exit,
+        failed_report,
+        hand_over_deaths,
+        items_ahead,
+        load_parent_conftests,
+        missing_report,
+        replay,
+        run_child_pytest,
+        tear_down_towards,
+        write_deaths,
+    )
+
+#: Public name -> the module of this package that defines it (imported on first use).
+_FACE = {
+    # what the core asks of the command line and the children
+    "REFUSE": "child_options",
+    "check_refused": "child_options",
+    "given_options": "child_options",
+    "record_args": "child_options",
+    "rule_for": "child_options",
+    # the routers
+    "Router": "routers.base",
+    "KeepsChildDeaths": "deaths",
+    "add_isolation_options": "routers.isolation",
+    "configure_isolation": "routers.isolation",
+    "isolation_mode": "routers.isolation",
+    "SimulatorRouter": "routers.simulator",
+    "needs_simulator": "routers.simulator",
+    "SanitizedWorker": "routers.sanitizer",
+    # the controller side: run items in a child and replay them here
+    "ChildRun": "workers",
+    "backends_option": "workers",
+    "crash_text": "workers",
+    "describe_exit": "workers",
+    "failed_report": "workers",
+    "hand_over_deaths": "workers",
+    "items_ahead": "workers",
+    "missing_report": "workers",
+    "replay": "workers",
+    "run_child_pytest": "workers",
+    "tear_down_towards": "workers",
+    "write_deaths": "workers",
+    # the worker side: set up inside a child
+    "install_report_sink": "pool",
+    "load_parent_conftests": "workers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _FACE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+# Spelled out for the linters; the same names as _FACE's, and the hook.
+__all__ = [
+    "REFUSE",
+    "ChildRun",
+    "KeepsChildDeaths",
+    "Router",
+    "SanitizedWorker",
+    "SimulatorRouter",
+    "add_isolation_options",
+    "backends_option",
+    "check_refused",
+    "configure_isolation",
+    "crash_text",
+    "describe_exit",
+    "failed_report",
+    "given_options",
+    "hand_over_deaths",
+    "inject_sticky_error",
+    "install_report_sink",
+    "isolation_mode",
+    "items_ahead",
+    "load_parent_conftests",
+    "missing_report",
+    "needs_simulator",
+    "record_args",
+    "replay",
+    "rule_for",
+    "run_child_pytest",
+    "tear_down_towards",
+    "write_deaths",
+]

@@ -19,10 +19,10 @@ a selected GPU backend is available and ``none`` otherwise.  The
 backend, a pair across devices, a converter the consumer lacks, all decided at
 collection) and MPI items are never routed.
 
-:func:`inject_sticky_error` is a test hook that makes this process behave as
-after a CUDA sticky error on one backend: its health probe fails and every
-later test on that backend fails at setup.  It lets the CPU tier show what
-isolation buys without a GPU.
+:func:`pytest_gpucheck.processes.inject_sticky_error` is a test hook that makes
+this process behave as after a CUDA sticky error on one backend: its health
+probe fails and every later test on that backend fails at setup.  It lets the
+CPU tier show what isolation buys without a GPU.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from ..deaths import KeepsChildDeaths
-from ..sticky_errors import StickyError, any_sticky_error, inject_sticky_error, sticky_error
+from ..sticky_errors import StickyError, any_sticky_error, sticky_error
 from .base import Router, other_routers
 
 # The child-process machinery (the simulator router, workers) is imported only by runs
@@ -48,7 +48,7 @@ DEATHS_OUTPUT = "gpucheck_isolation_deaths"
 HOST, GPU = "host", "gpu"
 
 
-def add_options(group: Any) -> None:
+def add_isolation_options(group: Any) -> None:
     group.addoption(
         ISOLATE_OPTION, dest="gpu_isolate", default="auto", choices=MODES,
         help="run backend items in worker processes that are replaced after a crash or a "
@@ -83,7 +83,7 @@ def configure_isolation(config: pytest.Config) -> None:
 
 
 class StickyGuard:
-    """Every test on a backend poisoned by :func:`inject_sticky_error` fails at setup."""
+    """Every test on a backend poisoned by ``inject_sticky_error`` fails at setup."""
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -226,6 +226,5 @@ class IsolationRouter(KeepsChildDeaths, Router):
         self.released.clear()
 
 
-# inject_sticky_error is this module's public test hook (docs/reliability.md).
-__all__ = ["GPU", "HOST", "ISOLATE_OPTION", "MODES", "StickyError", "configure_isolation",
-           "device_key", "inject_sticky_error", "isolation_mode"]
+__all__ = ["GPU", "HOST", "ISOLATE_OPTION", "MODES", "StickyError", "add_isolation_options",
+           "configure_isolation", "device_key", "isolation_mode"]
