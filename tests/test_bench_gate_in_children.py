@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from user_runs import junit_outcomes, run_pytest
+from user_runs import SLOW_KERNEL, junit_outcomes, run_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -30,19 +30,7 @@ INI = textwrap.dedent("""\
     gpu_bench_replicates = 2
     """)
 
-#: The kernel does ``KSLOW`` times the work (the environment reaches every child).
-BENCH = textwrap.dedent("""\
-    import os
-
-    import numpy as np
-
-    SLOW = int(os.environ.get("KSLOW", "1"))
-
-
-    def saxpy(x, y):
-        for _ in range(SLOW):
-            result = np.float32(2.5) * x + y
-        return result
+BENCH = SLOW_KERNEL + textwrap.dedent("""\
 
 
     def test_saxpy(gpu_benchmark, gpu_backend):

@@ -35,6 +35,7 @@ from bundled_impl_checks import (
     frameworks_imported_by,
     make_problem,
 )
+from nvrtc_compile import compile_cuda_c
 
 import pytest_gpucheck.conformance.implementations.cuda_python_impls as cuda_python_impls
 import pytest_gpucheck.conformance.implementations.cupy_impls as cupy_impls
@@ -163,25 +164,29 @@ def test_nvcc_check_rejects_broken_source(tmp_path: Path) -> None:
     assert _nvcc_compile(broken, tmp_path).returncode != 0
 
 
-def _nvrtc_compile(group: str, dtype: str) -> Any:
+def _nvrtc_compile(group: str, dtype: str) -> bytes:
     pytest.importorskip("cuda.core", reason="cuda.core is not installed")
-    try:
-        return cuda_python_impls._object_code(group, dtype,
-                                              "int32" if group == "histogram" else dtype,
-                                              CHECK_ARCH)
-    except Exception as exc:
-        # Only a missing NVRTC library skips; a compile error must fail.
-        if type(exc).__name__ == "DynamicLibNotFoundError":
-            pytest.skip(f"NVRTC is not installed ({exc}); pip install nvidia-cuda-nvrtc")
-        raise
+    value_dtype = "int32" if group == "histogram" else dtype
+    options = cuda_python_impls.program_options(group, dtype, value_dtype, CHECK_ARCH)
+    return compile_cuda_c(sources.render(group, dtype, value_dtype), options, "cubin",
+                          f"{options.name}.cu")
 
 
 @pytest.mark.parametrize(("group", "dtype"), SOURCE_CASES)
-def test_cuda_c_compiles_with_nvrtc_through_cuda_core(group: str, dtype: str) -> None:
-    """cuda.core's Program compiles each source to a cubin, as the cuda-python backend does."""
-    code = _nvrtc_compile(group, dtype)
-    assert code.code_type == "cubin"
-    assert len(bytes(code.code)) > 0
+def test_cuda_c_compiles_with_nvrtc_with_cuda_cores_options(group: str, dtype: str) -> None:
+    """NVRTC compiles each source to a cubin with the options cuda.core's ``Program`` gets
+    from the cuda-python backend (``program_options``); no driver needed."""
+    assert len(_nvrtc_compile(group, dtype)) > 0
+
+
+def test_nvrtc_check_rejects_broken_source() -> None:
+    """The NVRTC check fails with NVRTC's log on a kernel that does not compile."""
+    pytest.importorskip("cuda.core", reason="cuda.core is not installed")
+    options = cuda_python_impls.program_options("vector_add", "float32", "float32", CHECK_ARCH)
+    broken = _render("vector_add", "float32").replace("wrap_add(a[i * sa], b[i * sb]);",
+                                                      "wrap_add(a[i * sa], b[i * sb])")
+    with pytest.raises(AssertionError, match='expected a ";"'):
+        compile_cuda_c(broken, options, "cubin")
 
 
 # -- drivers pass what the kernels declare --------------------------------------------------------

@@ -56,3 +56,20 @@ def junit_outcomes(path: Path) -> dict[str, tuple[str, str]]:
                 break
         outcomes[name] = (outcome, text)
     return outcomes
+
+
+#: The start of a benchmark test file: a kernel that does ``KSLOW`` times the work (the
+#: environment reaches every child), so a run can plant a slowdown.
+SLOW_KERNEL = """\
+import os
+
+import numpy as np
+
+SLOW = int(os.environ.get("KSLOW", "1"))
+
+
+def saxpy(x, y):
+    for _ in range(SLOW):
+        result = np.float32(2.5) * x + y
+    return result
+"""

@@ -39,15 +39,19 @@ def _core() -> Any:
     return _cuda_core()
 
 
+def program_options(group: str, dtype_name: str, value_dtype_name: str, arch: str) -> Any:
+    """The ``cuda.core.ProgramOptions`` one source group is compiled with (the tests
+    compile the same sources with the same options where no GPU is)."""
+    # fma=False: no contraction of a * b + c, so the rounding matches NumPy's.
+    return _core().ProgramOptions(arch=arch, fma=False,
+                                  name=f"gpucheck_{group}_{dtype_name}_{value_dtype_name}")
+
+
 @functools.cache
 def _object_code(group: str, dtype_name: str, value_dtype_name: str, arch: str) -> Any:
     """The cubin of one source group for one set of types and one architecture."""
-    core = _core()
-    # fma=False: no contraction of a * b + c, so the rounding matches NumPy's.
-    options = core.ProgramOptions(arch=arch, fma=False,
-                                  name=f"gpucheck_{group}_{dtype_name}_{value_dtype_name}")
-    program = core.Program(render(group, dtype_name, value_dtype_name), code_type="c++",
-                           options=options)
+    program = _core().Program(render(group, dtype_name, value_dtype_name), code_type="c++",
+                              options=program_options(group, dtype_name, value_dtype_name, arch))
     return program.compile("cubin")
 
 

@@ -7,8 +7,8 @@ The modules, one concept each:
   ``block_until_ready``, synchronize);
 * :mod:`.measure` - warm-up, calibration, rounds, and the clock handed to
   pytest-benchmark;
-* :mod:`.device_copy`, :mod:`.ceiling` - device copies, the L2 flush and the
-  measured bandwidth ceiling;
+* :mod:`.device_copy`, :mod:`.ceiling`, :mod:`.session_ceiling` - device copies,
+  the L2 flush, the measured bandwidth ceiling and the session's best copy;
 * :mod:`.environment`, :mod:`.records` - what a result says about where it ran;
 * :mod:`.baseline` - storage per (device model, backend), atomic and
   concurrency-safe;

@@ -211,6 +211,11 @@ _EXPECTED = {
     "bytes": "an integer or null",
     "flops": "an integer or null",
     "ceiling_gbps": "a number or null",
+    # Added later, optional: files without them still load (the paired copy's size is
+    # then read from "reference"), and readers that predate them ignore them.
+    "ceiling_bytes": "an integer or null",
+    "session_ceiling": "null or an object: gbps, bytes, copies, worst_gbps, best_from, "
+                       "worst_from",
 }
 
 

@@ -198,10 +198,10 @@ class GpuBenchmark:
             for _ in range(planned - len(runner.samples)):
                 result = runner()
         if reference is not None and reference.samples:
-            ceiling: float | None = reference.nbytes / min(reference.samples) / 1e9
+            ceiling: tuple[float, int] | None = (
+                reference.nbytes / min(reference.samples) / 1e9, reference.nbytes)
         else:
-            ceiling = copy_ceiling(self.backend, self._defaults.cpu_clock).gbps \
-                if self.bytes else None
+            ceiling = self._process_ceiling() if self.bytes else None
         self.record = BenchmarkRecord(
             name=self.name,
             environment=environment,
@@ -213,7 +213,8 @@ class GpuBenchmark:
             l2_flushed=flusher is not None,
             bytes=self.bytes,
             flops=self.flops,
-            ceiling_gbps=ceiling,
+            ceiling_gbps=ceiling[0] if ceiling else None,
+            ceiling_bytes=ceiling[1] if ceiling else None,
             extra=dict(self.extra),
             reference=reference.description if reference is not None else "",
             reference_samples=list(reference.samples) if reference is not None else [],
@@ -329,16 +330,22 @@ class GpuBenchmark:
                    "replicates": replicates}))
         return result
 
-    def _copy_ceiling_at_size(self, timer: Any) -> float | None:
-        """GB/s of a device copy of this benchmark's bytes (same cache regime as the
-        benchmark), its fastest of 20 rounds; ``None`` without a flush-free copy."""
+    def _process_ceiling(self) -> tuple[float, int]:
+        """(GB/s, bytes moved) of this process's larger copy (:func:`.copy_ceiling`)."""
+        ceiling = copy_ceiling(self.backend, self._defaults.cpu_clock)
+        return ceiling.gbps, 2 * ceiling.nbytes
+
+    def _copy_ceiling_at_size(self, timer: Any) -> tuple[float, int]:
+        """(GB/s, bytes moved) of a device copy of this benchmark's bytes (same cache
+        regime as the benchmark), its fastest of 20 rounds; the process's larger copy
+        with the L2 flush."""
         if self.l2_flush:
-            return copy_ceiling(self.backend, self._defaults.cpu_clock).gbps
+            return self._process_ceiling()
         reference = copy_reference(self.backend, timer, int(self.bytes or 0))
         runner = RoundRunner(timer, reference.call, reference.iterations)
         for _ in range(20):
             runner()
-        return reference.nbytes / min(runner.samples) / 1e9
+        return reference.nbytes / min(runner.samples) / 1e9, reference.nbytes
 
     def _serve_as_baseline(self, timer: Any, call: Callable[[], Any], flusher: L2Flusher | None,
                            environment: dict[str, str], first_call: float, warmup: int) -> Any:
@@ -366,14 +373,16 @@ class GpuBenchmark:
         return last[0] if last else call()
 
     def _keep(self, samples: list[float], method: str, iterations: int, warmup: int,
-              first_call: float, flusher: L2Flusher | None, ceiling: float | None) -> None:
+              first_call: float, flusher: L2Flusher | None,
+              ceiling: tuple[float, int] | None) -> None:
         """Make this run's record and hand it on."""
         assert self._environment is not None
         self.record = BenchmarkRecord(
             name=self.name, environment=self._environment, method=method,
             samples=list(samples), iterations=iterations, warmup_rounds=warmup,
             first_call_seconds=first_call, l2_flushed=flusher is not None, bytes=self.bytes,
-            flops=self.flops, ceiling_gbps=ceiling, extra=dict(self.extra))
+            flops=self.flops, ceiling_gbps=ceiling[0] if ceiling else None,
+            ceiling_bytes=ceiling[1] if ceiling else None, extra=dict(self.extra))
         self.benchmark.extra_info["gpucheck"] = _extra_info(self.record)
         self._on_record(self.record)
 

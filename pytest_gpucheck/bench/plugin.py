@@ -168,6 +168,10 @@ def pytest_configure(config: pytest.Config) -> None:
     feature = BenchFeature(config)
     config.stash[FEATURE_KEY] = feature
     config.pluginmanager.register(feature, "gpucheck-bench")
+    from .relay import BenchmarkRelay
+
+    # pytest-benchmark's results of tests run in child processes come back through it.
+    config.pluginmanager.register(BenchmarkRelay(config), "gpucheck-benchmark-relay")
     if any(config.getoption(name, None) for name in EAGER_OPTIONS) or any(
         config.getini(name) != default for name, (_, default) in INI_KEYS.items()
     ):
@@ -195,6 +199,9 @@ def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
         value = config.getoption(dest, None)
         if value is not None:
             args.append(f"{flag}={Path(value).resolve()}")
+    # pytest-benchmark's profile dumps are written where the test runs (the child).
+    for prefix in config.getoption("benchmark_cprofile_dump", None) or ():
+        args.append(f"--benchmark-cprofile-dump={Path(prefix).resolve()}")
     return args
 
 

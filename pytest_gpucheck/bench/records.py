@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .environment import Environment, environment_from_dict
+from .session_ceiling import SessionCeiling
 
 
 @dataclass
@@ -30,6 +32,8 @@ class BenchmarkRecord:
     l2_flushed: bool
     bytes: int | None = None
     flops: int | None = None
+    #: GB/s of this benchmark's own copy: the fastest round of the copy timed beside
+    #: it (or of the process's larger copy, with the L2 flush).
     ceiling_gbps: float | None = None
     saved_at: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -37,6 +41,12 @@ class BenchmarkRecord:
     #: round (``reference``, e.g. ``copy of 12582912 B``); empty without one.
     reference_samples: list[float] = field(default_factory=list)
     reference: str = ""
+    #: Bytes (read + written) that the copy behind ``ceiling_gbps`` moved: its size,
+    #: and so its cache regime.
+    ceiling_bytes: int | None = None
+    #: The best copy of ``ceiling_bytes`` on this device in the whole session, with its
+    #: provenance (set at session end, :mod:`.session_ceiling`); ``None`` before.
+    session_ceiling: SessionCeiling | None = None
 
     @property
     def backend(self) -> str:
@@ -70,11 +80,20 @@ class BenchmarkRecord:
         return _rate(self.flops, self.median)
 
     @property
+    def ceiling(self) -> float | None:
+        """The copy ceiling the fraction uses, GB/s: the session's best copy of these
+        bytes on this device when known, else this benchmark's own copy."""
+        if self.session_ceiling is not None:
+            return self.session_ceiling.gbps
+        return self.ceiling_gbps
+
+    @property
     def fraction_of_ceiling(self) -> float | None:
-        """GB/s as a fraction of the device's measured copy bandwidth."""
-        if self.gbps is None or not self.ceiling_gbps:
+        """GB/s as a fraction of the device's measured copy bandwidth (:attr:`ceiling`)."""
+        ceiling = self.ceiling
+        if self.gbps is None or not ceiling:
             return None
-        return self.gbps / self.ceiling_gbps
+        return self.gbps / ceiling
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (derived figures included for people reading the file)."""
@@ -91,6 +110,9 @@ class BenchmarkRecord:
             "bytes": self.bytes,
             "flops": self.flops,
             "ceiling_gbps": self.ceiling_gbps,
+            "ceiling_bytes": self.ceiling_bytes,
+            "session_ceiling": (self.session_ceiling.as_dict()
+                                if self.session_ceiling is not None else None),
             "median": self.median,
             "gbps": self.gbps,
             "gflops": self.gflops,
@@ -123,6 +145,9 @@ class BenchmarkRecord:
             extra=dict(data.get("extra") or {}),
             reference=str(data.get("reference", "")),
             reference_samples=[float(v) for v in data.get("reference_samples") or []],
+            ceiling_bytes=_optional_int(data.get("ceiling_bytes", _copied_bytes(data))),
+            session_ceiling=(SessionCeiling.from_dict(dict(data["session_ceiling"]))
+                             if data.get("session_ceiling") else None),
         )
 
 
@@ -130,6 +155,13 @@ def _rate(amount: int | None, seconds: float) -> float | None:
     if amount is None or seconds <= 0:
         return None
     return amount / seconds / 1e9
+
+
+def _copied_bytes(data: dict[str, Any]) -> int | None:
+    """Files written before ``ceiling_bytes`` existed: the paired copy's size is in its
+    description (``copy of 12582912 B``), which was then the ceiling's copy."""
+    found = re.fullmatch(r"copy of (\d+) B", str(data.get("reference", "")))
+    return int(found.group(1)) if found and data.get("ceiling_gbps") is not None else None
 
 
 def _optional_int(value: Any) -> int | None:

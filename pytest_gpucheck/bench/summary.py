@@ -6,6 +6,7 @@ from collections import Counter
 
 from .gate import Verdict, format_seconds, format_verdict
 from .records import BenchmarkRecord
+from .session_ceiling import contention_lines
 
 Result = tuple[BenchmarkRecord, "Verdict | None"]
 
@@ -18,12 +19,15 @@ def derived_figures(record: BenchmarkRecord) -> str:
         if above_a_device_copy(record):
             # Not a result: on a GPU nothing that reads and writes these bytes beats a copy
             # of them, so one of the two timings is wrong (the first H100 run: "182%").
-            text += (f" (not a fraction of the copy ceiling: the copy of the same bytes measured "
-                     f"{record.ceiling_gbps:.3g} GB/s, slower than this kernel, a measurement "
+            best = record.session_ceiling
+            which = (f"the best of {best.copies} copies" if best is not None and best.copies > 1
+                     else "the copy")
+            text += (f" (not a fraction of the copy ceiling: {which} of the same bytes measured "
+                     f"{record.ceiling:.3g} GB/s, slower than this kernel, a measurement "
                      "problem: one-call rounds bill host dispatch as device time, or the GPU "
                      "was shared)")
-        elif record.fraction_of_ceiling is not None and record.ceiling_gbps:
-            text += f" ({record.fraction_of_ceiling:.0%} of the {record.ceiling_gbps:.3g} GB/s " \
+        elif record.fraction_of_ceiling is not None and record.ceiling:
+            text += f" ({record.fraction_of_ceiling:.0%} of the {record.ceiling:.3g} GB/s " \
                     "copy ceiling)"
         parts.append(text)
     if record.gflops is not None:
@@ -60,6 +64,7 @@ def gate_terminal_lines(results: list[Result], *, compared: bool) -> list[str]:
     for record, _ in results:
         lines.append(f"  {record.name} [{record.backend} on "
                      f"{record.environment.device_model}]: {derived_figures(record)}")
+    lines += contention_lines(record for record, _ in results)
     if not compared:
         return lines
     verdicts = [verdict for _, verdict in results if verdict is not None]
@@ -105,4 +110,7 @@ def gate_markdown(results: list[Result], *, compared: bool) -> str:
                 "" if confidence is None else f"{confidence:.6f}",
             ]) + " |"
         )
+    contention = contention_lines(record for record, _ in results)
+    if contention:
+        lines += ["", *contention]
     return "\n".join(lines) + "\n"

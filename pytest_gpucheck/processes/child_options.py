@@ -61,9 +61,6 @@ def _rules(kind: str, why: str, *names: str) -> dict[str, Rule]:
 
 
 _PDB = "the debugger would stop in a worker process, which has no terminal"
-_BENCH_STATS = ("pytest-benchmark's results of tests run in a child process stay there "
-                "(gpucheck's own --gpu-bench-save, --gpu-bench-compare and "
-                "--gpu-bench-against work in children)")
 
 #: Options by their first long name (``-s`` and ``-d``, which have none, by their short one).
 OPTIONS: dict[str, Rule] = {
@@ -117,13 +114,17 @@ OPTIONS: dict[str, Rule] = {
              "--benchmark-skip", "--benchmark-disable", "--benchmark-enable", "--benchmark-only",
              "--benchmark-cprofile", "--benchmark-cprofile-loops", "--benchmark-cprofile-top",
              "--benchmark-verbose", "--benchmark-quiet"),
-    **_rules(REFUSE, _BENCH_STATS, "--benchmark-save", "--benchmark-autosave",
-             "--benchmark-json", "--benchmark-compare", "--benchmark-compare-fail",
-             "--benchmark-histogram", "--benchmark-cprofile-dump"),
+    **_rules(PARENT, "each child hands its benchmarks to this process (bench.relay), where "
+             "pytest-benchmark saves, compares and shows them", "--benchmark-save",
+             "--benchmark-autosave", "--benchmark-json", "--benchmark-compare",
+             "--benchmark-compare-fail", "--benchmark-histogram"),
     **_rules(PARENT, "shapes pytest-benchmark's table and storage, written here",
              "--benchmark-save-data", "--benchmark-storage", "--benchmark-netrc",
              "--benchmark-sort", "--benchmark-group-by", "--benchmark-columns",
              "--benchmark-name", "--benchmark-time-unit"),
+    "--benchmark-cprofile-dump": Rule(PLUGIN, "the child profiles the test and writes the "
+                                      "dump: forwarded by the benchmark feature, its path "
+                                      "made absolute"),
     # -- hypothesis ----------------------------------------------------------------------
     **_rules(FORWARD, "the child runs the property tests", "--hypothesis-verbosity",
              "--hypothesis-show-statistics", "--hypothesis-explain"),

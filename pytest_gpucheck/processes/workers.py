@@ -28,7 +28,7 @@ What travels from a child to its parent, and how (one JSON object a line in
   ``user_properties`` (``record_property``) and the longrepr travel inside it.
   Per-item plugin data travel as plain report attributes named in
   :data:`REPORT_ATTRIBUTES` (``gpucheck_cell``, ``gpucheck_target``,
-  ``gpucheck_bench``...), set on the rebuilt report;
+  ``gpucheck_bench``, ``gpucheck_benchmarks``...), set on the rebuilt report;
 - ``{"warning": ...}``: a warning recorded while an item ran (pytest records
   them after the item's reports); the parent attaches it to the item's last
   report as ``gpucheck_warnings`` and :func:`replay` records it in this session

@@ -1,0 +1,137 @@
+"""The session's copy ceiling: the best copy each device made, and how far its copies agree.
+
+A benchmark that declares its bytes is timed beside a device copy of as many bytes
+(``reference`` in :mod:`.measure`), or, with the L2 flush, beside one larger copy per
+process (:mod:`.ceiling`).  One such copy is one moment: on an H100 shared with other
+processes a copy of 134 MB read 578 GB/s where the same device copied at 2.95 TB/s, and
+a kernel was reported at "182% of the copy ceiling".  A ceiling is what the device can
+do, so the fraction a run shows uses the fastest copy of the same bytes that any
+benchmark of the run measured on that device (the same timing method, the same size
+and so the same cache regime), wherever it ran: the parent combines the records that
+isolation workers, xdist workers and the simulator child send back with their reports.
+
+Each record keeps its own copy (``ceiling_gbps``) and gets the session's ceiling with
+its provenance (:class:`SessionCeiling`: how many copies, the slowest, who measured the
+best).  When the copies of one size disagree by more than :data:`CONTENTION_SPREAD`,
+the summary says so in one line with the numbers (:func:`contention_lines`) instead of
+printing a fraction as if nothing happened.
+
+Pure Python on records: no framework, no NumPy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .records import BenchmarkRecord
+
+#: Best over slowest copy of the same bytes on one device above which the copies are
+#: said to disagree.  Copies of one size on an idle device agree within a few percent
+#: (run 2's CuPy copies: 2.79-2.95 TB/s); a shared H100 gave 578 GB/s against 2.95 TB/s.
+CONTENTION_SPREAD = 1.5
+
+
+@dataclass(frozen=True)
+class SessionCeiling:
+    """The best copy of ``bytes`` (read + written) on one device in one session."""
+
+    #: The fastest copy's GB/s: the ceiling the fractions use.
+    gbps: float
+    #: Bytes one copy moved (read + written): the size, and so the cache regime.
+    bytes: int
+    #: How many copy measurements of this size on this device the session made.
+    copies: int
+    #: The slowest of them, GB/s: ``gbps / worst_gbps`` is their spread.
+    worst_gbps: float
+    #: The benchmark (and backend) whose copy was the fastest.
+    best_from: str
+    worst_from: str
+
+    @property
+    def spread(self) -> float:
+        """Best over slowest copy (1.0 when they agree, or with one copy)."""
+        return self.gbps / self.worst_gbps if self.worst_gbps > 0 else float("inf")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "spread": self.spread}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionCeiling:
+        """Rebuild one (raises ``KeyError``/``TypeError``/``ValueError`` on bad data)."""
+        return cls(gbps=float(data["gbps"]), bytes=int(data["bytes"]),
+                   copies=int(data["copies"]), worst_gbps=float(data["worst_gbps"]),
+                   best_from=str(data.get("best_from", "")),
+                   worst_from=str(data.get("worst_from", "")))
+
+
+@dataclass(frozen=True)
+class _Copy:
+    gbps: float
+    source: str
+
+
+def _regime(record: BenchmarkRecord) -> tuple[str, str, int] | None:
+    """(device model, timing method, bytes moved) of the record's own copy, if it has one.
+
+    Copies timed differently (CUDA events, CPU time, wall time) are not comparable, and
+    a copy that fits a cache runs faster than one that does not: only copies of the same
+    bytes on the same device model, timed alike, make one ceiling.
+    """
+    if not record.ceiling_gbps or not record.ceiling_bytes:
+        return None
+    return (record.environment.device_model, record.method, int(record.ceiling_bytes))
+
+
+def apply_session_ceilings(records: Iterable[BenchmarkRecord]) -> None:
+    """Give each record with a copy the best copy of its size on its device among
+    ``records`` (sets ``record.session_ceiling``).
+
+    A copy shared by several records (the per-process copy of the L2-flushed ones) is
+    one measurement, not several: it is counted once.
+    """
+    records = list(records)
+    copies: dict[tuple[str, str, int], dict[float, _Copy]] = {}
+    for record in records:
+        regime = _regime(record)
+        if regime is not None:
+            assert record.ceiling_gbps is not None
+            copies.setdefault(regime, {}).setdefault(
+                record.ceiling_gbps, _Copy(record.ceiling_gbps,
+                                           f"{record.name} [{record.backend}]"))
+    for record in records:
+        regime = _regime(record)
+        if regime is None:
+            continue
+        seen = sorted(copies[regime].values(), key=lambda copy: copy.gbps)
+        record.session_ceiling = SessionCeiling(
+            gbps=seen[-1].gbps, bytes=regime[2], copies=len(seen), worst_gbps=seen[0].gbps,
+            best_from=seen[-1].source, worst_from=seen[0].source)
+
+
+def contention_lines(records: Iterable[BenchmarkRecord]) -> list[str]:
+    """One line per device whose copies of one size disagree by more than
+    :data:`CONTENTION_SPREAD` (after :func:`apply_session_ceilings`); the widest size
+    is named with its numbers, the others counted."""
+    widest: dict[str, list[SessionCeiling]] = {}
+    for record in records:
+        ceiling = record.session_ceiling
+        if ceiling is None or ceiling.spread <= CONTENTION_SPREAD:
+            continue
+        device = record.environment.device_model
+        if ceiling not in widest.setdefault(device, []):
+            widest[device].append(ceiling)
+    lines = []
+    for device, ceilings in widest.items():
+        ceiling = max(ceilings, key=lambda c: c.spread)
+        others = len(ceilings) - 1
+        lines.append(
+            f"gpucheck: the copy ceiling of {device} was measured under contention: "
+            f"{ceiling.copies} copies of {ceiling.bytes} B ran at {ceiling.worst_gbps:.3g} GB/s "
+            f"({ceiling.worst_from}) to {ceiling.gbps:.3g} GB/s ({ceiling.best_from}), "
+            f"{ceiling.spread:.1f}x apart (another process on the device, or a framework's "
+            "slower copy); fractions use the best"
+            + (f"; copies of {others} other size(s) disagree too" if others else ""))
+    return lines

@@ -1,0 +1,234 @@
+"""pytest-benchmark's results come back from the processes that run the tests.
+
+On a GPU machine every backend item runs in an isolation worker; simulator items
+run in the numba-cudasim child.  pytest-benchmark measures them there, and once its
+``--benchmark-json`` wrote no benchmark although 30 had passed.  Each scenario is what
+a user does, ``python -m pytest`` on a small project in a subprocess, compared with
+the same run in-process (``--gpu-isolate=none``): the same benchmarks in the JSON file
+and the table, a saved run, a regression that ``--benchmark-compare-fail`` catches.
+Every one of them fails when the relay (``pytest_gpucheck.bench.relay``) is taken out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from user_runs import SLOW_KERNEL, junit_outcomes, run_pytest
+
+from pytest_gpucheck.bench.relay import as_wire, rebuild
+
+#: Few, short rounds: the checks are about which benchmarks arrive, not their numbers.
+INI = textwrap.dedent("""\
+    [pytest]
+    gpu_backends = numpy
+    gpu_bench_rounds = 20
+    gpu_bench_max_rounds = 40
+    """)
+QUICK = ("--benchmark-min-rounds=5", "--benchmark-max-time=0.02")
+
+#: A ``gpu_benchmark`` test and a plain pytest-benchmark one, both per backend (so both
+#: run where the backend's items run); the kernel does ``KSLOW`` times the work.
+BENCH = SLOW_KERNEL + textwrap.dedent("""\
+
+
+    def test_saxpy(gpu_benchmark, gpu_backend):
+        x = np.ones(1 << 12, np.float32)
+        gpu_benchmark(saxpy, x, x)
+
+
+    def test_plain(benchmark, gpu_backend):
+        x = np.ones(1 << 12, np.float32)
+        benchmark.extra_info["dtype"] = x.dtype
+        benchmark(saxpy, x, x)
+    """)
+
+#: How each scenario runs the items: (arguments, backend of the items).
+MODES = {
+    "in-process": (("--gpu-isolate=none",), "numpy"),
+    "isolate-backend": (("--gpu-isolate=backend",), "numpy"),
+    "isolate-test": (("--gpu-isolate=test",), "numpy"),
+    "simulator-child": (("--gpu-backends=numba-cudasim",), "numba-cudasim"),
+}
+
+
+def project(folder: Path, source: str = BENCH) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pytest.ini").write_text(INI)
+    (folder / "test_bench.py").write_text(source)
+    return folder
+
+
+def run(folder: Path, *args: str, slow: int = 1) -> subprocess.CompletedProcess[str]:
+    return run_pytest(folder, "-rA", f"--junitxml={folder / 'junit.xml'}", *QUICK, *args,
+                      timeout=600, extra_env={"KSLOW": str(slow)})
+
+
+def json_benchmarks(path: Path) -> dict[str, dict[str, Any]]:
+    """fullname -> benchmark, from a ``--benchmark-json`` file."""
+    return {bench["fullname"]: bench for bench in json.loads(path.read_text())["benchmarks"]}
+
+
+def table_rows(output: str) -> list[str]:
+    """The names in pytest-benchmark's table, in its order."""
+    rows, inside = [], False
+    for line in output.splitlines():
+        if re.match(r"-+ benchmark\b", line):
+            inside = True
+        elif inside and line.startswith("Legend:"):
+            inside = False
+        elif inside and line.startswith("test_"):
+            rows.append(line.split()[0])
+    return rows
+
+
+@pytest.fixture(scope="module")
+def in_process(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, Any]]:
+    """The reference: the project run in-process (its table output and its JSON)."""
+    folder = project(tmp_path_factory.mktemp("in-process"))
+    done = run(folder, "--gpu-isolate=none", "--benchmark-json=out.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout, json_benchmarks(folder / "out.json")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", [m for m in MODES if m != "in-process"])
+def test_json_and_table_match_the_in_process_run(
+        tmp_path: Path, mode: str, in_process: tuple[str, dict[str, Any]]) -> None:
+    args, backend = MODES[mode]
+    done = run(project(tmp_path), *args, "--benchmark-json=out.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    reference_output, reference = in_process
+    got = json_benchmarks(tmp_path / "out.json")
+    expected = {name.replace("[numpy]", f"[{backend}]") for name in reference}
+    assert set(got) == expected == {f"test_bench.py::test_saxpy[{backend}]",
+                                    f"test_bench.py::test_plain[{backend}]"}, got
+    for name, bench in got.items():
+        twin = reference[name.replace(f"[{backend}]", "[numpy]")]
+        assert sorted(bench) == sorted(twin)
+        assert sorted(bench["stats"]) == sorted(twin["stats"])
+        assert bench["stats"]["rounds"] == len(bench["stats"]["data"]) >= 5
+        assert bench["options"]["timer"] == twin["options"]["timer"]
+    # A value JSON cannot hold is written as pytest-benchmark writes it in-process.
+    plain = got[f"test_bench.py::test_plain[{backend}]"]
+    assert plain["extra_info"] == {"dtype": "UNSERIALIZABLE[dtype('float32')]"}
+    assert got[f"test_bench.py::test_saxpy[{backend}]"]["extra_info"]["gpucheck"][
+        "environment"]["backend"] == backend
+    rows = table_rows(done.stdout)
+    assert rows == [row.replace("[numpy]", f"[{backend}]")
+                    for row in table_rows(reference_output)], done.stdout
+    assert len(rows) == 2
+
+
+@pytest.mark.slow
+def test_autosave_writes_the_run_to_the_storage(tmp_path: Path) -> None:
+    done = run(project(tmp_path), "--gpu-isolate=backend", "--benchmark-autosave",
+               "--benchmark-sort=name", "--benchmark-columns=min,rounds")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Not saving anything" not in done.stdout + done.stderr
+    saved = list((tmp_path / ".benchmarks").glob("*/0001_*.json"))
+    assert len(saved) == 1, done.stdout
+    names = sorted(b["fullname"] for b in json.loads(saved[0].read_text())["benchmarks"])
+    assert names == ["test_bench.py::test_plain[numpy]", "test_bench.py::test_saxpy[numpy]"]
+    # --benchmark-sort and --benchmark-columns shape the table made here.
+    assert table_rows(done.stdout) == ["test_plain[numpy]", "test_saxpy[numpy]"]
+    header = next(line for line in done.stdout.splitlines() if line.startswith("Name (time"))
+    assert header.split()[4:] == ["Min", "Rounds"], header
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with one saved run of the fast kernel, measured in-process."""
+    folder = project(tmp_path_factory.mktemp("saved"))
+    done = run(folder, "--gpu-isolate=none", "--benchmark-save=base")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(list((folder / ".benchmarks").glob("*/0001_base.json"))) == 1
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["in-process", "isolate-backend"])
+def test_compare_fail_catches_a_planted_slowdown(saved_run: Path, mode: str) -> None:
+    args, _ = MODES[mode]
+    done = run(saved_run, *args, "--benchmark-compare=0001",
+               "--benchmark-compare-fail=mean:5%", slow=8)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Performance has regressed" in done.stdout + done.stderr
+    assert "test_saxpy[numpy]" in done.stdout
+    assert "(0001_base)" in done.stdout  # the saved run's rows, beside this run's
+
+
+@pytest.mark.slow
+def test_compare_fail_passes_the_unchanged_kernel_in_a_worker(saved_run: Path) -> None:
+    # The minimum is what noise moves least; an 8x slowdown moves it far past 300%.
+    done = run(saved_run, "--gpu-isolate=backend", "--benchmark-compare=0001",
+               "--benchmark-compare-fail=min:300%", slow=1)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Performance has regressed" not in done.stdout + done.stderr
+    assert "(0001_base)" in done.stdout
+
+
+KILLED = textwrap.dedent("""\
+    import os
+    import signal
+
+    import numpy as np
+
+
+    def test_a_finishes(benchmark, gpu_backend):
+        benchmark(np.add, np.ones(8), np.ones(8))
+
+
+    def test_b_dies(benchmark, gpu_backend):
+        benchmark(os.kill, os.getpid(), signal.SIGKILL)
+
+
+    def test_c_after(benchmark, gpu_backend):
+        benchmark(np.add, np.ones(8), np.ones(8))
+    """)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_in_a_benchmark_keeps_the_finished_ones(tmp_path: Path) -> None:
+    folder = project(tmp_path, KILLED)
+    done = run(folder, "--gpu-isolate=backend", "--benchmark-json=out.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    outcomes = junit_outcomes(folder / "junit.xml")
+    assert {name: outcome for name, (outcome, _) in outcomes.items()} == {
+        "test_a_finishes[numpy]": "passed", "test_b_dies[numpy]": "failure",
+        "test_c_after[numpy]": "passed"}, outcomes
+    assert "SIGKILL" in outcomes["test_b_dies[numpy]"][1]
+    assert sorted(json_benchmarks(folder / "out.json")) == [
+        "test_bench.py::test_a_finishes[numpy]", "test_bench.py::test_c_after[numpy]"]
+
+
+def test_a_benchmark_survives_the_wire() -> None:
+    """Unit: a relayed benchmark gives pytest-benchmark the child's numbers, its JSON
+    and its ``str`` of a parameter JSON cannot hold."""
+    pytest.importorskip("pytest_benchmark")
+    import numpy as np
+    from pytest_benchmark.stats import Metadata
+    from pytest_benchmark.utils import safe_dumps
+
+    fixture = type("Fixture", (), dict(
+        name="test_k[float32]", fullname="child::test_k[float32]", group="g",
+        param="float32", params={"dtype": np.dtype("float32"), "n": 3}, has_error=False,
+        extra_info={"shape": (2, 3)}, cprofile_stats=None))()
+    original = Metadata(fixture, iterations=2, options={"timer": os.times, "min_rounds": 5})
+    for seconds in (4.0, 2.0, 3.0, 9.0):
+        original.update(seconds)
+    copy = rebuild(json.loads(json.dumps(as_wire(original))), "test_k.py::test_k[float32]")
+    want = original.as_dict()
+    want["fullname"] = "test_k.py::test_k[float32]"
+    assert safe_dumps(copy.as_dict()) == safe_dumps(want)
+    assert str(copy.params["dtype"]) == "float32"
+    assert copy.params["n"] == 3
+    assert str(copy.extra_info["shape"]) == "(2, 3)"
+    assert copy.has_error is False
+    assert bool(copy)
