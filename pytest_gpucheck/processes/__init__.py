@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .pool import install_report_sink
     from .routers.base import Router
     from .routers.isolation import add_isolation_options, configure_isolation, isolation_mode
-    from .routers.sanitizer import SanitizedWorker
+    from .routers.sanitizer import SanitizerRouter
     from .routers.simulator import SimulatorRouter, needs_simulator
     from .workers import (
         ChildRun,
@@ -64,7 +64,7 @@ _FACE = {
     "isolation_mode": "routers.isolation",
     "SimulatorRouter": "routers.simulator",
     "needs_simulator": "routers.simulator",
-    "SanitizedWorker": "routers.sanitizer",
+    "SanitizerRouter": "routers.sanitizer",
     # the controller side: run items in a child and replay them here
     "ChildRun": "workers",
     "backends_option": "workers",
@@ -97,7 +97,7 @@ __all__ = [
     "ChildRun",
     "KeepsChildDeaths",
     "Router",
-    "SanitizedWorker",
+    "SanitizerRouter",
     "SimulatorRouter",
     "add_isolation_options",
     "backends_option",

@@ -1,6 +1,10 @@
-"""The parent's handle of a worker that runs under compute-sanitizer.
+"""The sanitizer's router (``--gpu-sanitize``): every item it claims runs once in the
+worker of each tool, and the runs merge into one outcome (:func:`merge_runs`).
 
-A :class:`~pytest_gpucheck.processes.pool.Worker` whose command starts with
+The feature (:mod:`pytest_gpucheck.sanitizer`) decides what is sanitized, with which
+tools and executable, and runs the worker-side plugin; this module starts and talks to
+the workers.  A :class:`SanitizedWorker` is a
+:class:`~pytest_gpucheck.processes.pool.Worker` whose command starts with
 ``compute-sanitizer --tool TOOL --log-file LOG ...``; each start logs to a file of
 its own.  The worker attributes what it reads to its tests
 (:class:`pytest_gpucheck.sanitizer.SanitizedChild`); what is left in the log when
@@ -13,14 +17,18 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from ...child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
 from ...sanitizer_log import SECTION, error_text, read_mark, unread_part
+from ...selection import item_backends
+from ..deaths import KeepsChildDeaths
 from ..pool import Worker
+from ..workers import backends_option, items_ahead, replay, tear_down_towards
+from .base import Router
 
 #: Environment variables that turn the frameworks' device memory pools off in a
 #: sanitized worker (a pool hands out slices of one big allocation, so an access past
@@ -102,4 +110,85 @@ class SanitizedWorker(Worker):
             del self.env[SANITIZE_LOG_VARIABLE]
 
 
-__all__ = ["POOLS_OFF_ENV", "SanitizedWorker", "read_mark"]
+
+
+class SanitizerRouter(KeepsChildDeaths, Router):
+    """Parent-side plugin: run each item it claims once in every tool's worker.
+
+    The sanitizer feature (:mod:`pytest_gpucheck.sanitizer`) decides what is sanitized
+    and how: it hands over its tools with their options, the executable, which items
+    it claims and its key in an xdist worker's output."""
+
+    def __init__(self, config: pytest.Config, *, tools: Sequence[tuple[str, list[str]]],
+                 executable: Path, claims: Callable[[pytest.Item], bool],
+                 deaths_output: str) -> None:
+        self.config = config
+        self.tools = list(tools)
+        self.executable = executable
+        self._claims = claims
+        #: This router's key in an xdist worker's output (its children's deaths).
+        self.DEATHS_OUTPUT = deaths_output
+        self.workers: dict[tuple[str, ...], SanitizedWorker] = {}
+        self.deaths: list[str] = []
+
+    def claims(self, item: pytest.Item) -> bool:
+        return self._claims(item)
+
+    @staticmethod
+    def _backends(item: pytest.Item) -> tuple[str, ...]:
+        return tuple(sorted(item_backends(item)))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
+        if not self.claims(item):
+            return None
+        backends = self._backends(item)
+        shared = next((other for other in items_ahead(item) if self.claims(other)
+                       and self._backends(other) == backends), None)
+        runs: list[tuple[str, list[pytest.TestReport]]] = []
+        for tool, tool_args in self.tools:
+            key = (tool, *backends)
+            worker = self.workers.get(key)
+            if worker is None:
+                universe = [other for other in item.session.items if self.claims(other)
+                            and self._backends(other) == backends]
+                worker = self.workers[key] = SanitizedWorker(
+                    self.config, universe, tool=tool, executable=self.executable,
+                    tool_args=tool_args,
+                    what=f"The sanitized worker ({tool}; {', '.join(backends)})",
+                    extra_args=backends_option(self.config), deaths=self.deaths)
+            runs.append((tool, worker.run(item, nextitem=shared)))
+        replay(item, merge_runs(runs))
+        tear_down_towards(item, nextitem)
+        return True
+
+    def close_children(self) -> None:
+        for worker in self.workers.values():
+            worker.close()
+        self.workers.clear()
+
+
+def merge_runs(runs: Sequence[tuple[str, list[pytest.TestReport]]]) -> list[pytest.TestReport]:
+    """One item's reports from several tools' runs: the first run with a failure, else the
+    first that did not skip, else the first; with the sanitizer sections of the other
+    tools' failing runs added, so the item gets exactly one outcome and every tool's
+    findings are shown."""
+    def rank(reports: list[pytest.TestReport]) -> int:
+        if any(r.failed for r in reports):
+            return 0
+        # A test skipped under one tool (a bug another tool reports) ran under another.
+        return 2 if any(r.skipped for r in reports) else 1
+
+    chosen_tool, chosen = min(runs, key=lambda run: rank(run[1]))
+    extra = [(name, text) for tool, reports in runs if tool != chosen_tool
+             for report in reports if report.failed
+             for name, text in report.sections if name.startswith(SECTION)]
+    if extra and chosen:
+        target = next((r for r in chosen if r.failed), chosen[-1])
+        target.sections.extend(extra)
+    return chosen
+
+
+__all__ = ["POOLS_OFF_ENV", "SanitizedWorker", "SanitizerRouter", "merge_runs", "read_mark"]
