@@ -1,6 +1,6 @@
 """Environment variables the plugin sets for the child processes it starts.
 
-Kept apart from :mod:`pytest_gpucheck.processes.workers` so that reading them costs
+Kept apart from :mod:`pytest_gpucheck.processes.controller` so that reading them costs
 nothing when a run starts no child.
 """
 
@@ -27,7 +27,7 @@ SANITIZE_LOG_VARIABLE = "PYTEST_GPUCHECK_SANITIZE_LOG"
 SANITIZE_TOOL_VARIABLE = "PYTEST_GPUCHECK_SANITIZE_TOOL"
 #: ``<stdout fd>,<stderr fd>``: under the parent's ``-s``, the child writes what its
 #: tests print to these (the parent's own terminal), live
-#: (:class:`~pytest_gpucheck.processes.workers.OutputStream`).
+#: (:class:`~pytest_gpucheck.processes.worker.OutputStream`).
 STREAM_VARIABLE = "PYTEST_GPUCHECK_STREAM"
 #: The parent's ``junit_family`` when it writes a junit file (``--junitxml``): the child
 #: then keeps ``record_testsuite_property``'s properties for it (and warns as pytest does).

@@ -51,8 +51,8 @@ CLEAN = {
     # The process layer's face and insides: the rest imports the face, the insides
     # import each other.
     "pytest_gpucheck/mpi/spawn.py": "from ..processes import run_child_pytest\n",
-    "pytest_gpucheck/processes/__init__.py": "from .workers import run_child_pytest\n",
-    "pytest_gpucheck/processes/workers.py": "from .guard import os\n",
+    "pytest_gpucheck/processes/__init__.py": "from .controller import run_child_pytest\n",
+    "pytest_gpucheck/processes/controller.py": "from .guard import os\n",
     "pytest_gpucheck/processes/guard.py": "import os\n",
     "reference_kernels/x.py": "import numpy\n",
 }
@@ -80,8 +80,8 @@ CLEAN = {
     ("backend imports a feature", {"pytest_gpucheck/backends/numpy_backend.py":
         "from ..mpi import checks\n"}, "-> pytest_gpucheck.mpi.checks imports up"),
     ("a feature reaches inside the process layer", {"pytest_gpucheck/mpi/spawn.py":
-        "from ..processes.workers import run_child_pytest\n"},
-     "pytest_gpucheck.mpi.spawn -> pytest_gpucheck.processes.workers reaches inside "
+        "from ..processes.controller import run_child_pytest\n"},
+     "pytest_gpucheck.mpi.spawn -> pytest_gpucheck.processes.controller reaches inside "
      "pytest_gpucheck.processes; import it from pytest_gpucheck.processes"),
     ("a core module reaches inside the process layer lazily, by name",
      {"pytest_gpucheck/core.py": "import importlib\n"

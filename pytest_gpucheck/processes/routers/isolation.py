@@ -167,7 +167,7 @@ class IsolationRouter(KeepsChildDeaths, Router):
         key = self._key(item)
         if key is None:
             return None
-        from ..workers import items_ahead, replay, tear_down_towards
+        from ..controller import items_ahead, replay, tear_down_towards
 
         if self.mode == "test":
             worker = self._new_worker([item])
@@ -198,7 +198,7 @@ class IsolationRouter(KeepsChildDeaths, Router):
         """Whether ``item`` is surely the last item of ``key`` this process runs: in a
         plain session, the last of its key in the session's order.  Under pytest-xdist
         the controller may still send more, so the worker stays until the session ends."""
-        from ..workers import ITEM_SERVER
+        from ..controller import ITEM_SERVER
 
         if os.environ.get("PYTEST_XDIST_WORKER") or self.config.pluginmanager.get_plugin(
                 ITEM_SERVER) is not None:
@@ -209,8 +209,8 @@ class IsolationRouter(KeepsChildDeaths, Router):
     def _new_worker(self, universe: list[pytest.Item]) -> Any:
         from ...backends import BACKENDS
         from ...selection import item_backends
+        from ..controller import backends_option
         from ..pool import Worker
-        from ..workers import backends_option
 
         # Only the backends its items name: the worker's collection probes (imports) no
         # other framework, and its parametrization yields the same ids for them.

@@ -25,9 +25,9 @@ import pytest
 from ...child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
 from ...sanitizer_log import SECTION, error_text, read_mark, unread_part
 from ...selection import item_backends
+from ..controller import backends_option, items_ahead, replay, tear_down_towards
 from ..deaths import KeepsChildDeaths
 from ..pool import Worker
-from ..workers import backends_option, items_ahead, replay, tear_down_towards
 from .base import Router
 
 #: Environment variables that turn the frameworks' device memory pools off in a

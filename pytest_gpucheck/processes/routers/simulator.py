@@ -2,7 +2,7 @@
 
 The Numba CUDA simulator is chosen when ``numba.cuda`` is first imported, so
 it cannot share a process with real ``numba-cuda``: the parent routes the
-simulator items to a child (:mod:`pytest_gpucheck.processes.workers`) and replays their
+simulator items to a child (:mod:`pytest_gpucheck.processes.controller`) and replays their
 reports.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 from ...child_env import SIMULATOR_CHILD_VARIABLE
 from ...selection import item_backends
-from ..workers import (
+from ..controller import (
     ChildRun,
     backends_option,
     collect_deaths,
