@@ -31,6 +31,8 @@
 #                     with an error when it ended before pytest could write one)
 #   matrix-<step>.json/.md   the conformance / interop matrix of that step's run
 #   sanitizer-planted.xml  the planted sanitizer bugs' JUnit file (the sanitizer steps)
+#   baselines/, bench-pytest-benchmark.json  the benchmarks' stored baselines and
+#                     pytest-benchmark's JSON (its results come back from the workers)
 #   summary.txt       one line per step as it ends; at the end a table of every
 #                     step: exit status, start and length (seconds from the first
 #                     step), budget, pytest's last line; and the wall time
@@ -230,7 +232,8 @@ if [ -z "$only" ] || [[ ",$only," == *",bench,"* ]]; then
     budgets[bench]=${budget_override[bench]:-$((240 / scale))}
     commands[bench]=$(printf '%q ' "$py" -m pytest conformance/bench_kernels.py \
         --gpu-backends="$gpu_group" "${common[@]}" --junitxml="$out/bench.xml" \
-        --gpu-bench-save --gpu-bench-baseline="$out/baselines")
+        --gpu-bench-save --gpu-bench-baseline="$out/baselines" \
+        --benchmark-json="$out/bench-pytest-benchmark.json")
     junits[bench]=$out/bench.xml
 fi
 

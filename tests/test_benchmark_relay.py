@@ -120,9 +120,10 @@ def test_json_and_table_match_the_in_process_run(
     assert plain["extra_info"] == {"dtype": "UNSERIALIZABLE[dtype('float32')]"}
     assert got[f"test_bench.py::test_saxpy[{backend}]"]["extra_info"]["gpucheck"][
         "environment"]["backend"] == backend
-    rows = table_rows(done.stdout)
-    assert rows == [row.replace("[numpy]", f"[{backend}]")
-                    for row in table_rows(reference_output)], done.stdout
+    # The same rows (their order follows the measured minimum: --benchmark-sort=min).
+    rows = sorted(table_rows(done.stdout))
+    assert rows == sorted(row.replace("[numpy]", f"[{backend}]")
+                          for row in table_rows(reference_output)), done.stdout
     assert len(rows) == 2
 
 
@@ -232,3 +233,68 @@ def test_a_benchmark_survives_the_wire() -> None:
     assert str(copy.extra_info["shape"]) == "(2, 3)"
     assert copy.has_error is False
     assert bool(copy)
+
+
+@pytest.mark.slow
+def test_histogram_draws_the_benchmarks_of_a_worker(tmp_path: Path) -> None:
+    pytest.importorskip("pygal", reason="--benchmark-histogram needs pytest-benchmark[histogram]")
+    done = run(project(tmp_path), "--gpu-isolate=backend", "--benchmark-histogram=hist")
+    assert done.returncode == 0, done.stdout + done.stderr
+    drawn = list(tmp_path.glob("hist*.svg"))
+    assert len(drawn) == 1, done.stdout
+    svg = drawn[0].read_text()
+    assert "test_saxpy[numpy]" in svg
+    assert "test_plain[numpy]" in svg
+
+
+MPI = textwrap.dedent("""\
+    import numpy as np
+    import pytest
+
+
+    @pytest.mark.mpi(ranks=2)
+    def test_ranked(benchmark, mpi_comm):
+        benchmark(np.add, np.ones(8), np.ones(8))
+        assert mpi_comm.allreduce(1) == 2
+
+
+    def test_local(benchmark):
+        benchmark(np.add, np.ones(8), np.ones(8))
+    """)
+
+
+@pytest.mark.slow
+def test_an_mpi_test_spawned_under_the_launcher_has_rank_0s_benchmark(tmp_path: Path) -> None:
+    """Under ``mpiexec -n 2`` each rank measures; rank 0's reports speak for the job, so
+    its benchmark is the test's one (as rank 0's session writes it under a launcher)."""
+    from pytest_gpucheck.mpi.launcher import find_executable
+
+    launcher = find_executable("mpiexec")
+    if launcher is None:
+        pytest.skip("needs mpiexec: pip install 'pytest-gpucheck[mpi]'")
+    folder = project(tmp_path, MPI)
+    done = run_pytest(folder, *QUICK, "--benchmark-json=out.json", timeout=600,
+                      extra_env={"PATH": f"{Path(launcher).parent}{os.pathsep}"
+                                 f"{os.environ.get('PATH', '')}"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    benchmarks = json.loads((folder / "out.json").read_text())["benchmarks"]
+    assert sorted(b["fullname"] for b in benchmarks) == ["test_bench.py::test_local",
+                                                         "test_bench.py::test_ranked"]
+    assert sorted(table_rows(done.stdout)) == ["test_local", "test_ranked"]
+
+
+@pytest.mark.slow
+def test_a_workers_profile_is_shown_and_dumped_where_the_user_asked(tmp_path: Path) -> None:
+    """``--benchmark-cprofile`` shows the worker's profile; ``--benchmark-cprofile-dump``
+    writes it relative to where pytest was started, not to the worker's folder."""
+    folder = project(tmp_path)
+    started = folder / "sub"
+    started.mkdir()
+    done = run_pytest(started, *QUICK, "--gpu-isolate=backend", "--benchmark-cprofile=tottime",
+                      "--benchmark-cprofile-dump=prof/dump", "../test_bench.py", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    profile = done.stdout.split("cProfile (time in s)", 1)[-1]
+    assert "test_bench.py::test_saxpy[numpy]\nncalls\ttottime" in profile, done.stdout
+    assert re.search(r"test_bench\.py:\d+\(saxpy\)", profile), done.stdout
+    assert sorted(p.name for p in (started / "prof").iterdir()) == [
+        "dump-test_plain[numpy].prof", "dump-test_saxpy[numpy].prof"]

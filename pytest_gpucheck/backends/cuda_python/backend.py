@@ -68,11 +68,17 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        """CAI v3 with the producing stream, so a consumer orders its work after ours."""
+        """CAI v3 with the producing stream, so a consumer orders its work after ours.
+
+        A size-0 array's data pointer is 0, as the interface asks: the address of an
+        empty view at an offset lies outside any allocation, and cuda.core's
+        ``StridedMemoryView`` asks the driver which device holds a non-zero pointer
+        (``CUDA_ERROR_INVALID_VALUE`` on an H200, 2026-11-27).
+        """
         return {
             "shape": self.shape,
             "typestr": self.dtype.str,
-            "data": (self.ptr, self.readonly),
+            "data": (self.ptr if self.size else 0, self.readonly),
             "strides": self.strides,
             "version": 3,
             "stream": stream_handle(self.stream),

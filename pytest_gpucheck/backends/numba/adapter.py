@@ -56,6 +56,15 @@ class NumbaCudaAdapter(Adapter):
         return self._cuda().to_device(host)
 
     def view(self, array: Any, slices: tuple[slice, ...]) -> Any:
+        if array.size == 0:
+            # numba-cuda 0.30 cannot slice a size-0 device array: its dummyarray reads
+            # NumPy's zero strides of empty arrays as broadcast axes, and its extents of
+            # empty arrays span items, so the view asks its NULL buffer for bytes
+            # (RuntimeError: non-empty slice into empty slice; seen on an H200,
+            # 2026-11-27, in the size-0 cases of every cai-numba-cuda->* exchange).
+            # A view of nothing holds nothing: a new empty array of its shape is the same.
+            shape = np.empty(array.shape, dtype=np.bool_)[slices].shape
+            return self._cuda().device_array(shape, dtype=array.dtype)
         return array[slices]
 
     def dlpack_importer(self, copy: bool | None) -> Callable[[Any], Any]:
@@ -107,3 +116,4 @@ def _device_of(array: Any, default: str) -> str:
     context = getattr(getattr(array, "gpu_data", None), "context", None)
     device = getattr(context, "device", None)
     return f"cuda:{int(device.id)}" if device is not None else default
+
