@@ -1,6 +1,6 @@
 """Every command-line option reaches the child processes that need it, or is refused.
 
-The table (``pytest_gpucheck/child_options.py``) must name every option of a real
+The table (``pytest_gpucheck/processes/child_options.py``) must name every option of a real
 run's parser, so a new option cannot be dropped on the way to a worker unnoticed;
 forwarded options must arrive in an isolation worker as given; and an option that
 cannot reach a worker stops the run before collection with one line and exit 4.
