@@ -1,6 +1,6 @@
 """Environment variables the plugin sets for the child processes it starts.
 
-Kept apart from :mod:`pytest_gpucheck.workers` so that reading them costs
+Kept apart from :mod:`pytest_gpucheck.processes.controller` so that reading them costs
 nothing when a run starts no child.
 """
 
@@ -17,7 +17,7 @@ SIMULATOR_CHILD_VARIABLE = "PYTEST_GPUCHECK_SIMULATOR_CHILD"
 #: process tree when that process is gone.
 PARENT_VARIABLE = "PYTEST_GPUCHECK_PARENT"
 #: ``<requests fd>,<replies fd>``: set in a long-lived worker, which serves the items
-#: its parent names one at a time (:mod:`pytest_gpucheck.worker_pool`).
+#: its parent names one at a time (:mod:`pytest_gpucheck.processes.pool`).
 SERVE_VARIABLE = "PYTEST_GPUCHECK_SERVE"
 #: JSON list of the ``conftest.py`` paths the parent loaded; the child loads them too.
 CONFTESTS_VARIABLE = "PYTEST_GPUCHECK_CONFTESTS"
@@ -26,7 +26,8 @@ CONFTESTS_VARIABLE = "PYTEST_GPUCHECK_CONFTESTS"
 SANITIZE_LOG_VARIABLE = "PYTEST_GPUCHECK_SANITIZE_LOG"
 SANITIZE_TOOL_VARIABLE = "PYTEST_GPUCHECK_SANITIZE_TOOL"
 #: ``<stdout fd>,<stderr fd>``: under the parent's ``-s``, the child writes what its
-#: tests print to these (the parent's own terminal), live (:class:`~.workers.OutputStream`).
+#: tests print to these (the parent's own terminal), live
+#: (:class:`~pytest_gpucheck.processes.worker.OutputStream`).
 STREAM_VARIABLE = "PYTEST_GPUCHECK_STREAM"
 #: The parent's ``junit_family`` when it writes a junit file (``--junitxml``): the child
 #: then keeps ``record_testsuite_property``'s properties for it (and warns as pytest does).

@@ -66,7 +66,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
     ci.add_options(parser.getgroup("gpucheck"))
-    from .worker_isolation import add_options as add_isolation_options
+    from .processes import add_isolation_options
 
     add_isolation_options(parser.getgroup("gpucheck"))
     from .sanitizer import add_options as add_sanitizer_options
@@ -79,13 +79,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config,
                                   args: list[str]) -> Generator[None, None, None]:
     """In a child process of this plugin, also load the conftest.py files of its parent.
     Every run keeps the arguments pytest parsed (addopts included): children get theirs
-    from them (:mod:`pytest_gpucheck.child_options`)."""
-    from .child_options import record_args
+    from them (:mod:`pytest_gpucheck.processes.child_options`)."""
+    from .processes import record_args
 
     record_args(early_config, args)
     yield
     if os.environ.get(CONFTESTS_VARIABLE):
-        from .workers import load_parent_conftests
+        from .processes import load_parent_conftests
 
         load_parent_conftests(early_config)
 
@@ -102,18 +102,18 @@ def pytest_configure(config: pytest.Config) -> None:
         apply_jax_memory_policy()
     # The child-process machinery is imported only by runs that use it.
     if os.environ.get(REPORT_SINK_VARIABLE):
-        from .worker_pool import install_report_sink
+        from .processes import install_report_sink
 
         install_report_sink(config)
     config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")
     if config.getoption("gpu_conformance"):
         _add_bundled_suites(config)
-    from .worker_isolation import configure_isolation
+    from .processes import configure_isolation
 
     configure_isolation(config)
     _refuse_unreachable_options(config)
     if "numba-cudasim" in selection.names and not selection.in_simulator_child:
-        from .simulator_router import SimulatorRouter
+        from .processes import SimulatorRouter
 
         config.pluginmanager.register(SimulatorRouter(config), "gpucheck-simulator-router")
 
@@ -122,8 +122,8 @@ def _refuse_unreachable_options(config: pytest.Config) -> None:
     """Exit 4, before collection, on an option that cannot reach the child processes this
     run sends items to (``--pdb`` with isolation workers); checked once, in the process
     the user started."""
-    from .child_options import REFUSE, check_refused, given_options, rule_for
     from .launch_env import launched_rank
+    from .processes import REFUSE, check_refused, given_options, rule_for
 
     if (os.environ.get(REPORT_SINK_VARIABLE) or hasattr(config, "workerinput")
             or config.getoption("gpu_bench_peer", None) is not None
@@ -131,7 +131,7 @@ def _refuse_unreachable_options(config: pytest.Config) -> None:
         return
     if not any(rule_for(name).kind == REFUSE for name, _ in given_options(config)):
         return  # nothing to refuse: no probe of a GPU backend for auto isolation
-    from .worker_isolation import isolation_mode
+    from .processes import isolation_mode
 
     if isolation_mode(config) != "none":
         check_refused(config, "isolation workers (--gpu-isolate)", "--gpu-isolate=none")

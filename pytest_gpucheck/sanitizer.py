@@ -5,9 +5,9 @@ references cannot see a kernel that reads out of bounds and happens to get a
 plausible value, a race that resolved well this time, a read of uninitialised
 memory or a barrier in divergent code; compute-sanitizer's tools can.
 
-The parent starts one long-lived worker (:class:`~.worker_pool.Worker`) per
-tool and backend key, under ``compute-sanitizer --tool TOOL --log-file LOG``;
-every GPU-backend item runs once in each tool's worker.  The worker
+The sanitizer's router (:mod:`pytest_gpucheck.processes.routers.sanitizer`) starts
+one long-lived worker per tool and backend key, under ``compute-sanitizer --tool
+TOOL --log-file LOG``; every GPU-backend item runs once in each tool's worker.  The worker
 synchronises the item's devices after each phase (setup, call, teardown) and
 reads what the sanitizer appended to its log since the last look: any error
 record there belongs to that phase, which fails with the records in a
@@ -32,14 +32,13 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .child_deaths import KeepsChildDeaths
 from .child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
 from .hypothesis_profiles import SANITIZE_DIVISOR as EXAMPLE_DIVISOR
 from .sanitizer_log import SECTION, device_errors, error_text, errors, outside_mark, read_mark
@@ -277,7 +276,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     config.stash[SANITIZE_KEY] = plan
     if plan.backends:
-        config.pluginmanager.register(SanitizerRouter(config, plan), "gpucheck-sanitizer-router")
+        assert plan.executable is not None  # plan_run found it for the routed backends
+        from .processes import SanitizerRouter
+
+        router = SanitizerRouter(
+            config, executable=plan.executable, claims=is_sanitized,
+            tools=[(tool, tool_args(tool, plan.version)) for tool in plan.tools],
+            deaths_output=DEATHS_OUTPUT)
+        config.pluginmanager.register(router, "gpucheck-sanitizer-router")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -301,83 +307,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"gpucheck: {OPTION}: the conformance suites run 1/{EXAMPLE_DIVISOR} of their "
         f"hypothesis examples per backend, at least 2 ({examples})",
     ]
-
-
-# -- the parent's router -------------------------------------------------------------------
-class SanitizerRouter(KeepsChildDeaths):
-    """Parent-side plugin: run each sanitized item once in every tool's worker."""
-
-    #: This router's key in an xdist worker's output (its children's deaths).
-    DEATHS_OUTPUT = DEATHS_OUTPUT
-
-    def __init__(self, config: pytest.Config, plan: Sanitizing) -> None:
-        self.config = config
-        self.plan = plan
-        self.workers: dict[tuple[str, ...], Any] = {}
-        self.deaths: list[str] = []
-
-    @staticmethod
-    def _backends(item: pytest.Item) -> tuple[str, ...]:
-        from .selection import item_backends
-
-        return tuple(sorted(item_backends(item)))
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(
-        self, item: pytest.Item, nextitem: pytest.Item | None
-    ) -> bool | None:
-        if not is_sanitized(item):
-            return None
-        from .workers import backends_option, items_ahead, replay, tear_down_towards
-
-        backends = self._backends(item)
-        shared = next((other for other in items_ahead(item) if is_sanitized(other)
-                       and self._backends(other) == backends), None)
-        runs: list[tuple[str, list[pytest.TestReport]]] = []
-        for tool in self.plan.tools:
-            key = (tool, *backends)
-            worker = self.workers.get(key)
-            if worker is None:
-                universe = [other for other in item.session.items if is_sanitized(other)
-                            and self._backends(other) == backends]
-                assert self.plan.executable is not None
-                from .sanitized_worker import SanitizedWorker
-
-                worker = self.workers[key] = SanitizedWorker(
-                    self.config, universe, tool=tool, executable=self.plan.executable,
-                    tool_args=tool_args(tool, self.plan.version),
-                    what=f"The sanitized worker ({tool}; {', '.join(backends)})",
-                    extra_args=backends_option(self.config), deaths=self.deaths)
-            runs.append((tool, worker.run(item, nextitem=shared)))
-        replay(item, merge_runs(runs))
-        tear_down_towards(item, nextitem)
-        return True
-
-    def close_children(self) -> None:
-        for worker in self.workers.values():
-            worker.close()
-        self.workers.clear()
-
-
-def merge_runs(runs: Sequence[tuple[str, list[pytest.TestReport]]]) -> list[pytest.TestReport]:
-    """One item's reports from several tools' runs: the first run with a failure, else the
-    first that did not skip, else the first; with the sanitizer sections of the other
-    tools' failing runs added, so the item gets exactly one outcome and every tool's
-    findings are shown."""
-    def rank(reports: list[pytest.TestReport]) -> int:
-        if any(r.failed for r in reports):
-            return 0
-        # A test skipped under one tool (a bug another tool reports) ran under another.
-        return 2 if any(r.skipped for r in reports) else 1
-
-    chosen_tool, chosen = min(runs, key=lambda run: rank(run[1]))
-    extra = [(name, text) for tool, reports in runs if tool != chosen_tool
-             for report in reports if report.failed
-             for name, text in report.sections if name.startswith(SECTION)]
-    if extra and chosen:
-        target = next((r for r in chosen if r.failed), chosen[-1])
-        target.sections.extend(extra)
-    return chosen
 
 
 # -- the sanitized worker's side ----------------------------------------------------------------

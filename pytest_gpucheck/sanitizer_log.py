@@ -2,7 +2,7 @@
 sanitized worker's log no test has read yet.
 
 Kept apart from :mod:`pytest_gpucheck.sanitizer` (the plugin) and
-:mod:`pytest_gpucheck.sanitized_worker` (the parent's worker) so both read one
+:mod:`pytest_gpucheck.processes.routers.sanitizer` (the parent's worker) so both read one
 format.  A sanitized worker logs to ``LOG`` (``--log-file``); after each test it
 writes how far the tests read into ``LOG.read`` and what the sanitizer logged
 before the first test (start-up, collection) into ``LOG.outside``.

@@ -24,6 +24,12 @@ loads under its installed name), and the suite files pytest imports by path
 (``test_*.py`` and ``conftest.py`` of ``conformance/``, named after the folder
 in a checkout) may not import relatively, for the same reason.
 
+The process layer (``pytest_gpucheck.processes``: the controller side, the worker
+side, the wire and the routers) is reached only through its face: a module outside
+it imports ``pytest_gpucheck.processes`` (its ``__init__``, which names what the
+rest of the package may use), never a module inside it, so its insides can be
+rearranged without edits elsewhere.
+
 Every import counts, including imports inside functions and the module names
 given to ``importlib.import_module`` / ``pluginmanager.import_plugin`` as string
 literals: a lazy import is still a dependency.  Besides the layers, the
@@ -53,6 +59,8 @@ FOLDER_NAMES = ("conformance", "reference_kernels")
 #: Layer prefixes, top first; a module belongs to the longest prefix that matches.
 LAYERS = ("pytest_gpucheck.conformance", "pytest_gpucheck", "pytest_gpucheck.backends",
           "pytest_gpucheck.reference_kernels")
+#: Packages the rest of the project reaches only through their ``__init__`` (the face).
+FACED = ("pytest_gpucheck.processes",)
 #: Calls whose first string argument names a module that gets imported.
 IMPORTING_CALLS = ("import_module", "import_plugin", "__import__")
 
@@ -204,6 +212,16 @@ def is_feature(module: str) -> bool:
     return parts[1] != "backends" and where is not None and (where / "__init__.py").is_file()
 
 
+def behind_face(source: str, target: str) -> str | None:
+    """The faced package whose insides ``source`` reaches into by importing ``target``
+    (None when the import goes through the face, or stays inside the package)."""
+    for package in FACED:
+        inside = target.startswith(package + ".")
+        if inside and not (source == package or source.startswith(package + ".")):
+            return package
+    return None
+
+
 def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """One cycle through each group of mutually importing units (none: an acyclic graph)."""
     cycles: list[list[str]] = []
@@ -248,6 +266,10 @@ def check() -> list[str]:
             location = f"{path.relative_to(ROOT)}:{line}"
             if points_up(source, target):
                 problems.append(f"{location}: {source} -> {target} imports up a layer")
+            faced = behind_face(source, target)
+            if faced is not None:
+                problems.append(f"{location}: {source} -> {target} reaches inside {faced}; "
+                                f"import it from {faced} (name it in its __init__)")
             a, b = unit(source), unit(target)
             if a != b and b != "pytest_gpucheck":
                 edges.setdefault(a, set()).add(b)
@@ -272,7 +294,7 @@ def main(argv: list[str]) -> int:
         return 1
     count = sum(1 for _ in project_files())
     print(f"layers ok: {count} modules, imports only point down, no cycle between "
-          "subpackages")
+          "subpackages, the process layer reached through its face")
     return 0
 
 

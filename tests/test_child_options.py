@@ -1,6 +1,6 @@
 """Every command-line option reaches the child processes that need it, or is refused.
 
-The table (``pytest_gpucheck/child_options.py``) must name every option of a real
+The table (``pytest_gpucheck/processes/child_options.py``) must name every option of a real
 run's parser, so a new option cannot be dropped on the way to a worker unnoticed;
 forwarded options must arrive in an isolation worker as given; and an option that
 cannot reach a worker stops the run before collection with one line and exit 4.
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from user_runs import run_pytest
 
-from pytest_gpucheck.child_options import (
+from pytest_gpucheck.processes.child_options import (
     FORWARD,
     OPTIONS,
     PARENT,
@@ -44,7 +44,7 @@ def test_the_table_names_every_option_of_a_real_run(tmp_path: Path) -> None:
     # A real run with every plugin of this environment, the cache provider included.
     (tmp_path / "conftest.py").write_text(textwrap.dedent("""\
         import json, os
-        from pytest_gpucheck.child_options import parser_options
+        from pytest_gpucheck.processes.child_options import parser_options
 
         def pytest_configure(config):
             with open(os.environ["OPTIONS_OUT"], "w") as out:

@@ -19,7 +19,7 @@ import pytest
 import user_runs
 from user_runs import junit_outcomes
 
-from pytest_gpucheck.worker_isolation import GPU, HOST, device_key
+from pytest_gpucheck.processes.routers.isolation import GPU, HOST, device_key
 
 RUN_LIMIT = 400
 SUITE = Path(__file__).resolve().parent.parent / "conformance" / "test_interop.py"

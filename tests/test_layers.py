@@ -24,7 +24,7 @@ def _check(root: Path | None = None) -> subprocess.CompletedProcess[str]:
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
     for package in ("conformance", "pytest_gpucheck", "pytest_gpucheck/backends",
-                    "pytest_gpucheck/mpi", "reference_kernels"):
+                    "pytest_gpucheck/mpi", "pytest_gpucheck/processes", "reference_kernels"):
         (root / package).mkdir(parents=True, exist_ok=True)
         (root / package / "__init__.py").write_text("", encoding="utf-8")
     for name, code in files.items():
@@ -48,6 +48,12 @@ CLEAN = {
     "pytest_gpucheck/backends/numpy_backend.py": (
         "from ..devices import os\nfrom pytest_gpucheck.reference_kernels import x\n"),
     "pytest_gpucheck/mpi/checks.py": "from ..core import x\nfrom ..backends import y\n",
+    # The process layer's face and insides: the rest imports the face, the insides
+    # import each other.
+    "pytest_gpucheck/mpi/spawn.py": "from ..processes import run_child_pytest\n",
+    "pytest_gpucheck/processes/__init__.py": "from .controller import run_child_pytest\n",
+    "pytest_gpucheck/processes/controller.py": "from .guard import os\n",
+    "pytest_gpucheck/processes/guard.py": "import os\n",
     "reference_kernels/x.py": "import numpy\n",
 }
 
@@ -73,6 +79,14 @@ CLEAN = {
      "relative import in a suite file pytest imports by its path"),
     ("backend imports a feature", {"pytest_gpucheck/backends/numpy_backend.py":
         "from ..mpi import checks\n"}, "-> pytest_gpucheck.mpi.checks imports up"),
+    ("a feature reaches inside the process layer", {"pytest_gpucheck/mpi/spawn.py":
+        "from ..processes.controller import run_child_pytest\n"},
+     "pytest_gpucheck.mpi.spawn -> pytest_gpucheck.processes.controller reaches inside "
+     "pytest_gpucheck.processes; import it from pytest_gpucheck.processes"),
+    ("a core module reaches inside the process layer lazily, by name",
+     {"pytest_gpucheck/core.py": "import importlib\n"
+      "def f():\n    importlib.import_module('pytest_gpucheck.processes.guard')\n"},
+     "pytest_gpucheck.core -> pytest_gpucheck.processes.guard reaches inside"),
     ("core and a subpackage import each other", {"pytest_gpucheck/devices.py":
         "from .mpi.checks import x\n"}, "import cycle: "),
 ])
@@ -83,3 +97,25 @@ def test_a_tree_that_breaks_a_rule_is_rejected(tmp_path: Path, name: str,
     result = _check(_tree(tmp_path / "broken", {**CLEAN, **files}))
     assert result.returncode == 1, result.stdout
     assert message in result.stdout, result.stdout
+
+
+def test_the_process_layer_face_hands_on_every_name_it_lists_without_loading_the_rest() -> None:
+    """Every name of ``pytest_gpucheck.processes``' face resolves to its module, and
+    importing the face loads none of the child-process machinery (names are imported on
+    first use, so loading the plugin stays cheap)."""
+    code = (
+        "import sys, pytest_gpucheck.processes as face\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('pytest_gpucheck.processes.')"
+        " and m != 'pytest_gpucheck.processes.sticky_errors')\n"
+        "assert not loaded, loaded\n"
+        "assert sorted(face.__all__) == sorted({*face._FACE, 'inject_sticky_error'}), "
+        "'__all__ and _FACE differ'\n"
+        "import importlib\n"
+        "for name, module in face._FACE.items():\n"
+        "    inside = importlib.import_module(f'pytest_gpucheck.processes.{module}')\n"
+        "    assert getattr(face, name) is getattr(inside, name), name\n"
+        "print('face ok', len(face.__all__))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "face ok" in result.stdout

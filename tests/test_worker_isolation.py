@@ -28,7 +28,7 @@ CRASHES = """
 import ctypes
 import os
 
-from pytest_gpucheck.worker_isolation import inject_sticky_error
+from pytest_gpucheck.processes import inject_sticky_error
 
 
 def test_1_poisons(gpu_backend):
@@ -65,7 +65,7 @@ def test_8_passes(gpu_backend):
 """
 
 STICKY = """
-from pytest_gpucheck.worker_isolation import inject_sticky_error
+from pytest_gpucheck.processes import inject_sticky_error
 
 
 def test_1_poisons(gpu_backend):

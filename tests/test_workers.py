@@ -59,7 +59,7 @@ def test_a_plugin_forwards_its_option_to_the_simulator_child(tmp_path: Path) -> 
 def test_without_the_hook_the_option_still_reaches_the_child(tmp_path: Path) -> None:
     """The twin: without the hook the option reaches the child all the same, as the user
     wrote it (an option of a conftest.py is forwarded by the option table,
-    :mod:`pytest_gpucheck.child_options`)."""
+    :mod:`pytest_gpucheck.processes.child_options`)."""
     (tmp_path / "conftest.py").write_text(FORWARDING_CONFTEST.split("\n\n\ndef pytest_gpucheck")[0])
     (tmp_path / "test_forward.py").write_text(FORWARDING_TESTS)
     result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "--my-seed=7")

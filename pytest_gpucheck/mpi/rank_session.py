@@ -22,7 +22,7 @@ import pytest
 from ..child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
 from ..hookspecs import ReportSection
 from ..launch_env import LaunchedRank, claim_rank_environment
-from ..simulator_router import needs_simulator
+from ..processes import needs_simulator
 from .binding import (
     RankBinding,
     agree_on_backends,

@@ -21,8 +21,7 @@ import pytest
 from ..child_env import SIMULATOR_CHILD_VARIABLE
 from ..hookspecs import ReportSection
 from ..launch_env import RANK_PID_VARIABLE
-from ..simulator_router import needs_simulator
-from ..workers import (
+from ..processes import (
     ChildRun,
     backends_option,
     crash_text,
@@ -31,6 +30,7 @@ from ..workers import (
     hand_over_deaths,
     items_ahead,
     missing_report,
+    needs_simulator,
     replay,
     run_child_pytest,
     write_deaths,

@@ -2,7 +2,7 @@
 
 A CUDA error such as an illegal address poisons the process: every later test
 on that device fails, or passes on garbage.  With ``--gpu-isolate=backend``
-the items run in long-lived workers (:class:`pytest_gpucheck.worker_pool.Worker`),
+the items run in long-lived workers (:class:`pytest_gpucheck.processes.pool.Worker`),
 one per device: every item whose backends run on the GPU shares the GPU's
 worker (an interop pair of two GPU frameworks included: in any process the
 frameworks share the device's context, so that context, not the framework, is
@@ -15,14 +15,14 @@ session it is told to finish as soon as no item ahead needs it.  ``test``
 gives every item a fresh worker.  ``auto`` (the default) is ``backend`` when
 a selected GPU backend is available and ``none`` otherwise.  The
 ``numba-cudasim`` items always run in a child of their own
-(:mod:`pytest_gpucheck.simulator_router`); skipped items (an unavailable
+(:mod:`pytest_gpucheck.processes.routers.simulator`); skipped items (an unavailable
 backend, a pair across devices, a converter the consumer lacks, all decided at
 collection) and MPI items are never routed.
 
-:func:`inject_sticky_error` is a test hook that makes this process behave as
-after a CUDA sticky error on one backend: its health probe fails and every
-later test on that backend fails at setup.  It lets the CPU tier show what
-isolation buys without a GPU.
+:func:`pytest_gpucheck.processes.inject_sticky_error` is a test hook that makes
+this process behave as after a CUDA sticky error on one backend: its health
+probe fails and every later test on that backend fails at setup.  It lets the
+CPU tier show what isolation buys without a GPU.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ from typing import Any
 
 import pytest
 
-from .child_deaths import KeepsChildDeaths
-from .sticky_errors import StickyError, any_sticky_error, inject_sticky_error, sticky_error
+from ..deaths import KeepsChildDeaths
+from ..sticky_errors import StickyError, any_sticky_error, sticky_error
+from .base import Router, other_routers
 
-# The child-process machinery (simulator_router, workers) is imported only by runs
+# The child-process machinery (the simulator router, workers) is imported only by runs
 # that isolate: a plain run loads this module and nothing more.
 
 ISOLATE_OPTION = "--gpu-isolate"
@@ -47,7 +48,7 @@ DEATHS_OUTPUT = "gpucheck_isolation_deaths"
 HOST, GPU = "host", "gpu"
 
 
-def add_options(group: Any) -> None:
+def add_isolation_options(group: Any) -> None:
     group.addoption(
         ISOLATE_OPTION, dest="gpu_isolate", default="auto", choices=MODES,
         help="run backend items in worker processes that are replaced after a crash or a "
@@ -61,8 +62,8 @@ def isolation_mode(config: pytest.Config) -> str:
     mode = str(config.getoption("gpu_isolate", "auto") or "auto")
     if mode != "auto":
         return mode
-    from .backends import GPU_BACKENDS
-    from .selection import get_selection
+    from ...backends import GPU_BACKENDS
+    from ...selection import get_selection
 
     selection = get_selection(config)
     gpu = [name for name in selection.names if name in GPU_BACKENDS]
@@ -73,7 +74,7 @@ def configure_isolation(config: pytest.Config) -> None:
     """Register the sticky-error guard, and the router unless the mode is ``none`` or
     this process is a rank under a launcher (launched mode)."""
     config.pluginmanager.register(StickyGuard(), "gpucheck-sticky-guard")
-    from .launch_env import launched_rank
+    from ...launch_env import launched_rank
 
     # Under a launcher every rank is a process the launcher owns; a worker started by a
     # rank would inherit the rank's MPI environment without being a rank.
@@ -82,13 +83,13 @@ def configure_isolation(config: pytest.Config) -> None:
 
 
 class StickyGuard:
-    """Every test on a backend poisoned by :func:`inject_sticky_error` fails at setup."""
+    """Every test on a backend poisoned by ``inject_sticky_error`` fails at setup."""
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         if not any_sticky_error():
             return
-        from .selection import item_backends
+        from ...selection import item_backends
 
         for name in sorted(item_backends(item)):
             injected = sticky_error(name)
@@ -100,14 +101,14 @@ class StickyGuard:
 def device_key(backends: set[str]) -> str:
     """The worker an item with these backends runs in: the GPU's when one of them runs
     on the GPU (this process has one device), else the host's."""
-    from .backends import GPU_BACKENDS
+    from ...backends import GPU_BACKENDS
 
     return GPU if any(name in GPU_BACKENDS for name in backends) else HOST
 
 
-class IsolationRouter(KeepsChildDeaths):
-    """Parent-side plugin: run backend items in :class:`~.worker_pool.Worker` processes,
-    one per device (``backend``) or one per item (``test``)."""
+class IsolationRouter(KeepsChildDeaths, Router):
+    """Parent-side plugin: run backend items in :class:`~pytest_gpucheck.processes.pool.Worker`
+    processes, one per device (``backend``) or one per item (``test``)."""
 
     #: This router's key in an xdist worker's output (its children's deaths).
     DEATHS_OUTPUT = DEATHS_OUTPUT
@@ -122,6 +123,8 @@ class IsolationRouter(KeepsChildDeaths):
         self._universe: dict[str, list[pytest.Item]] | None = None
         #: One line per worker that died (for the summary and the exit status).
         self.deaths: list[str] = []
+        #: The other routers of this process, which run the items they claim.
+        self._others: list[Router] | None = None
 
     @property
     def mode(self) -> str:
@@ -129,16 +132,19 @@ class IsolationRouter(KeepsChildDeaths):
             self._mode = isolation_mode(self.config)
         return self._mode
 
+    def claims(self, item: pytest.Item) -> bool:
+        return self.mode != "none" and self._key(item) is not None
+
     def _key(self, item: pytest.Item) -> str | None:
-        from .simulator_router import item_backends, needs_simulator
+        from .simulator import item_backends, needs_simulator
 
         if (item.get_closest_marker("skip") is not None
                 or item.get_closest_marker("mpi") is not None or needs_simulator(item)):
             return None
-        from .sanitizer import is_sanitized
-
-        if is_sanitized(item):
-            return None  # the sanitizer's router runs it (--gpu-sanitize)
+        if self._others is None:
+            self._others = other_routers(self.config, self)
+        if any(other.claims(item) for other in self._others):
+            return None  # another router runs it (the sanitizer's, under --gpu-sanitize)
         backends = item_backends(item)
         return device_key(backends) if backends else None
 
@@ -161,7 +167,7 @@ class IsolationRouter(KeepsChildDeaths):
         key = self._key(item)
         if key is None:
             return None
-        from .workers import items_ahead, replay, tear_down_towards
+        from ..controller import items_ahead, replay, tear_down_towards
 
         if self.mode == "test":
             worker = self._new_worker([item])
@@ -192,7 +198,7 @@ class IsolationRouter(KeepsChildDeaths):
         """Whether ``item`` is surely the last item of ``key`` this process runs: in a
         plain session, the last of its key in the session's order.  Under pytest-xdist
         the controller may still send more, so the worker stays until the session ends."""
-        from .workers import ITEM_SERVER
+        from ..controller import ITEM_SERVER
 
         if os.environ.get("PYTEST_XDIST_WORKER") or self.config.pluginmanager.get_plugin(
                 ITEM_SERVER) is not None:
@@ -201,10 +207,10 @@ class IsolationRouter(KeepsChildDeaths):
         return bool(routed) and routed[-1] is item
 
     def _new_worker(self, universe: list[pytest.Item]) -> Any:
-        from .backends import BACKENDS
-        from .selection import item_backends
-        from .worker_pool import Worker
-        from .workers import backends_option
+        from ...backends import BACKENDS
+        from ...selection import item_backends
+        from ..controller import backends_option
+        from ..pool import Worker
 
         # Only the backends its items name: the worker's collection probes (imports) no
         # other framework, and its parametrization yields the same ids for them.
@@ -220,6 +226,5 @@ class IsolationRouter(KeepsChildDeaths):
         self.released.clear()
 
 
-# inject_sticky_error is this module's public test hook (docs/reliability.md).
-__all__ = ["GPU", "HOST", "ISOLATE_OPTION", "MODES", "StickyError", "configure_isolation",
-           "device_key", "inject_sticky_error", "isolation_mode"]
+__all__ = ["GPU", "HOST", "ISOLATE_OPTION", "MODES", "StickyError", "add_isolation_options",
+           "configure_isolation", "device_key", "isolation_mode"]

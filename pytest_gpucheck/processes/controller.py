@@ -1,13 +1,12 @@
-"""Workers: run test items in a child pytest process and replay their reports here.
+"""The controller side: run test items in a child pytest process and replay their reports here.
 
 Two features need a process of their own: the Numba CUDA simulator (chosen
 when ``numba.cuda`` is first imported, so it cannot share a process with real
 ``numba-cuda``) and MPI tests spawned under a launcher.  The child is a plain
 ``python -m pytest NODEID...``; this plugin, loaded there too, streams each
-test report through pytest's own serialization hooks (the ones pytest-xdist
-uses) into one JSON-lines file per rank.  The parent rebuilds the reports and
-logs them as if the items had run in-process, so the user sees ordinary
-results, tracebacks and sections.
+test report back (:mod:`.worker`, over :mod:`.wire`).  The parent rebuilds the
+reports and logs them as if the items had run in-process, so the user sees
+ordinary results, tracebacks and sections.
 
 Verdicts stay honest when a child dies (see ``docs/reliability.md``): the
 child writes a ``started`` line before each item and points
@@ -18,35 +17,15 @@ the items it never reached run again in a fresh child.  The child loads the
 kills its own process group when the parent disappears, and the parent kills
 the child's group on SIGINT or SIGTERM after keeping the finished results.
 
-What travels from a child to its parent, and how (one JSON object a line in
-``<sink>/rank-<r>.jsonl``; the parent reads them with :func:`read_reports`):
-
-- ``{"started": target}`` / ``{"finished": target}``: an item began / was logged
-  to its end (the crash rules above);
-- ``{"report": ..., "extra": ...}``: one test report, serialized by pytest's
-  ``pytest_report_to_serializable``; captured sections, durations,
-  ``user_properties`` (``record_property``) and the longrepr travel inside it.
-  Per-item plugin data travel as plain report attributes named in
-  :data:`REPORT_ATTRIBUTES` (``gpucheck_cell``, ``gpucheck_target``,
-  ``gpucheck_bench``, ``gpucheck_benchmarks``...), set on the rebuilt report;
-- ``{"warning": ...}``: a warning recorded while an item ran (pytest records
-  them after the item's reports); the parent attaches it to the item's last
-  report as ``gpucheck_warnings`` and :func:`replay` records it in this session
-  (``pytest_warning_recorded``), so it reaches the warnings summary;
-- ``{"session": {...}}``: the child's session output, written once at its
-  session end (as pytest-xdist's ``workeroutput``): ``testsuite_properties``
-  (``record_testsuite_property``) and whatever a plugin put in
-  :attr:`ReportSink.output`; the parent applies it with :func:`apply_session_output`.
-
 Under the parent's ``-s`` a child started without a launcher writes what its
-tests print to the parent's terminal while they run (:class:`OutputStream`).
+tests print to the parent's terminal while they run (:func:`output_stream`
+here, :class:`~.worker.OutputStream` there).  Long-lived children are
+:class:`~.pool.Worker`; which items go to a child is the routers' choice
+(:mod:`.routers`).
 """
-
 from __future__ import annotations
 
 import contextlib
-import faulthandler
-import importlib
 import json
 import os
 import signal
@@ -55,15 +34,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .child_env import (
+from ..child_env import (
     CONFTESTS_VARIABLE,
     JUNIT_VARIABLE,
     PARENT_VARIABLE,
@@ -71,245 +48,12 @@ from .child_env import (
     SERVE_VARIABLE,
     STREAM_VARIABLE,
 )
-from .process_guard import Stopped, end_group, kill_group, sigterm_raises
+from .guard import Stopped, end_group, kill_group, sigterm_raises
+from .wire import ITEM_SERVER, ChildRun, child_target, read_reports, read_text, warning_message
+from .worker import SuiteProperties
 
-#: ``<sink>/fault-rank-<r>.txt``: faulthandler's dump of a fatal error on rank r.
-FAULT_PREFIX = "fault-rank-"
 #: Seconds between two looks at a running child's reports (for progress lines).
 PROGRESS_POLL = 5.0
-#: Exit codes of a pytest child that finished normally (tests passed / failed).
-NORMAL_EXIT_CODES = (0, 1)
-#: Name of the item server plugin in a long-lived worker (:mod:`.worker_pool`).
-ITEM_SERVER = "gpucheck-item-server"
-#: Per-item plugin data: report attributes the child copies into each serialized
-#: report and the parent sets on the rebuilt one (a plugin appends its own name).
-REPORT_ATTRIBUTES = ["gpucheck_cell", "gpucheck_target"]
-
-
-def current_rank(env: Mapping[str, str] | None = None) -> int:
-    """This process's rank under a launcher, from its environment (0 without one)."""
-    from .launch_env import launched_rank
-
-    launched = launched_rank(env)
-    return launched.rank if launched is not None else 0
-
-
-# -- the child's side ---------------------------------------------------------------------
-class ReportSink:
-    """Child-side plugin: append every serialized report to ``<sink>/rank-<r>.jsonl``.
-
-    Before an item runs, a ``started`` line names it, so the parent can tell
-    the item that was running when the process died from the items it never
-    reached.  A fatal error (segfault, ``abort()``, a fatal Python error) is
-    dumped by :mod:`faulthandler`, every thread, into
-    ``<sink>/fault-rank-<r>.txt``; the parent shows it whole.
-    """
-
-    def __init__(self, config: pytest.Config, directory: Path) -> None:
-        self.config = config
-        rank = current_rank()
-        self.path = directory / f"rank-{rank}.jsonl"
-        self._handle = self.path.open("a", encoding="utf-8")
-        self._targets: dict[str, str] = {}
-        self._by_nodeid: dict[str, str] = {}
-        #: The session output (plain JSON data) the parent reads at this child's end,
-        #: as pytest-xdist's ``workeroutput``; a plugin may add its own keys.
-        self.output: dict[str, Any] = {}
-        # Kept open for the life of the process: faulthandler writes to its
-        # descriptor from the signal handler.  pytest's faulthandler plugin
-        # enabled it on stderr earlier in pytest_configure; this takes over.
-        self._fault_file = (directory / f"{FAULT_PREFIX}{rank}.txt").open("w", encoding="utf-8")
-        faulthandler.enable(file=self._fault_file, all_threads=True)
-
-    def _line(self, entry: dict[str, Any]) -> None:
-        self._handle.write(json.dumps(entry) + "\n")
-        self._handle.flush()
-
-    def _write(self, report: pytest.TestReport | pytest.CollectReport) -> None:
-        data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
-        if data is None:
-            return
-        extra = {name: getattr(report, name, None) for name in REPORT_ATTRIBUTES}
-        self._line({"report": data, "extra": extra})
-
-    def pytest_warning_recorded(self, warning_message: Any, when: str, nodeid: str) -> None:
-        # Only an item's warnings: the parent collected the same files and recorded the
-        # collection's and configuration's warnings itself.
-        target = self._by_nodeid.get(nodeid)
-        if when != "runtest" or target is None:
-            return
-        category = warning_message.category
-        self._line({"warning": {
-            "target": target,
-            "message": str(warning_message.message),
-            "category": f"{category.__module__}:{category.__qualname__}",
-            "filename": str(warning_message.filename),
-            "lineno": int(warning_message.lineno or 0),
-        }})
-
-    def pytest_sessionstart(self) -> None:
-        # record_testsuite_property writes into the session's LogXML; a child has
-        # none (the parent writes the junit file), so it gets a recorder whose
-        # properties travel in the session output.
-        from _pytest.junitxml import xml_key  # private: the fixture reads this key
-
-        family = os.environ.get(JUNIT_VARIABLE)
-        if family and self.config.stash.get(xml_key, None) is None:
-            self.config.stash[xml_key] = _SuiteProperties(  # type: ignore[assignment,misc]
-                self.output.setdefault("testsuite_properties", []), family)
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self) -> None:
-        self._line({"session": self.output})
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        self._targets = {item.nodeid: child_target(item) for item in items}
-        self._by_nodeid = dict(self._targets)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logstart(self, nodeid: str) -> None:
-        target = self._targets.get(nodeid)
-        if target is not None:
-            self._line({"started": target})
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        # Not every finished item has a teardown report: one replayed by a
-        # router (a spawned MPI job that failed as a whole) may have a call only.
-        target = self._targets.get(nodeid)
-        if target is not None:
-            self._line({"finished": target})
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        # The parent names items by target, not node id: ids of files outside
-        # the rootdir depend on how each process was invoked.
-        report.gpucheck_target = child_target(item)  # type: ignore[attr-defined]
-        return report
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self._write(report)
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed:
-            self._write(report)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_unconfigure(self) -> None:
-        # The stand-in was never registered as a plugin: pytest's junitxml would try to
-        # unregister it at its own unconfigure and fail the child's exit.
-        from _pytest.junitxml import xml_key
-
-        if isinstance(self.config.stash.get(xml_key, None), _SuiteProperties):
-            del self.config.stash[xml_key]
-        self._handle.close()
-
-
-class _SuiteProperties:
-    """A child's stand-in for pytest's ``LogXML``: keeps ``record_testsuite_property``'s
-    properties for the parent, which writes them into its junit file."""
-
-    def __init__(self, properties: list[list[str]], family: str) -> None:
-        self.properties = properties
-        self.family = family
-
-    def add_global_property(self, name: str, value: object) -> None:
-        if not isinstance(name, str):
-            raise TypeError(f"name parameter needs to be a string, but {type(name).__name__} "
-                            "given")  # pytest's own check and message
-        self.properties.append([name, str(value)])
-
-    def node_reporter(self, report: object) -> Any:
-        raise RuntimeError("record_xml_attribute does not travel from a child process of "
-                           "pytest-gpucheck: use record_property, or --gpu-isolate=none")
-
-
-class OutputStream:
-    """Child-side plugin under the parent's ``-s``: while a test's setup, call and
-    teardown run, file descriptors 1 and 2 are the parent's own, so what the test
-    prints reaches the user's terminal as it is printed (not at the end), and the
-    child's own pytest output still goes to its output file (read after a crash)."""
-
-    def __init__(self, out_fd: int, err_fd: int) -> None:
-        self.fds = (out_fd, err_fd)
-        for stream in (sys.stdout, sys.stderr):
-            reconfigure = getattr(stream, "reconfigure", None)
-            if reconfigure is not None:
-                reconfigure(line_buffering=True)  # a line printed is a line shown
-
-    @contextlib.contextmanager
-    def _streaming(self) -> Generator[None, None, None]:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        saved = (os.dup(1), os.dup(2))
-        os.dup2(self.fds[0], 1)
-        os.dup2(self.fds[1], 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
-        with self._streaming():
-            return (yield)
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
-        with self._streaming():
-            return (yield)
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
-        with self._streaming():
-            return (yield)
-
-
-def install_output_stream(config: pytest.Config) -> None:
-    """In a child started under the parent's ``-s``, stream the tests' output there."""
-    value = os.environ.pop(STREAM_VARIABLE, "")  # popped: the child's own children keep theirs
-    if value:
-        out_fd, _, err_fd = value.partition(",")
-        config.pluginmanager.register(OutputStream(int(out_fd), int(err_fd)),
-                                      "gpucheck-output-stream")
-
-
-def child_target(item: pytest.Item) -> str:
-    """The command-line argument that selects exactly ``item`` from any directory."""
-    _, _, suffix = item.nodeid.partition("::")
-    return f"{item.path}::{suffix}" if suffix else str(item.path)
-
-
-def load_parent_conftests(early_config: pytest.Config) -> None:
-    """In a child, import the ``conftest.py`` files its parent session had loaded.
-
-    The child selects items by path; pytest loads the conftests above those
-    paths only, so a user's rootdir ``conftest.py`` (its ``implements``
-    registrations, hypothesis profiles, fixtures, hooks) would be missing for
-    items of the bundled suites, which live outside the rootdir.  pytest has
-    no public call to load a conftest by path; this uses the one its own
-    initial-conftest loading uses.
-    """
-    paths = json.loads(os.environ.get(CONFTESTS_VARIABLE) or "[]")
-    if not paths or early_config.known_args_namespace.noconftest:
-        return
-    manager = early_config.pluginmanager
-    for path in paths:
-        manager._importconftest(  # private: see the docstring
-            Path(path),
-            early_config.known_args_namespace.importmode,
-            early_config.rootpath,
-            consider_namespace_packages=bool(early_config.getini("consider_namespace_packages")),
-        )
 
 
 def loaded_conftests(config: pytest.Config) -> list[str]:
@@ -325,56 +69,6 @@ def loaded_conftests(config: pytest.Config) -> list[str]:
 
 
 # -- the parent's side --------------------------------------------------------------------
-@dataclass
-class ChildRun:
-    """What a child pytest produced."""
-
-    returncode: int
-    output: str
-    timed_out: bool
-    reports: dict[int, list[Any]] = field(default_factory=dict)  # rank -> TestReport/CollectReport
-    #: rank -> node ids (this session's) of the items that rank started, in order.
-    started: dict[int, list[str]] = field(default_factory=dict)
-    #: rank -> node ids of the items that rank finished (logged to the end).
-    ended: dict[int, list[str]] = field(default_factory=dict)
-    #: rank -> faulthandler's dump of a fatal error on that rank ("" if none).
-    faults: dict[int, str] = field(default_factory=dict)
-    interrupted: bool = False
-    #: The session output of rank 0 (see the module docstring), once the child's session ended.
-    session_output: dict[str, Any] = field(default_factory=dict)
-
-    def for_nodeid(self, nodeid: str) -> dict[int, list[pytest.TestReport]]:
-        """Per rank, the test reports of ``nodeid`` (setup, call, teardown)."""
-        return {
-            rank: [r for r in reports if isinstance(r, pytest.TestReport) and r.nodeid == nodeid]
-            for rank, reports in self.reports.items()
-        }
-
-    def started_ranks(self, nodeid: str) -> list[int]:
-        """The ranks that started ``nodeid``."""
-        return sorted(rank for rank, ids in self.started.items() if nodeid in ids)
-
-    def finished(self, nodeid: str) -> bool:
-        """Whether some rank logged ``nodeid`` to its end (the child wrote a ``finished``
-        line, or at least its teardown report)."""
-        return any(nodeid in ids for ids in self.ended.values()) or any(
-            r.when == "teardown" for reports in self.for_nodeid(nodeid).values() for r in reports
-        )
-
-    @property
-    def died(self) -> bool:
-        """The child ended abnormally: a signal, a timeout, or an exit code pytest never uses
-        for a finished run."""
-        return self.timed_out or self.returncode not in NORMAL_EXIT_CODES
-
-    @property
-    def collect_errors(self) -> list[Any]:
-        return [
-            r
-            for reports in self.reports.values()
-            for r in reports
-            if isinstance(r, pytest.CollectReport)
-        ]
 
 
 # -- deaths: a child that died is never a green run ------------------------------------------
@@ -426,7 +120,7 @@ def forwarded_options(config: pytest.Config) -> list[str]:
     The core's own options are listed here; each feature plugin adds its own
     through the ``pytest_gpucheck_child_args`` hook (:mod:`pytest_gpucheck.hookspecs`);
     every other option the user gave is forwarded or not by the table of
-    :mod:`pytest_gpucheck.child_options`.  The child skips the ini file's ``addopts``:
+    :mod:`pytest_gpucheck.processes.child_options`.  The child skips the ini file's ``addopts``:
     they reach it through that table like the command line's.
     """
     from .child_options import child_options
@@ -622,102 +316,6 @@ def _wait(process: subprocess.Popen[str], timeout: float | None,
                 poll()
 
 
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-
-def read_reports(
-    config: pytest.Config, sink: str, targets: Mapping[str, str], run: ChildRun,
-    offsets: dict[str, int] | None = None,
-) -> None:
-    """Add what the child wrote to ``run``; with ``offsets`` (file name -> bytes read),
-    only what it wrote since the last call (a long-lived worker's files grow)."""
-    for path in sorted(Path(sink).glob("rank-*.jsonl")):
-        rank = int(path.stem.removeprefix("rank-"))
-        reports = run.reports.setdefault(rank, [])
-        started = run.started.setdefault(rank, [])
-        ended = run.ended.setdefault(rank, [])
-        with path.open("rb") as handle:
-            handle.seek(offsets.get(path.name, 0) if offsets is not None else 0)
-            data = handle.read()
-        if offsets is not None:
-            # A line still being written is read next time, whole.
-            data = data[: data.rfind(b"\n") + 1]
-            offsets[path.name] = offsets.get(path.name, 0) + len(data)
-        for line in data.decode("utf-8", errors="replace").splitlines():
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a rank killed mid-write leaves a partial last line
-            if "started" in entry or "finished" in entry:
-                nodeid = targets.get(entry.get("started") or entry.get("finished") or "")
-                if nodeid is not None:
-                    (started if "started" in entry else ended).append(nodeid)
-                continue
-            if "warning" in entry:
-                _attach_warning(reports, targets, entry["warning"])
-                continue
-            if "session" in entry:
-                if rank == 0:  # every rank ran the same tests: one rank's output counts
-                    run.session_output.update(entry["session"])
-                continue
-            report = config.hook.pytest_report_from_serializable(
-                config=config, data=entry["report"]
-            )
-            if report is None:
-                continue
-            if isinstance(report.longrepr, list):
-                # A skip's (path, lineno, reason) tuple comes back from JSON as a list.
-                report.longrepr = tuple(report.longrepr)
-            extra = entry.get("extra") or {}
-            for name, value in extra.items():
-                if value is not None and name != "gpucheck_target":
-                    setattr(report, name, value)
-            nodeid = targets.get(extra.get("gpucheck_target") or "")
-            if nodeid is not None:
-                report.nodeid = nodeid
-            reports.append(report)
-    for path in sorted(Path(sink).glob(f"{FAULT_PREFIX}*.txt")):
-        text = read_text(path).strip()
-        if text:
-            run.faults[int(path.stem.removeprefix(FAULT_PREFIX))] = text
-
-
-def _attach_warning(reports: Sequence[Any], targets: Mapping[str, str],
-                    warning: dict[str, Any]) -> None:
-    """Keep a warning of an item on that item's last report read so far (its teardown:
-    pytest records an item's warnings after logging its reports)."""
-    nodeid = targets.get(str(warning.get("target")))
-    for report in reversed(reports):
-        if isinstance(report, pytest.TestReport) and report.nodeid == nodeid:
-            report.gpucheck_warnings = [  # type: ignore[attr-defined]
-                *getattr(report, "gpucheck_warnings", []), warning]
-            return
-
-
-def _warning_message(data: Mapping[str, Any]) -> warnings.WarningMessage:
-    """A child's warning, rebuilt as the record ``warnings.catch_warnings`` would make."""
-    category: type[Warning] = UserWarning
-    module, _, name = str(data.get("category", "")).partition(":")
-    with contextlib.suppress(Exception):  # a category that cannot be imported here
-        found = importlib.import_module(module)
-        for part in name.split("."):
-            found = getattr(found, part)
-        if isinstance(found, type) and issubclass(found, Warning):
-            category = found
-    text = str(data.get("message", ""))
-    try:
-        message: Warning | str = category(text)
-    except Exception:  # a category whose constructor wants other arguments
-        message = text
-    return warnings.WarningMessage(message, category, str(data.get("filename", "")),
-                                   int(data.get("lineno", 0)))
-
-
 def replay(item: pytest.Item, reports: Sequence[pytest.TestReport]) -> None:
     """Log ``reports`` (made elsewhere) as the outcome of ``item`` in this session, then
     record the warnings the item raised there (as pytest does after an item)."""
@@ -729,7 +327,7 @@ def replay(item: pytest.Item, reports: Sequence[pytest.TestReport]) -> None:
     for report in reports:
         for data in getattr(report, "gpucheck_warnings", ()):
             item.config.hook.pytest_warning_recorded.call_historic(kwargs={
-                "warning_message": _warning_message(data), "when": "runtest",
+                "warning_message": warning_message(data), "when": "runtest",
                 "nodeid": item.nodeid, "location": None})
 
 
@@ -739,8 +337,8 @@ def apply_session_output(config: pytest.Config, output: Mapping[str, Any]) -> No
     from _pytest.junitxml import xml_key  # private: where pytest keeps its LogXML
 
     xml = config.stash.get(xml_key, None)
-    if xml is None or isinstance(xml, _SuiteProperties):
-        if isinstance(xml, _SuiteProperties):  # a child's child: pass them on
+    if xml is None or isinstance(xml, SuiteProperties):
+        if isinstance(xml, SuiteProperties):  # a child's child: pass them on
             xml.properties.extend(output.get("testsuite_properties", []))
         return
     for name, value in output.get("testsuite_properties", []):
@@ -802,7 +400,7 @@ def items_ahead(item: pytest.Item) -> list[pytest.Item]:
     them for sure: a router batches their work (one MPI job for many items) with
     ``item``'s.
 
-    - a long-lived worker (:mod:`pytest_gpucheck.worker_pool`): what its parent said
+    - a long-lived worker (:mod:`pytest_gpucheck.processes.pool`): what its parent said
       it will send next;
     - a pytest-xdist worker: the items the controller already gave it (xdist's own
       queue; under ``--dist=worksteal``, where queued items may be taken away and
@@ -867,7 +465,7 @@ def tear_down_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:
 def failed_report(item: pytest.Item, text: str, when: str = "call") -> pytest.TestReport:
     """A failed report of ``item`` made here, with ``text`` as its failure (and its
     matrix cell, so a crash counts in the conformance matrix)."""
-    from .report import cell_of
+    from ..report import cell_of
 
     report = pytest.TestReport(
         nodeid=item.nodeid,

@@ -1,6 +1,6 @@
 """The session-end hooks shared by the routers whose long-lived children may die.
 
-Kept apart from :mod:`pytest_gpucheck.workers` so that a router can extend it at
+Kept apart from :mod:`pytest_gpucheck.processes.controller` so that a router can extend it at
 load time while the child-process machinery is imported only by runs that use it.
 """
 
@@ -29,7 +29,7 @@ class KeepsChildDeaths:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from .workers import hand_over_deaths
+        from .controller import hand_over_deaths
 
         self.close_children()
         hand_over_deaths(self.config, session, self.deaths, self.DEATHS_OUTPUT)
@@ -37,13 +37,13 @@ class KeepsChildDeaths:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """pytest-xdist (controller): a worker ended; keep the deaths it handed over."""
-        from .workers import collect_deaths
+        from .controller import collect_deaths
 
         collect_deaths(node, self.deaths, self.DEATHS_OUTPUT)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if os.environ.get("PYTEST_XDIST_WORKER"):
             return
-        from .workers import write_deaths
+        from .controller import write_deaths
 
         write_deaths(terminalreporter, self.deaths)

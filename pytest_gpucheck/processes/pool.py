@@ -1,6 +1,7 @@
-"""Long-lived workers: a child pytest that runs the items it is sent, one at a time.
+"""Long-lived workers, the parent's side: a child pytest that runs the items it is sent,
+one at a time (the child's side is :class:`~.worker.ItemServer`).
 
-A batch child (:func:`pytest_gpucheck.workers.run_child_pytest`) runs a list
+A batch child (:func:`pytest_gpucheck.processes.controller.run_child_pytest`) runs a list
 known in advance.  A pytest-xdist worker learns its items one by one, and an
 isolation worker must stop after the item that poisoned it, so both use a
 :class:`Worker`: one ``python -m pytest`` that collects every item it may be
@@ -31,13 +32,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
 
-from .child_env import (
+from ..child_env import (
     CONFTESTS_VARIABLE,
     JUNIT_VARIABLE,
     PARENT_VARIABLE,
@@ -45,26 +46,20 @@ from .child_env import (
     SERVE_VARIABLE,
     STREAM_VARIABLE,
 )
-from .process_guard import Stopped, end_group, kill_group, sigterm_raises, start_orphan_guard
-from .workers import (
-    ITEM_SERVER,
-    ChildRun,
-    ReportSink,
+from .controller import (
     apply_session_output,
-    child_target,
     crash_text,
     describe_exit,
     failed_report,
     forwarded_options,
-    install_output_stream,
     junit_env,
     loaded_conftests,
     missing_report,
     output_stream,
     plugin_options,
-    read_reports,
-    read_text,
 )
+from .guard import Stopped, end_group, kill_group, sigterm_raises
+from .wire import ChildRun, child_target, read_reports, read_text
 
 #: Seconds a worker gets to finish its session after its last item.
 CLOSE_GRACE = 60.0
@@ -72,96 +67,6 @@ CLOSE_GRACE = 60.0
 POLL = 1.0
 
 
-# -- the worker's side ---------------------------------------------------------------------
-class ItemServer:
-    """Worker-side plugin: instead of running the collected items in order, run those
-    the parent names, one per request line, and answer each with one line."""
-
-    def __init__(self, config: pytest.Config, requests_fd: int, replies_fd: int,
-                 health: Callable[[pytest.Item], str | None]) -> None:
-        self.config = config
-        self.requests = os.fdopen(requests_fd, "r", encoding="utf-8")
-        self.replies = os.fdopen(replies_fd, "w", encoding="utf-8")
-        self.health = health
-        self._failed: set[str] = set()
-        #: The items the parent will send after the current one, in order (as far as it
-        #: knows them for sure): a spawn router here batches their MPI jobs with it.
-        self.ahead: list[pytest.Item] = []
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        # The previous item ran with the parent's hint of its successor, so the fixtures
-        # it shares with this one are still up.  Should the hint not have come true,
-        # finish the others first (a no-op when it did); an error there is this item's
-        # setup error rather than a lost one.
-        item.session._setupstate.teardown_exact(item)
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.failed:
-            self._failed.add(report.nodeid)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> bool:
-        if session.testsfailed and not session.config.option.continue_on_collection_errors:
-            raise session.Interrupted(
-                f"{session.testsfailed} error(s) during collection")
-        by_target = {child_target(item): item for item in session.items}
-        for line in self.requests:
-            request = json.loads(line)
-            target = str(request["run"])
-            item = by_target.get(target)
-            if item is None:
-                self._answer({"missing": target})
-                continue
-            # The parent names the item it will send next when it is sure of it (its
-            # own next item, routed here): module and session fixtures then stay up for
-            # it, as in a plain run, instead of being rebuilt around every item.
-            nextitem = by_target.get(request.get("next") or "")
-            self.ahead = [by_target[t] for t in request.get("ahead", []) if t in by_target]
-            item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-            poisoned = self.health(item) if item.nodeid in self._failed else None
-            self._answer({"done": target, "poisoned": poisoned})
-            if poisoned is not None or session.shouldstop or session.shouldfail:
-                break
-        return True
-
-    def _answer(self, entry: dict[str, Any]) -> None:
-        self.replies.write(json.dumps(entry) + "\n")
-        self.replies.flush()
-
-
-def install_item_server(config: pytest.Config) -> None:
-    """In a worker started by :class:`Worker`, serve the items the parent sends."""
-    # Popped: a process this worker starts (an MPI job, a user's subprocess) must not serve.
-    value = os.environ.pop(SERVE_VARIABLE, "")
-    if not value:
-        return
-    requests_fd, _, replies_fd = value.partition(",")
-    config.pluginmanager.register(
-        ItemServer(config, int(requests_fd), int(replies_fd), health_problem),
-        ITEM_SERVER)
-
-
-def health_problem(item: pytest.Item) -> str | None:
-    """After a failed item: None if every backend it used still works, else why not."""
-    from .selection import get_selection, item_backends
-    from .sticky_errors import sticky_error
-
-    selection = get_selection(item.config)
-    for name in sorted(item_backends(item)):
-        injected = sticky_error(name)
-        if injected is not None:
-            return f"{name}: {injected}"
-        try:
-            backend = selection.backend(name)
-            if backend.probe().available:
-                backend.health_check()
-        except Exception as exc:  # any failure means this process cannot go on
-            return f"{name}: {type(exc).__name__}: {exc}"
-    return None
-
-
-# -- the parent's side ---------------------------------------------------------------------
 class Worker:
     """Parent-side handle of one long-lived worker (started on first use, replaced after
     a crash or a poisoned context).
@@ -392,11 +297,3 @@ class Worker:
             raise
 
 
-def install_report_sink(config: pytest.Config) -> None:
-    """In a child started by :func:`run_child_pytest`, stream reports to the parent."""
-    directory = os.environ.get(REPORT_SINK_VARIABLE)
-    if directory:
-        config.pluginmanager.register(ReportSink(config, Path(directory)), "gpucheck-report-sink")
-        install_output_stream(config)
-        start_orphan_guard()
-        install_item_server(config)

@@ -128,7 +128,7 @@ OPTIONS: dict[str, Rule] = {
     # -- hypothesis ----------------------------------------------------------------------
     **_rules(FORWARD, "the child runs the property tests", "--hypothesis-verbosity",
              "--hypothesis-show-statistics", "--hypothesis-explain"),
-    **_rules(PLUGIN, "forwarded by value (workers.forwarded_options)", "--hypothesis-profile",
+    **_rules(PLUGIN, "forwarded by value (controller.forwarded_options)", "--hypothesis-profile",
              "--hypothesis-seed"),
     # -- pytest-xdist: this process distributes, a child runs serially (-n0) ------------
     **_rules(PARENT, "pytest-xdist distributes the items here; a child runs serially (-n0)",

@@ -2,7 +2,7 @@
 
 The Numba CUDA simulator is chosen when ``numba.cuda`` is first imported, so
 it cannot share a process with real ``numba-cuda``: the parent routes the
-simulator items to a child (:mod:`pytest_gpucheck.workers`) and replays their
+simulator items to a child (:mod:`pytest_gpucheck.processes.controller`) and replays their
 reports.
 """
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from .child_env import SIMULATOR_CHILD_VARIABLE
-from .selection import item_backends
-from .workers import (
+from ...child_env import SIMULATOR_CHILD_VARIABLE
+from ...selection import item_backends
+from ..controller import (
     ChildRun,
     backends_option,
     collect_deaths,
@@ -31,6 +31,7 @@ from .workers import (
     tear_down_towards,
     write_deaths,
 )
+from .base import Router
 
 SIMULATOR_BACKEND = "numba-cudasim"
 #: Key of an xdist worker's output that carries its children's deaths to the controller.
@@ -42,7 +43,7 @@ def needs_simulator(item: pytest.Item) -> bool:
     return SIMULATOR_BACKEND in item_backends(item)
 
 
-class SimulatorRouter:
+class SimulatorRouter(Router):
     """Parent-side plugin: run ``numba-cudasim`` items in one child process.
 
     Without pytest-xdist all simulator items of the session run in a single
@@ -60,6 +61,9 @@ class SimulatorRouter:
         self.deaths: list[str] = []
         self.worker: Any = None  # the long-lived worker, when items are served one by one
 
+    def claims(self, item: pytest.Item) -> bool:
+        return self._routed(item)
+
     def _routed(self, item: pytest.Item) -> bool:
         return needs_simulator(item) and item.get_closest_marker("skip") is None
 
@@ -70,7 +74,7 @@ class SimulatorRouter:
         if not self._routed(item):
             return None
         if self._served_one_by_one():
-            from .worker_pool import Worker
+            from ..pool import Worker
 
             if self.worker is None:
                 self.worker = Worker(

@@ -2,8 +2,9 @@
 sticky error (an illegal address poisons the context; every later call fails) on one
 backend, so the CPU tier can show what ``--gpu-isolate`` buys without a GPU.
 
-Kept apart from :mod:`pytest_gpucheck.worker_isolation` (which re-exports the
-hook) so that the worker's health probe reads it without importing the router.
+Kept apart from :mod:`pytest_gpucheck.processes.routers.isolation` (whose sticky guard
+reads it) so that the worker's health probe reads it without importing the router; the
+package's face hands the hook on as ``pytest_gpucheck.processes.inject_sticky_error``.
 """
 
 from __future__ import annotations
