@@ -201,3 +201,65 @@ def test_a_crash_in_the_shared_worker_fails_only_its_own_item(tmp_path: Path) ->
             "running this test") in outcomes["test_1_segfault[numpy]"][1]
     assert "exited with code 3 while running this test" in outcomes[
         "test_2_exits[numba-cpu]"][1]
+
+
+PRESTART_CONFTEST = """
+import os
+
+
+def pytest_configure(config):
+    if os.environ.get("NO_PRESTART") == "1":
+        # The broken variant: workers start on their first item, as before.
+        from pytest_gpucheck.worker_pool import Worker
+
+        Worker.start = lambda self: None
+"""
+
+PRESTART_FIRST = """
+import os
+
+
+def _serving_children():
+    children = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                serving = b"PYTEST_GPUCHECK_SERVE=" in handle.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and serving:
+            children.append(int(entry))
+    return children
+
+
+def test_runs_in_the_parent_first():
+    children = _serving_children()
+    assert children, "no isolation worker had started before the first item"
+    with open(os.environ["ROUTING_LOG"], "a") as handle:
+        handle.write(f"prestarted {children[0]}\\n")
+"""
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["prestart", "broken-no-prestart"])
+def test_the_worker_starts_before_the_first_item(tmp_path: Path, broken: bool) -> None:
+    """Its start-up (Python, pytest, the frameworks' imports, its collection) overlaps the
+    items that run elsewhere instead of waiting for its own first item; the routed item
+    then runs in that very worker."""
+    (tmp_path / "conftest.py").write_text(PRESTART_CONFTEST)
+    (tmp_path / "test_a_first.py").write_text(PRESTART_FIRST)
+    (tmp_path / "test_b_routed.py").write_text(IDLE_FIRST)
+    (tmp_path / "routing.log").write_text("")
+    result = user_runs.run_pytest(
+        tmp_path, "--gpu-backends=numpy", "--gpu-isolate=backend", timeout=RUN_LIMIT,
+        extra_env={"ROUTING_LOG": str(tmp_path / "routing.log"),
+                   "NO_PRESTART": "1" if broken else "0"})
+    output = result.stdout + result.stderr
+    if broken:
+        assert "no isolation worker had started before the first item" in output, output
+        assert "1 failed, 1 passed" in output, output
+        return
+    assert "2 passed" in output, output
+    log = (tmp_path / "routing.log").read_text().split()
+    assert log[log.index("prestarted") + 1] == log[log.index("routed") + 1], log

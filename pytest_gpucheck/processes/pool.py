@@ -143,6 +143,11 @@ class Worker:
         self._failures = 0
         self._served = 0
 
+    def start(self) -> None:
+        """Start the worker now, before its first item (a no-op when it runs)."""
+        if self.process is None:
+            self._start()
+
     def release(self) -> None:
         """Send no more requests: the worker finishes its session and exits on its own
         (freeing its device memory) while this process goes on; :meth:`close` later

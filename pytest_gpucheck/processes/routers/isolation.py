@@ -159,6 +159,29 @@ class IsolationRouter(KeepsChildDeaths, Router):
         return self._universe
 
     @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """``backend``: start every worker the session will need before the first item, so
+        their start-ups (a Python, pytest, the frameworks' imports, the collection)
+        overlap each other and the items that run elsewhere, instead of each waiting
+        for its first item.  Not under pytest-xdist, where the controller decides later
+        which items this process gets."""
+        if (self.mode != "backend" or session.config.option.collectonly
+                or session.testsfailed or self._under_a_controller()):
+            return
+        for key, routed in self.universe(session).items():
+            if key not in self.workers:
+                self.workers[key] = self._new_worker(routed)
+                self.workers[key].start()
+
+    def _under_a_controller(self) -> bool:
+        """Whether another process hands this one its items (pytest-xdist, a worker's
+        item server): then which items come here is not known in advance."""
+        from ..controller import ITEM_SERVER
+
+        return bool(os.environ.get("PYTEST_XDIST_WORKER")) or (
+            self.config.pluginmanager.get_plugin(ITEM_SERVER) is not None)
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> bool | None:
@@ -198,10 +221,7 @@ class IsolationRouter(KeepsChildDeaths, Router):
         """Whether ``item`` is surely the last item of ``key`` this process runs: in a
         plain session, the last of its key in the session's order.  Under pytest-xdist
         the controller may still send more, so the worker stays until the session ends."""
-        from ..controller import ITEM_SERVER
-
-        if os.environ.get("PYTEST_XDIST_WORKER") or self.config.pluginmanager.get_plugin(
-                ITEM_SERVER) is not None:
+        if self._under_a_controller():
             return False
         routed = self.universe(item.session).get(key, [])
         return bool(routed) and routed[-1] is item
