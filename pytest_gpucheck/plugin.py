@@ -106,29 +106,38 @@ def pytest_configure(config: pytest.Config) -> None:
 
         install_report_sink(config)
     config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")
+    if _in_first_process(config):
+        _require_user_implementations(config)
     if config.getoption("gpu_conformance"):
         _add_bundled_suites(config)
     from .worker_isolation import configure_isolation
 
     configure_isolation(config)
-    _refuse_unreachable_options(config)
+    if _in_first_process(config):
+        _refuse_unreachable_options(config)
     if "numba-cudasim" in selection.names and not selection.in_simulator_child:
         from .simulator_router import SimulatorRouter
 
         config.pluginmanager.register(SimulatorRouter(config), "gpucheck-simulator-router")
 
 
-def _refuse_unreachable_options(config: pytest.Config) -> None:
-    """Exit 4, before collection, on an option that cannot reach the child processes this
-    run sends items to (``--pdb`` with isolation workers); checked once, in the process
-    the user started."""
-    from .child_options import REFUSE, check_refused, given_options, rule_for
+def _in_first_process(config: pytest.Config) -> bool:
+    """True in the process the user started: not an xdist worker, an isolation or
+    simulator child, a benchmark peer or an MPI rank. Usage errors are raised there
+    only, once, before any child starts (an xdist worker's would be an INTERNALERROR)."""
     from .launch_env import launched_rank
 
-    if (os.environ.get(REPORT_SINK_VARIABLE) or hasattr(config, "workerinput")
-            or config.getoption("gpu_bench_peer", None) is not None
-            or launched_rank() is not None):
-        return
+    return not (os.environ.get(REPORT_SINK_VARIABLE) or hasattr(config, "workerinput")
+                or get_selection(config).in_simulator_child
+                or config.getoption("gpu_bench_peer", None) is not None
+                or launched_rank() is not None)
+
+
+def _refuse_unreachable_options(config: pytest.Config) -> None:
+    """Exit 4, before collection, on an option that cannot reach the child processes this
+    run sends items to (``--pdb`` with isolation workers)."""
+    from .child_options import REFUSE, check_refused, given_options, rule_for
+
     if not any(rule_for(name).kind == REFUSE for name, _ in given_options(config)):
         return  # nothing to refuse: no probe of a GPU backend for auto isolation
     from .worker_isolation import isolation_mode
@@ -186,7 +195,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     errors = config.stash.get(MARKER_ERRORS_KEY, [])
     if errors:
         raise pytest.UsageError(errors[0])
-    _require_user_implementations(config)
     from .devices import cuda_driver
 
     for item in items:
@@ -200,21 +208,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 NO_USER_IMPLEMENTATIONS = (
     "--gpu-impls=user, but no implementation is registered: register one with "
-    "@pytest_gpucheck.implements(...) in your project's conftest.py (see docs/kernels.md), "
-    "or drop --gpu-impls=user"
+    "@pytest_gpucheck.implements(...) in your project's root conftest.py (one in a test "
+    "module or a deeper folder loads too late; see docs/kernels.md), or drop --gpu-impls=user"
 )
 
 
 def _require_user_implementations(config: pytest.Config) -> None:
     """``--gpu-impls=user`` with nothing registered is a usage error, not a green run.
 
-    Checked once collection has imported everything that can register: the
-    conftest.py files, ``-p`` plugins, the implementation entry points and the
-    test modules (a test module may register its own). Known before any test
-    runs, so the run stops with exit 4 and one line instead of passing the
-    user's other tests while checking none of their kernels.
+    Checked at configure, before the session's header and before pytest-xdist
+    starts its workers, so the user sees one line and exit 4 and nothing else. What
+    registers by then counts: the conftest.py files pytest loads before collection
+    (those of the folders it is given or of ``testpaths``, their parents, and their
+    ``test*`` subfolders), ``-p`` plugins and the implementation entry points. The
+    xdist controller never imports test modules or deeper conftest.py files, so a
+    registration there cannot count in every run and counts in none (docs/kernels.md).
     """
-    if config.getoption("gpu_impls", "all") != "user" or get_selection(config).in_simulator_child:
+    if config.getoption("gpu_impls", "all") != "user":
         return
     from .registry import implementations, load_bundled
 
