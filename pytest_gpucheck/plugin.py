@@ -29,6 +29,7 @@ from .selection import (
     get_selection,
     parametrize_backends,
 )
+from .terminal_width import fit, terminal_width
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
 FEATURE_PLUGINS: tuple[str, ...] = (
@@ -162,6 +163,13 @@ def _add_bundled_suites(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    # A probe's reason was up to 117 columns ('cupy is not installed; install it with ...').
+    width = terminal_width(config)
+    return [part for line in _header_lines(config)
+            for part in fit(line, width).splitlines()]
+
+
+def _header_lines(config: pytest.Config) -> list[str]:
     selection = get_selection(config)
     notes = []
     if config.getoption("cov_source", None):
@@ -292,20 +300,22 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if path or ci.summary_path(config) is not None:
         matrix.run = run_facts(config.rootpath)
     order = list(BACKENDS)
-    # pytest's terminal writer knows the width (COLUMNS, the tty, else 80).
-    width = getattr(getattr(terminalreporter, "_tw", None), "fullwidth", None)
-    lines = matrix.terminal_lines(order, width if isinstance(width, int) else None)
+    width = terminal_width(config)
+    lines = matrix.terminal_lines(order, width)
     if lines:
         terminalreporter.write_sep("=", "gpucheck conformance matrix")
         for line in lines:
             terminalreporter.write_line(line)
     for section in matrix.sections.values():
+        # Each feature's lines (the benchmark figures were 180 columns), wrapped here,
+        # where the width is known, the way the matrix wraps its reasons.
         for line in section.terminal_lines:
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(fit(line, width))
     if lines:
         for line in matrix.failure_lines():
-            terminalreporter.write_line(line)
-        terminalreporter.write_line(matrix.headline(terminal=True))
+            # A rerun command stays one line, to be copied from the terminal whole.
+            terminalreporter.write_line(line if line.startswith("  rerun: ") else fit(line, width))
+        terminalreporter.write_line(fit(matrix.headline(terminal=True), width))
     if path:
         try:
             write_report(matrix, Path(path), order)
