@@ -107,8 +107,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
         install_report_sink(config)
     config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")
-    if _in_first_process(config):
-        _require_user_implementations(config)
     if config.getoption("gpu_conformance"):
         _add_bundled_suites(config)
     from .worker_isolation import configure_isolation
@@ -120,6 +118,14 @@ def pytest_configure(config: pytest.Config) -> None:
         from .simulator_router import SimulatorRouter
 
         config.pluginmanager.register(SimulatorRouter(config), "gpucheck-simulator-router")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Before the terminal's header and pytest-xdist's workers (both trylast); not at
+    # configure, which --help runs too (it would refuse to show the help).
+    if _in_first_process(session.config):
+        _require_user_implementations(session.config)
 
 
 def _in_first_process(config: pytest.Config) -> bool:
@@ -224,7 +230,7 @@ NO_USER_IMPLEMENTATIONS = (
 def _require_user_implementations(config: pytest.Config) -> None:
     """``--gpu-impls=user`` with nothing registered is a usage error, not a green run.
 
-    Checked at configure, before the session's header and before pytest-xdist
+    Checked when the session starts, before its header and before pytest-xdist
     starts its workers, so the user sees one line and exit 4 and nothing else. What
     registers by then counts: the conftest.py files pytest loads before collection
     (those of the folders it is given or of ``testpaths``, their parents, and their

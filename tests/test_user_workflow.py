@@ -255,3 +255,11 @@ def test_a_registration_in_a_tests_folder_conftest_counts(tmp_path: Path) -> Non
     result = run_pytest(folder, "--gpu-impls=user", "-n", "2")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout, result.stdout
+
+
+def test_help_shows_with_gpu_impls_user_and_nothing_registered(tmp_path: Path) -> None:
+    # pytest --help configures the plugins too: a check made there refused the help.
+    folder = project(tmp_path, NOTHING_REGISTERED)
+    result = run_pytest(folder, "--gpu-impls=user", "--help")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "--gpu-impls=all|bundled|user" in result.stdout, result.stdout
