@@ -173,7 +173,7 @@ class ConformanceNotes:
         selection = get_selection(self.config)
         if selection.in_simulator_child or self.config.getoption("gpu_impls", "all") == "bundled":
             return
-        # --gpu-impls=user with nothing registered stopped the run at collection
+        # --gpu-impls=user with nothing registered stopped the run when the session started
         # (a usage error, pytest_gpucheck.plugin).
         mine = implementations(origin="user")
         missed: dict[str, list[str]] = {}

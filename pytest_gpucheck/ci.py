@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .options import one_of
+
 if TYPE_CHECKING:
     from .report import Failure, Matrix
 
@@ -53,7 +55,8 @@ def add_options(group: Any) -> None:
         ANNOTATIONS_OPTION,
         dest="gpu_annotations",
         default="auto",
-        choices=ANNOTATION_CHOICES,
+        type=one_of(ANNOTATIONS_OPTION, ANNOTATION_CHOICES),
+        metavar="|".join(ANNOTATION_CHOICES),
         help="print each failure as a GitHub Actions ::error annotation at the registered "
         "implementation (or the test). auto (default): when GITHUB_ACTIONS=true.",
     )

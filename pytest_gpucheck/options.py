@@ -6,6 +6,7 @@ values or the fix, so pytest exits with code 4 and no traceback.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -74,7 +75,8 @@ def add_options(parser: pytest.Parser) -> None:
         IMPLS_OPTION,
         dest="gpu_impls",
         default="all",
-        choices=IMPL_ORIGINS,
+        type=one_of(IMPLS_OPTION, IMPL_ORIGINS),
+        metavar="|".join(IMPL_ORIGINS),
         help="which implementations the conformance suites check: all (default), bundled, "
         "or user (only those registered with pytest_gpucheck.implements).",
     )
@@ -83,6 +85,25 @@ def add_options(parser: pytest.Parser) -> None:
         help=f"default for {BACKENDS_OPTION} (all, cpu, gpu or NAME[,NAME...])",
         default=DEFAULT_BACKENDS,
     )
+
+
+def one_of(option: str, values: Sequence[str]) -> Callable[[str], str]:
+    """An argparse ``type`` for an option that takes one of ``values``.
+
+    Used instead of argparse's ``choices``, whose error is three lines (the usage,
+    argparse's message, the ini file and rootdir): a value outside ``values`` raises
+    :class:`pytest.UsageError` with one line naming the valid ones (argparse lets an
+    exception other than ``ValueError``/``TypeError`` through to pytest, which prints
+    ``ERROR: ...`` and exits with code 4).
+    """
+    def check(text: str) -> str:
+        if text not in values:
+            valid = f"{', '.join(values[:-1])} or {values[-1]}"
+            raise pytest.UsageError(f"{option}={text!r} is not valid; use {valid}, "
+                                    f"e.g. {option}={values[0]}")
+        return text
+
+    return check
 
 
 @dataclass(frozen=True)

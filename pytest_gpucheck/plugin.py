@@ -29,6 +29,7 @@ from .selection import (
     get_selection,
     parametrize_backends,
 )
+from .terminal_width import fit, terminal_width
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
 FEATURE_PLUGINS: tuple[str, ...] = (
@@ -111,24 +112,39 @@ def pytest_configure(config: pytest.Config) -> None:
     from .processes import configure_isolation
 
     configure_isolation(config)
-    _refuse_unreachable_options(config)
+    if _in_first_process(config):
+        _refuse_unreachable_options(config)
     if "numba-cudasim" in selection.names and not selection.in_simulator_child:
         from .processes import SimulatorRouter
 
         config.pluginmanager.register(SimulatorRouter(config), "gpucheck-simulator-router")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Before the terminal's header and pytest-xdist's workers (both trylast); not at
+    # configure, which --help runs too (it would refuse to show the help).
+    if _in_first_process(session.config):
+        _require_user_implementations(session.config)
+
+
+def _in_first_process(config: pytest.Config) -> bool:
+    """True in the process the user started: not an xdist worker, an isolation or
+    simulator child, a benchmark peer or an MPI rank. Usage errors are raised there
+    only, once, before any child starts (an xdist worker's would be an INTERNALERROR)."""
+    from .launch_env import launched_rank
+
+    return not (os.environ.get(REPORT_SINK_VARIABLE) or hasattr(config, "workerinput")
+                or get_selection(config).in_simulator_child
+                or config.getoption("gpu_bench_peer", None) is not None
+                or launched_rank() is not None)
+
+
 def _refuse_unreachable_options(config: pytest.Config) -> None:
     """Exit 4, before collection, on an option that cannot reach the child processes this
-    run sends items to (``--pdb`` with isolation workers); checked once, in the process
-    the user started."""
-    from .launch_env import launched_rank
+    run sends items to (``--pdb`` with isolation workers)."""
     from .processes import REFUSE, check_refused, given_options, rule_for
 
-    if (os.environ.get(REPORT_SINK_VARIABLE) or hasattr(config, "workerinput")
-            or config.getoption("gpu_bench_peer", None) is not None
-            or launched_rank() is not None):
-        return
     if not any(rule_for(name).kind == REFUSE for name, _ in given_options(config)):
         return  # nothing to refuse: no probe of a GPU backend for auto isolation
     from .processes import isolation_mode
@@ -153,6 +169,13 @@ def _add_bundled_suites(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    # A probe's reason was up to 117 columns ('cupy is not installed; install it with ...').
+    width = terminal_width(config)
+    return [part for line in _header_lines(config)
+            for part in fit(line, width).splitlines()]
+
+
+def _header_lines(config: pytest.Config) -> list[str]:
     selection = get_selection(config)
     notes = []
     if config.getoption("cov_source", None):
@@ -186,7 +209,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     errors = config.stash.get(MARKER_ERRORS_KEY, [])
     if errors:
         raise pytest.UsageError(errors[0])
-    _require_user_implementations(config)
     from .devices import cuda_driver
 
     for item in items:
@@ -200,21 +222,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 NO_USER_IMPLEMENTATIONS = (
     "--gpu-impls=user, but no implementation is registered: register one with "
-    "@pytest_gpucheck.implements(...) in your project's conftest.py (see docs/kernels.md), "
-    "or drop --gpu-impls=user"
+    "@pytest_gpucheck.implements(...) in your project's root conftest.py (one in a test "
+    "module or a deeper folder loads too late; see docs/kernels.md), or drop --gpu-impls=user"
 )
 
 
 def _require_user_implementations(config: pytest.Config) -> None:
     """``--gpu-impls=user`` with nothing registered is a usage error, not a green run.
 
-    Checked once collection has imported everything that can register: the
-    conftest.py files, ``-p`` plugins, the implementation entry points and the
-    test modules (a test module may register its own). Known before any test
-    runs, so the run stops with exit 4 and one line instead of passing the
-    user's other tests while checking none of their kernels.
+    Checked when the session starts, before its header and before pytest-xdist
+    starts its workers, so the user sees one line and exit 4 and nothing else. What
+    registers by then counts: the conftest.py files pytest loads before collection
+    (those of the folders it is given or of ``testpaths``, their parents, and their
+    ``test*`` subfolders), ``-p`` plugins and the implementation entry points. The
+    xdist controller never imports test modules or deeper conftest.py files, so a
+    registration there cannot count in every run and counts in none (docs/kernels.md).
     """
-    if config.getoption("gpu_impls", "all") != "user" or get_selection(config).in_simulator_child:
+    if config.getoption("gpu_impls", "all") != "user":
         return
     from .registry import implementations, load_bundled
 
@@ -282,20 +306,22 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if path or ci.summary_path(config) is not None:
         matrix.run = run_facts(config.rootpath)
     order = list(BACKENDS)
-    # pytest's terminal writer knows the width (COLUMNS, the tty, else 80).
-    width = getattr(getattr(terminalreporter, "_tw", None), "fullwidth", None)
-    lines = matrix.terminal_lines(order, width if isinstance(width, int) else None)
+    width = terminal_width(config)
+    lines = matrix.terminal_lines(order, width)
     if lines:
         terminalreporter.write_sep("=", "gpucheck conformance matrix")
         for line in lines:
             terminalreporter.write_line(line)
     for section in matrix.sections.values():
+        # Each feature's lines (the benchmark figures were 180 columns), wrapped here,
+        # where the width is known, the way the matrix wraps its reasons.
         for line in section.terminal_lines:
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(fit(line, width))
     if lines:
         for line in matrix.failure_lines():
-            terminalreporter.write_line(line)
-        terminalreporter.write_line(matrix.headline(terminal=True))
+            # A rerun command stays one line, to be copied from the terminal whole.
+            terminalreporter.write_line(line if line.startswith("  rerun: ") else fit(line, width))
+        terminalreporter.write_line(fit(matrix.headline(terminal=True), width))
     if path:
         try:
             write_report(matrix, Path(path), order)

@@ -33,6 +33,7 @@ import pytest
 
 from .atomic_files import write_text_atomically
 from .hookspecs import ReportSection
+from .terminal_width import fit
 
 CELL_KEY = pytest.StashKey[dict[str, str]]()
 MATRIX_KEY = pytest.StashKey["Matrix"]()
@@ -48,16 +49,6 @@ LEGEND = (
     "commands) | +K skip, +K n/a: K more items did not run (reasons listed) | skip: "
     "could not run here | n/a: the backend cannot express the kernel | -: no such test"
 )
-
-
-def _wrap(line: str, width: int | None) -> str:
-    """``line`` wrapped at ``width`` (none: as is), continuation lines indented."""
-    if width is None or len(line) <= width:
-        return line
-    import textwrap
-
-    return "\n".join(textwrap.wrap(line, width, subsequent_indent="    ",
-                                   break_on_hyphens=False))
 
 
 def set_cell(item: pytest.Item, *, backend: str, family: str) -> None:
@@ -389,8 +380,8 @@ class Matrix:
             for family in self.families:
                 cells = [self.summary(family, b).ljust(cols[b]) for b in chunk]
                 lines.append((family.ljust(first) + "  " + "  ".join(cells)).rstrip())
-        lines.extend(_wrap(line, width) for line in self.reason_lines(backends))
-        lines.append(_wrap(f"legend: {LEGEND}", width))
+        lines.extend(fit(line, width) for line in self.reason_lines(backends))
+        lines.append(fit(f"legend: {LEGEND}", width))
         return lines
 
     def reason_lines(self, backends: list[str]) -> list[str]:

@@ -32,3 +32,12 @@ def _registrations_stay_in_their_test() -> Iterator[None]:
     registry._implementations.update(implementations)
     registry._not_applicable.clear()
     registry._not_applicable.update(not_applicable)
+
+
+@pytest.fixture(autouse=True)
+def _a_wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs these tests start (in-process and in subprocesses) print at 250 columns
+    unless a test sets another width: their checks read each of the plugin's lines whole.
+    At a user's 80 columns the lines wrap; tests/test_output_width.py and the matrix
+    tests set COLUMNS=80 (how pytest's terminal writer learns a width) to check that."""
+    monkeypatch.setenv("COLUMNS", "250")

@@ -417,11 +417,12 @@ def test_noisy_but_tolerant(gpu_benchmark):
 
 
 def test_noisy_benchmarks_get_the_rounds_the_power_plan_asks_for(
-    pytester: pytest.Pytester, bench_dir: Path
+    pytester: pytest.Pytester, bench_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As a user sees it: a noisy benchmark is timed for more rounds, up to the cap;
     one whose gate tolerates the noise keeps the configured rounds; a comparison
     short of the power is reported inconclusive."""
+    monkeypatch.setenv("COLUMNS", "1000")  # the verdict, about 300 columns, on one line
     pytester.makeini(INI + "gpu_bench_max_rounds = 80\n")
     pytester.makepyfile(test_noisy=NOISY_TEST)
     result = run(pytester, "test_noisy.py", f"--gpu-bench-baseline={bench_dir}",

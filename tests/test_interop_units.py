@@ -265,3 +265,24 @@ def test_cai_checker_catches_a_lost_read_only_flag() -> None:
     interface = _Described(array, data=(array.ctypes.data, False)).interface
     assert cai_problems(interface, numpy.facts(array)) == [
         "read-only flag False != the array's True"]
+
+
+def test_a_table_wider_than_the_terminal_is_split_by_consumers() -> None:
+    """Four frameworks' dlpack table was 86 columns: at 80 its rows wrapped, and a cell
+    ('wrong (known)') went to the next line under the producer column."""
+    matrix = PairMatrix()
+    names = ("numpy", "jax-cpu", "torch-cpu", "cupy")
+    for producer in names:
+        for consumer in names:
+            cell = {"protocol": "dlpack", "producer": producer, "consumer": consumer}
+            matrix.record(_report(cell, "passed",
+                                  {"counts": {"zero-copy": 2, "copies": 1, "refuses": 1}}))
+    whole = matrix.terminal_lines()
+    assert max(len(line) for line in whole) > 80, whole  # the broken layout: one table
+    lines = matrix.terminal_lines(80)
+    assert all(len(line) <= 80 for line in lines), "\n".join(lines)
+    headers = [line.split() for line in lines if line.startswith("  producer")]
+    assert len(headers) == 2, "\n".join(lines)  # two tables, each with the producer column
+    assert [name for header in headers for name in header[3:]] == list(names)
+    rows = [line for line in lines if line.startswith("  jax-cpu ")]
+    assert all(line.count("zero-copy/copies/refuses") == 2 for line in rows), rows

@@ -210,7 +210,7 @@ import os
 def pytest_configure(config):
     if os.environ.get("NO_PRESTART") == "1":
         # The broken variant: workers start on their first item, as before.
-        from pytest_gpucheck.worker_pool import Worker
+        from pytest_gpucheck.processes.pool import Worker
 
         Worker.start = lambda self: None
 """

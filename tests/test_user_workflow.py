@@ -219,31 +219,47 @@ def test_something_of_their_own():
 """
 
 
-@pytest.mark.parametrize("conformance", [("--gpu-conformance",), ()],
-                         ids=["with-conformance", "without"])
+NO_USER_IMPLEMENTATIONS_LINE = (
+    "ERROR: --gpu-impls=user, but no implementation is registered: register one with "
+    "@pytest_gpucheck.implements(...) in your project's root conftest.py (one in a test "
+    "module or a deeper folder loads too late; see docs/kernels.md), or drop --gpu-impls=user")
+
+
+@pytest.mark.parametrize("extra", [("--gpu-conformance",), (), ("-n", "2"),
+                                   ("-n", "2", "--gpu-conformance", "-q")],
+                         ids=["with-conformance", "without", "xdist", "xdist-conformance"])
 def test_gpu_impls_user_with_nothing_registered_is_a_usage_error(
-        tmp_path: Path, conformance: tuple[str, ...]) -> None:
-    # The project has tests of its own, so before the fix this run passed them
-    # (exit 0) while checking no kernel at all.
+        tmp_path: Path, extra: tuple[str, ...]) -> None:
+    # The project has tests of its own, so before the first fix this run passed them
+    # (exit 0) while checking no kernel at all; checked after collection, the line came
+    # after pytest's header and 'collected N items', and under -n 2 each worker stopped
+    # on it and the run ended in an INTERNALERROR (exit 3).
     folder = project(tmp_path, NOTHING_REGISTERED)
     (folder / "test_own.py").write_text(OWN_TEST, encoding="utf-8")
-    result = run_pytest(folder, *conformance, "--gpu-impls=user")
+    result = run_pytest(folder, *extra, "--gpu-impls=user")
     out = result.stdout + result.stderr
     assert result.returncode == pytest.ExitCode.USAGE_ERROR, out
-    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR:")]
-    assert errors == ["ERROR: --gpu-impls=user, but no implementation is registered: register "
-                      "one with @pytest_gpucheck.implements(...) in your project's conftest.py "
-                      "(see docs/kernels.md), or drop --gpu-impls=user"], out
-    assert "passed" not in out, out  # stopped before any test ran
+    # One line and nothing else from the run: no header, no 'collected', no 'no tests ran'.
+    assert out.split() == NO_USER_IMPLEMENTATIONS_LINE.split(), out
 
 
-def test_a_registration_in_a_test_module_counts(tmp_path: Path) -> None:
-    # The twin of the usage error: modules register at import, during collection,
-    # so the check waits for collection to end before it says "none".
+def test_a_registration_in_a_tests_folder_conftest_counts(tmp_path: Path) -> None:
+    """The twin of the usage error: pytest loads ``tests/conftest.py`` before collection
+    (a ``test*`` folder of the one it runs on), in the xdist controller too."""
     folder = project(tmp_path, NOTHING_REGISTERED)
-    (folder / "test_own.py").write_text(OWN_TEST + TWO_BACKENDS.replace(
+    (folder / "tests").mkdir()
+    (folder / "tests" / "conftest.py").write_text(TWO_BACKENDS.replace(
         '@pytest_gpucheck.implements("vector_add", backend="numba-cpu", name="mine")\n', ""),
         encoding="utf-8")
-    result = run_pytest(folder, "--gpu-impls=user")
+    (folder / "tests" / "test_own.py").write_text(OWN_TEST, encoding="utf-8")
+    result = run_pytest(folder, "--gpu-impls=user", "-n", "2")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout, result.stdout
+
+
+def test_help_shows_with_gpu_impls_user_and_nothing_registered(tmp_path: Path) -> None:
+    # pytest --help configures the plugins too: a check made there refused the help.
+    folder = project(tmp_path, NOTHING_REGISTERED)
+    result = run_pytest(folder, "--gpu-impls=user", "--help")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "--gpu-impls=all|bundled|user" in result.stdout, result.stdout

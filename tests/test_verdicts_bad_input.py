@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from user_runs import run_pytest
 
 from pytest_gpucheck.backends import BACKENDS
 
@@ -100,3 +101,77 @@ def test_launcher_that_does_not_exist(pytester: pytest.Pytester) -> None:
     assert usage_error(pytester, "--gpu-mpi-launcher=no-such-mpiexec -np {n}") == (
         "ERROR: --gpu-mpi-launcher='no-such-mpiexec -np {n}': 'no-such-mpiexec' is not an "
         "executable on PATH or next to this Python; install it or fix the command")
+
+
+#: A bad value for every option of the gpucheck section of ``pytest --help`` that takes
+#: one, the start of the one line it must give, and for the options whose values argparse
+#: used to check, a good value that runs the user's test (None: every value is accepted).
+BAD_VALUES: dict[str, tuple[str, str, str | None] | None] = {
+    "--gpu-backends": ("bogus", "--gpu-backends: unknown backend or group 'bogus'", None),
+    "--gpu-require": ("bogus", "--gpu-require: unknown backend or group 'bogus'", None),
+    "--gpu-device": ("first", "--gpu-device='first' is not valid", None),
+    "--gpu-report": ("report.txt", "--gpu-report='report.txt': the file name must end in",
+                     None),
+    "--gpu-impls": ("mine", "--gpu-impls='mine' is not valid; use all, bundled or user",
+                    "bundled"),
+    "--gpu-annotations": ("yes", "--gpu-annotations='yes' is not valid; use auto, on or off",
+                          "off"),
+    "--gpu-isolate": ("sometimes", "--gpu-isolate='sometimes' is not valid; use auto, none, "
+                                   "backend or test", "none"),
+    "--gpu-sanitize": ("valgrind", "--gpu-sanitize='valgrind': unknown tool 'valgrind'", None),
+    "--gpu-host-devices": ("four", "--gpu-host-devices='four' is not a whole number", None),
+    "--gpu-mpi-launcher": ("no-such-mpiexec", "--gpu-mpi-launcher='no-such-mpiexec': ", None),
+    "--gpu-mpi-timeout": ("soon", "--gpu-mpi-timeout=soon: it must be a number of seconds",
+                          "60"),
+    "--gpu-mpi-max-ranks": ("two", "--gpu-mpi-max-ranks=two: use a rank count >= 1", "2"),
+    "--gpu-bench-baseline": ("conftest.py", "--gpu-bench-baseline=conftest.py is a file",
+                             None),
+    "--gpu-bench-against": ("no-such-folder", "--gpu-bench-against=no-such-folder: no such "
+                                              "folder", None),
+    "--gpu-bench-plot": ("plot.png", "--gpu-bench-plot=plot.png: the plot is HTML", None),
+    # auto, off or a path; a path that cannot be written is reported where the summary
+    # is appended, at the end, and leaves the verdict as it is (docs/ci.md).
+    "--gpu-summary": None,
+}
+
+
+def _user_run(folder: Path, *args: str) -> tuple[int, str]:
+    result = run_pytest(folder, *args, timeout=300)
+    return result.returncode, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def help_options(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The options of the gpucheck section of ``pytest --help`` that take a value."""
+    code, out = _user_run(tmp_path_factory.mktemp("help"), "--help")
+    assert code == 0, out
+    section = out.split("\ngpucheck:\n", 1)[1].split("\n\n", 1)[0]
+    return [line.split()[0].split("=")[0] for line in section.splitlines()
+            if line.startswith("  --") and "=" in line.split()[0]]
+
+
+@pytest.mark.slow
+def test_every_option_with_a_value_has_a_bad_value_below(help_options: list[str]) -> None:
+    assert len(help_options) >= 15, help_options
+    assert sorted(help_options) == sorted(BAD_VALUES), "add the new option to BAD_VALUES"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("option", [name for name, bad in BAD_VALUES.items() if bad])
+def test_a_bad_option_value_is_one_line_and_exit_4(tmp_path: Path, option: str) -> None:
+    """The user's command in a project of their own: the one ERROR line, nothing else.
+    argparse's own errors (``choices=``, ``type=int``) took three lines: its usage, its
+    message, the ini file and rootdir."""
+    bad = BAD_VALUES[option]
+    assert bad is not None
+    value, start, good = bad
+    (tmp_path / "conftest.py").write_text("")
+    (tmp_path / "test_own.py").write_text(A_TEST)
+    code, out = _user_run(tmp_path, f"{option}={value}")
+    assert code == pytest.ExitCode.USAGE_ERROR, out
+    assert out.strip().splitlines() == [out.strip()], out
+    assert out.startswith(f"ERROR: {start}"), out
+    if good is not None:  # the twin: the check lets a valid value through
+        code, out = _user_run(tmp_path, f"{option}={good}")
+        assert code == pytest.ExitCode.OK, out
+        assert "1 passed" in out, out

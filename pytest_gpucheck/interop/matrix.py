@@ -129,19 +129,23 @@ class PairMatrix:
             rows.append(row)
         return ["producer \\ consumer", *names], rows
 
-    def terminal_lines(self) -> list[str]:
+    def terminal_lines(self, width: int | None = None) -> list[str]:
+        """The tables, the legend and the notes, fitted to ``width`` columns (None: 80 for
+        the legend, tables whole): a table wider than that is split into tables of the
+        consumers that fit, each with the producer column (a wrapped row scrambled its
+        columns, as the conformance matrix's would)."""
         lines: list[str] = []
         for protocol in self.protocols():
             header, rows = self._table(protocol)
             widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
             lines.append(f"interop {protocol}:")
-            for row in [header, *rows]:
-                cells = (value.ljust(width) for value, width in zip(row, widths, strict=True))
-                lines.append("  " + "  ".join(cells))
+            for columns in _column_groups(widths, width):
+                for row in [header, *rows]:
+                    lines.append(("  " + "  ".join(row[i].ljust(widths[i])
+                                                   for i in columns)).rstrip())
         if self.cells:
-            # Wrapped to 80 columns (one line was 464 characters): this section is built
-            # before the terminal's width is known, unlike the conformance matrix's legend.
-            lines += textwrap.wrap(LEGEND, width=LEGEND_WIDTH, subsequent_indent="  ",
+            # One line was 464 characters: wrapped like the conformance matrix's legend.
+            lines += textwrap.wrap(LEGEND, width=width or LEGEND_WIDTH, subsequent_indent="  ",
                                    break_on_hyphens=False)
         if self.exports:
             lines.append("interop DLPack export (device; capsule for max_version=(1, 0)):")
@@ -208,3 +212,18 @@ def _protocol_order(protocol: str) -> tuple[int, str]:
 
     names = list(PROTOCOLS)
     return (names.index(protocol) if protocol in names else len(names), protocol)
+
+
+def _column_groups(widths: list[int], width: int | None) -> list[list[int]]:
+    """Column indexes of each table a table of these column ``widths`` is split into so
+    that every row fits ``width`` (None: one table): the first (producer) column in each,
+    then as many consumer columns as fit, at least one."""
+    groups = [[0]]
+    used = 2 + widths[0]
+    for index in range(1, len(widths)):
+        if width is not None and len(groups[-1]) > 1 and used + 2 + widths[index] > width:
+            groups.append([0])
+            used = 2 + widths[0]
+        groups[-1].append(index)
+        used += 2 + widths[index]
+    return groups

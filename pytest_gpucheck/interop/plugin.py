@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..hookspecs import ReportSection
+from ..terminal_width import terminal_width
 
 # The suite's modules load when the suite (or a user's converter) is imported:
 # a run without interop checks never imports them.
@@ -76,7 +77,8 @@ def pytest_gpucheck_report_sections(config: pytest.Config) -> list[ReportSection
     if matrix is None or not (matrix.cells or matrix.changes):
         return []
     return [ReportSection("interop", matrix.to_json(), matrix.markdown(),
-                          ("", "gpucheck interop pair matrix", *matrix.terminal_lines()))]
+                          ("", "gpucheck interop pair matrix",
+                           *matrix.terminal_lines(terminal_width(config))))]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -39,17 +39,43 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         "else '-n N' is appended (e.g. 'srun --gpus-per-task=1'). Default: mpiexec",
     )
     group.addoption(
-        TIMEOUT_OPTION, dest="gpu_mpi_timeout", default=DEFAULT_TIMEOUT, type=float,
+        TIMEOUT_OPTION, dest="gpu_mpi_timeout", default=DEFAULT_TIMEOUT, type=_timeout,
         metavar="SECONDS",
         help="default timeout of an mpi test (the marker's timeout= overrides it); at the "
         f"timeout the hung ranks are reported and the job is aborted. Default: {DEFAULT_TIMEOUT:g}",
     )
     group.addoption(
-        MAX_RANKS_OPTION, dest="gpu_mpi_max_ranks", default=None, type=int, metavar="N",
+        MAX_RANKS_OPTION, dest="gpu_mpi_max_ranks", default=None, type=_rank_count,
+        metavar="N",
         help="most ranks a spawned job may start (default: SLURM_NTASKS or the CPU count); "
         "mpi tests needing more are skipped",
     )
     pluginmanager.register(_LateConfigure(), "gpucheck-mpi-late-configure")
+
+
+# argparse types that raise pytest.UsageError: argparse lets it through, and pytest prints
+# one line and exits with code 4 (argparse's own 'invalid float value' takes three lines).
+def _timeout(text: str) -> float:
+    """``--gpu-mpi-timeout``'s value: seconds, > 0 and at most a week."""
+    try:
+        value: float | None = float(text)
+    except ValueError:
+        value = None
+    problem = timeout_problem(value)
+    if problem is not None:
+        shown = text if value is None else f"{value:g}"
+        raise pytest.UsageError(f"{TIMEOUT_OPTION}={shown}: {problem}, e.g. "
+                                f"{TIMEOUT_OPTION}={DEFAULT_TIMEOUT:g}")
+    assert value is not None  # timeout_problem(None) names a problem
+    return value
+
+
+def _rank_count(text: str) -> int:
+    """``--gpu-mpi-max-ranks``'s value: a whole number >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise pytest.UsageError(f"{MAX_RANKS_OPTION}={text}: use a rank count >= 1, e.g. "
+                                f"{MAX_RANKS_OPTION}=4")
+    return int(text)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -82,14 +108,8 @@ def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
 def pytest_configure(config: pytest.Config) -> None:
     """Choose the mode; in a rank, bind it to its node-local GPU before the core picks one."""
     config.addinivalue_line("markers", MARKER_HELP)
-    timeout = config.getoption("gpu_mpi_timeout")
-    problem = timeout_problem(timeout)
-    if problem is not None:
-        raise pytest.UsageError(f"{TIMEOUT_OPTION}={timeout:g}: {problem}, e.g. "
-                                f"{TIMEOUT_OPTION}={DEFAULT_TIMEOUT:g}")
+    timeout = config.getoption("gpu_mpi_timeout")  # checked by _timeout when parsed
     max_ranks = config.getoption("gpu_mpi_max_ranks")
-    if max_ranks is not None and max_ranks < 1:
-        raise pytest.UsageError(f"{MAX_RANKS_OPTION}={max_ranks}: use a rank count >= 1")
     try:
         launcher = parse_launcher(config.getoption("gpu_mpi_launcher"), max_ranks)
     except LauncherError as exc:

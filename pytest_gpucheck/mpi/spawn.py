@@ -35,6 +35,7 @@ from ..processes import (
     run_child_pytest,
     write_deaths,
 )
+from ..terminal_width import fit, terminal_width
 from .launcher import Launcher
 from .marker import MpiSpec, mpi_spec
 from .watchdog import extract_report, reported_test
@@ -203,7 +204,7 @@ class SpawnRouter:
                         and reporter.config.get_verbosity() <= 0 and reporter._session):
                     fill()
                 reporter._tw.line()
-            reporter.write_line(line)
+            reporter.write_line(fit(line, terminal_width(self.config)))
 
     @staticmethod
     def _tally(run: ChildRun, items: list[pytest.Item]) -> str:
@@ -322,10 +323,10 @@ class SpawnRouter:
             shown = [nodeid.rsplit("::", 1)[-1] for nodeid in nodeids[:NOT_RUN_SHOWN]]
             more = len(nodeids) - len(shown)
             names = ", ".join(shown) + (f" and {more} more (-rA names them)" if more else "")
-            terminalreporter.write_line(
+            terminalreporter.write_line(fit(
                 f"gpucheck mpi: not run with {count} rank(s), more than the launcher can give "
                 f"here ({self.launcher.max_ranks}; raise --gpu-mpi-max-ranks to oversubscribe): "
-                f"{len(nodeids)} test(s): {names}", yellow=True)
+                f"{len(nodeids)} test(s): {names}", terminal_width(self.config)), yellow=True)
 
     def _failed(self, item: pytest.Item, text: str) -> pytest.TestReport:
         return failed_report(item, text)

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from ...options import one_of
 from ..deaths import KeepsChildDeaths
 from ..sticky_errors import StickyError, any_sticky_error, sticky_error
 from .base import Router, other_routers
@@ -50,7 +51,8 @@ HOST, GPU = "host", "gpu"
 
 def add_isolation_options(group: Any) -> None:
     group.addoption(
-        ISOLATE_OPTION, dest="gpu_isolate", default="auto", choices=MODES,
+        ISOLATE_OPTION, dest="gpu_isolate", default="auto", type=one_of(ISOLATE_OPTION, MODES),
+        metavar="|".join(MODES),
         help="run backend items in worker processes that are replaced after a crash or a "
         "poisoned device (sticky CUDA error): backend (one worker for the GPU's items, one "
         "for the host's), test (a fresh worker per test), none. Default auto: backend when "
