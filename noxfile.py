@@ -40,8 +40,10 @@ NEWEST_PYTHON = "3.13"
 
 # What the plugin's own tests import beyond the core (the `test` extra less the linters,
 # the type checker and NVRTC, which the full set brings): a session without them would
-# skip whole test modules for want of a YAML parser rather than of a framework.
-TEST_RUNNER_NEEDS = ("pyyaml>=6", "setuptools>=77", "tomli>=2; python_version < '3.11'")
+# skip whole test modules for want of a YAML parser rather than of a framework, and the
+# tests that run the bundled suites pass `-n0` (undoing a CI's `-n`), which needs xdist.
+TEST_RUNNER_NEEDS = ("pytest-xdist>=3.5", "pyyaml>=6", "setuptools>=77",
+                     "tomli>=2; python_version < '3.11'")
 
 # The frameworks `newest` brings to their newest release (the cpu and mpi extras less torch,
 # which GPUCHECK_TORCH decides) and the packages whose versions every session prints.

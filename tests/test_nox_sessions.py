@@ -10,7 +10,6 @@ noxfile is read, not imported (importing it puts pyenv's Pythons on PATH).
 from __future__ import annotations
 
 import ast
-import os
 import re
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from packaging.version import Version
+from user_runs import USER_CONFTEST, ci_env, user_ci_project
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -128,26 +128,6 @@ def test_noxfile_pythons_are_the_ends_of_requires_python() -> None:
     assert (listed[0], listed[-1]) == (oldest, newest)
 
 
-USER_CONFTEST = '''
-import pytest_gpucheck
-
-
-@pytest_gpucheck.implements("vector_add", backend="numpy", name="mine")
-def vector_add(a, b, out):
-    out[...] = a + b
-'''
-USER_TEST = '''
-import numpy as np
-
-
-def test_scale(gpu_backend, xp):
-    x = gpu_backend.to_device(np.arange(8, dtype=np.float32))
-    y = xp.multiply(x, 2)
-    gpu_backend.synchronize()
-    np.testing.assert_array_equal(gpu_backend.to_host(y), np.arange(8, dtype=np.float32) * 2)
-'''
-
-
 def docs_noxfile() -> str:
     """The noxfile example of docs/ci.md (the python block that imports nox)."""
     text = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
@@ -160,11 +140,8 @@ def _run_nox(project: Path, session: str) -> subprocess.CompletedProcess[str]:
     """``nox -s SESSION`` in ``project``, in this environment (``--no-venv --no-install``:
     the installs are the ones a user's machine does; what is tested here is that each
     session's commands run the user's tests and implementations, and fail with them)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM", "CI", "GITHUB_"))}
-    # Only the user's kernel and test, not every bundled suite (the main job runs those).
-    env["PYTEST_ADDOPTS"] = "-p no:cacheprovider -k 'vector_add or test_scale'"
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    # Only the user's kernels and test, not every bundled suite (the main job runs those).
+    env = ci_env({"PYTEST_ADDOPTS": "-p no:cacheprovider -k 'vector_add or test_scale'"})
     return subprocess.run([sys.executable, "-m", "nox", "--no-venv", "--no-install",
                            "-s", session], cwd=project, env=env, capture_output=True,
                           text=True, timeout=600, check=False)
@@ -175,22 +152,19 @@ def test_docs_noxfile_runs_the_users_tests_and_fails_with_a_broken_kernel(
     tmp_path: Path,
 ) -> None:
     pytest.importorskip("nox")
-    project = tmp_path / "project"
-    (project / "tests").mkdir(parents=True)
+    project = user_ci_project(tmp_path)
     (project / "noxfile.py").write_text(docs_noxfile(), encoding="utf-8")
-    (project / "conftest.py").write_text(USER_CONFTEST, encoding="utf-8")
-    (project / "tests" / "test_scale.py").write_text(USER_TEST, encoding="utf-8")
     listed = subprocess.run([sys.executable, "-m", "nox", "--list"], cwd=project,
                             capture_output=True, text=True, timeout=120, check=False)
     assert listed.returncode == 0, listed.stderr
     for session in ("minimal-3.10", "minimal-3.13", "oldest", "newest"):
         assert f"* {session}" in listed.stdout, listed.stdout
     # In this environment (the CPU tier) both sessions run test_scale on the four CPU
-    # backends with an array namespace, and the user's numpy vector_add.
+    # backends with an array namespace, and the user's two vector_add implementations.
     for session in ("minimal", "newest"):
         done = _run_nox(project, session)
         assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
-        assert re.search(r"\b5 passed\b", done.stdout), done.stdout[-2000:]
+        assert re.search(r"\b6 passed\b", done.stdout), done.stdout[-2000:]
     # The broken twin: the same sessions fail when the user's kernel is wrong.
     (project / "conftest.py").write_text(USER_CONFTEST.replace("a + b", "a - b"),
                                          encoding="utf-8")
