@@ -10,10 +10,12 @@ noxfile is read, not imported (importing it puts pyenv's Pythons on PATH).
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.version import Version
@@ -75,13 +77,56 @@ def bound_problems(bounds: dict[str, str], pinned: dict[str, str]) -> list[str]:
     return problems
 
 
-def noxfile_constants() -> dict[str, str]:
-    """The noxfile's module-level string constants, read from its syntax tree."""
+def noxfile_constants() -> dict[str, Any]:
+    """The noxfile's module-level literal constants (strings, tuples of strings), read
+    from its syntax tree."""
     tree = ast.parse((REPO / "noxfile.py").read_text(encoding="utf-8"))
-    return {target.id: node.value.value
-            for node in tree.body if isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-            for target in node.targets if isinstance(target, ast.Name)}
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Constant, ast.Tuple)):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:  # a tuple with a name in it
+                continue
+            found.update((t.id, value) for t in node.targets if isinstance(t, ast.Name))
+    return found
+
+
+#: What a core-only install lacks: a test module importing one of these at its top fails
+#: collection in the minimal sessions instead of skipping.
+FRAMEWORKS = ("numba", "jax", "jaxlib", "torch", "cupy", "cuda", "mpi4py", "scipy",
+              "ml_dtypes", "nox")
+
+
+def core_test_problems(repo: Path, paths: tuple[str, ...]) -> list[str]:
+    """One line per module of the minimal sessions' share that is missing or imports a
+    framework at its top (module level, outside ``try``)."""
+    problems = []
+    for path in paths:
+        module = repo / path
+        if not module.is_file():
+            problems.append(f"{path} does not exist")
+            continue
+        for node in ast.parse(module.read_text(encoding="utf-8")).body:
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                if name.split(".")[0] in FRAMEWORKS:
+                    problems.append(f"{path} imports {name} at line {node.lineno}")
+    return problems
+
+
+def test_the_minimal_share_exists_and_imports_no_framework_at_its_top(
+        tmp_path: Path) -> None:
+    share = noxfile_constants()["CORE_TESTS"]
+    assert len(share) >= 10
+    assert core_test_problems(REPO, share) == []
+    # The broken twins: a module that is gone, and one that imports torch at its top.
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("import os\nimport torch.nn\n",
+                                                 encoding="utf-8")
+    assert core_test_problems(tmp_path, ("tests/test_a.py", "tests/test_gone.py")) == [
+        "tests/test_a.py imports torch.nn at line 2", "tests/test_gone.py does not exist"]
 
 
 def python_range(pyproject: str) -> tuple[str, str]:
@@ -172,3 +217,52 @@ def test_docs_noxfile_runs_the_users_tests_and_fails_with_a_broken_kernel(
     assert done.returncode != 0, done.stderr[-2000:]
     assert "Session newest failed" in done.stderr, done.stderr[-2000:]
     assert "test_vector_add[numpy:mine]" in done.stdout, done.stdout[-2000:]
+
+
+def ci_matrix_block() -> str:
+    """The version-matrix part of .ci/run: from its ``mkdir -p .nox-logs`` to the end."""
+    script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    return script[script.index("mkdir -p .nox-logs"):]
+
+
+FAKE_NOX = """#!/usr/bin/env bash
+# Records each call; fails the session named by FAIL_SESSION, as a failing nox does.
+echo "${GPUCHECK_TORCH:-pypi} $*" >> calls.txt
+[[ " $* " == *" -s $FAIL_SESSION "* ]] && { echo "pytest output of $FAIL_SESSION"; exit 1; }
+echo "versions: Python 3.x, numpy 9"
+"""
+
+
+def _run_matrix(tmp_path: Path, fail: str) -> subprocess.CompletedProcess[str]:
+    """.ci/run's matrix block under ``set -euo pipefail``, with a fake ``nox`` on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "nox").write_text(FAKE_NOX, encoding="utf-8")
+    (bin_dir / "nox").chmod(0o755)
+    (tmp_path / "calls.txt").unlink(missing_ok=True)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "FAIL_SESSION": fail}
+    env.pop("GPUCHECK_TORCH", None)
+    return subprocess.run(["bash", "-c", "set -euo pipefail\n" + ci_matrix_block()],
+                          cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def test_ci_runs_each_session_and_a_failed_one_fails_ci_with_one_line(tmp_path: Path) -> None:
+    constants = noxfile_constants()
+    done = _run_matrix(tmp_path, fail="none-fails")
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = (tmp_path / "calls.txt").read_text(encoding="utf-8").splitlines()
+    assert calls == [f"pypi --non-interactive -s minimal-{constants['OLDEST_PYTHON']}",
+                     f"pypi --non-interactive -s minimal-{constants['NEWEST_PYTHON']}",
+                     "none --non-interactive -s newest -- main"]
+    assert done.stdout.count("ok in ") == 3, done.stdout
+    # The broken twin: the first session fails; the others still run, its log's tail
+    # and one line say which, and CI fails.
+    done = _run_matrix(tmp_path, fail=f"minimal-{constants['OLDEST_PYTHON']}")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert len((tmp_path / "calls.txt").read_text(encoding="utf-8").splitlines()) == 3
+    assert f"pytest output of minimal-{constants['OLDEST_PYTHON']}" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == (
+        f"version matrix FAILED: minimal-{constants['OLDEST_PYTHON']} (nox -s SESSION "
+        "reruns one; logs in .nox-logs/)")
