@@ -17,7 +17,9 @@ def shard_map(f: Callable[..., Any], *, mesh: Any, in_specs: Any, out_specs: Any
     make it ``jax.shard_map`` and drop the experimental module."""
     import jax
 
-    public = getattr(jax, "shard_map", None)
+    public: Any = getattr(jax, "shard_map", None)
     if public is None:
-        from jax.experimental.shard_map import shard_map as public
+        from jax.experimental import shard_map as experimental
+
+        public = experimental.shard_map
     return public(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
