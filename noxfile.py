@@ -6,8 +6,9 @@
     nox -s full         # what .ci/run installs and tests: the CPU tier on Python 3.11
 
 Each session runs the main job (``python -m pytest conformance --gpu-backends=all``), then
-the part of the plugin's own test suite that fits it; a test that needs a framework the
-session did not install skips with the reason.  Arguments after ``--`` select:
+the part of the plugin's own test suite that fits it (``minimal``: CORE_TESTS, the core's
+share; ``oldest`` and ``newest``: the fast tests, ``-m "not slow"``); a test that needs a
+framework the session did not install skips with the reason.  Arguments after ``--`` select:
 ``main`` runs the main job only, ``tests`` the test suite only, and anything else is
 passed to both pytest commands (``nox -s minimal -- -x``).  Each session first prints the
 versions it resolved (the line ``versions: ...``).
@@ -40,8 +41,41 @@ NEWEST_PYTHON = "3.13"
 
 # What the plugin's own tests import beyond the core (the `test` extra less the linters,
 # the type checker and NVRTC, which the full set brings): a session without them would
-# skip whole test modules for want of a YAML parser rather than of a framework.
-TEST_RUNNER_NEEDS = ("pyyaml>=6", "setuptools>=77", "tomli>=2; python_version < '3.11'")
+# skip whole test modules for want of a YAML parser rather than of a framework, and the
+# tests that run the bundled suites pass `-n0` (undoing a CI's `-n`), which needs xdist.
+TEST_RUNNER_NEEDS = ("pytest-xdist>=3.5", "pyyaml>=6", "setuptools>=77",
+                     "tomli>=2; python_version < '3.11'")
+
+# The minimal sessions' share of the plugin's own tests: the modules about what a core-only
+# user meets (loading the plugin, options and bad input, the user's workflow, verdicts,
+# reports, the NumPy reference kernels, the benchmark statistics, this matrix).  Their
+# tests that name another framework's backend skip with the import that failed;
+# tests/test_nox_sessions.py checks that each module exists and imports no framework
+# at its top (which would fail collection, not skip).
+CORE_TESTS = (
+    "tests/test_plugin_loading.py",
+    "tests/test_options.py",
+    "tests/test_verdicts_bad_input.py",
+    "tests/test_user_workflow.py",
+    "tests/test_fixtures_and_markers.py",
+    "tests/test_conformance_parametrization.py",
+    "tests/test_conformance_rejects_broken.py",
+    "tests/test_assertions.py",
+    "tests/test_tolerance.py",
+    "tests/test_strategies.py",
+    "tests/test_randomness.py",
+    "tests/test_registry.py",
+    "tests/test_reference_kernels.py",
+    "tests/test_report.py",
+    "tests/test_report_sections.py",
+    "tests/test_bench_stats.py",
+    "tests/test_bench_gate.py",
+    "tests/test_bench_baseline.py",
+    "tests/test_bench_history.py",
+    "tests/test_guards.py",
+    "tests/test_layers.py",
+    "tests/test_nox_sessions.py",
+)
 
 # The frameworks `newest` brings to their newest release (the cpu and mpi extras less torch,
 # which GPUCHECK_TORCH decides) and the packages whose versions every session prints.
@@ -138,11 +172,11 @@ def _run(session: nox.Session, *, tests: tuple[str, ...], torch_missing: bool = 
 def minimal(session: nox.Session) -> None:
     """The core alone, as `pip install pytest-gpucheck` gives it: NumPy is the only framework.
 
-    The test suite's subprocess tests (`slow`) run too: loading the plugin, the user's
-    workflow and the verdict rules need no framework, and they are the ones a new user
-    meets first."""
+    The tests are CORE_TESTS, subprocess tests (`slow`) included: loading the plugin, the
+    user's workflow and the verdict rules need no framework, and they are what a new
+    user meets first."""
     session.install("-e", ".", *TEST_RUNNER_NEEDS)
-    _run(session, tests=())
+    _run(session, tests=CORE_TESTS)
 
 
 @nox.session(python=OLDEST_PYTHON)

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from user_runs import ci_env, user_ci_project
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -32,31 +33,6 @@ else:  # Python 3.10 (the minimal and oldest sessions): tomllib's forerunner
 REPO = Path(__file__).resolve().parent.parent
 GITHUB = REPO / "docs" / "ci" / "github-actions.yml"
 GITLAB = REPO / "docs" / "ci" / "gitlab-ci.yml"
-
-USER_CONFTEST = '''
-import pytest_gpucheck
-
-
-@pytest_gpucheck.implements("vector_add", backend="numpy", name="mine")
-def vector_add(a, b, out):
-    out[...] = a + b
-
-
-@pytest_gpucheck.implements("vector_add", backend="torch-cpu", name="mine")
-def vector_add_torch(a, b, out):
-    out.copy_(a + b)
-'''
-USER_TEST = '''
-import numpy as np
-
-
-def test_scale(gpu_backend, xp):
-    x = gpu_backend.to_device(np.arange(8, dtype=np.float32))
-    y = xp.multiply(x, 2)
-    gpu_backend.synchronize()
-    np.testing.assert_array_equal(gpu_backend.to_host(y), np.arange(8, dtype=np.float32) * 2)
-'''
-
 
 def _commands(script: str) -> list[str]:
     """Shell lines of a ``run:`` block or a ``script:`` list, ``&&`` chains split."""
@@ -79,23 +55,10 @@ def gitlab_commands(job: str) -> tuple[dict[str, str], list[str]]:
     return {k: str(v) for k, v in pipeline.get("variables", {}).items()}, commands
 
 
-def _project(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    (project / "tests").mkdir(parents=True)
-    (project / "conftest.py").write_text(USER_CONFTEST)
-    (project / "tests" / "test_scale.py").write_text(USER_TEST)
-    return project
-
-
 def _run(command: str, project: Path,
          variables: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("GITHUB_", "PYTEST_", "CI"))}
-    env.update(variables)
-    # The workflow's `python` is the environment the install step made: here, this one.
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    return subprocess.run(["bash", "-c", command], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    return subprocess.run(["bash", "-c", command], cwd=project, env=ci_env(variables),
+                          capture_output=True, text=True, timeout=600, check=False)
 
 
 EXTRAS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
@@ -122,7 +85,7 @@ def test_install_commands_name_existing_extras_and_the_cpu_wheels(source: Any) -
 @pytest.mark.parametrize("source", [github_commands, gitlab_commands], ids=["github", "gitlab"])
 def test_cpu_job_commands_pass_here(source: Any, tmp_path: Path) -> None:
     variables, commands = source("cpu")
-    project = _project(tmp_path)
+    project = user_ci_project(tmp_path)
     summary = tmp_path / "step_summary"
     summary.write_text("")
     variables.update(GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary),
@@ -149,7 +112,7 @@ def test_cpu_job_commands_pass_here(source: Any, tmp_path: Path) -> None:
 @pytest.mark.parametrize("source", [github_commands, gitlab_commands], ids=["github", "gitlab"])
 def test_gpu_job_commands_fail_fast_without_a_gpu(source: Any, tmp_path: Path) -> None:
     variables, commands = source("gpu")
-    project = _project(tmp_path)
+    project = user_ci_project(tmp_path)
     (project / "benchmarks").mkdir()
     # The benchmark gate's checkout of the base commit, as the job's own lines do it
     # (no base commit given: the previous one) in a repository of two commits.
@@ -205,7 +168,7 @@ def test_the_nightly_sanitizer_job_installs_the_tool_and_sanitizes_every_command
 @pytest.mark.parametrize("source", [github_commands, gitlab_commands], ids=["github", "gitlab"])
 def test_the_nightly_sanitizer_job_fails_fast_without_a_gpu(source: Any, tmp_path: Path) -> None:
     variables, commands = source("sanitize")
-    project = _project(tmp_path)
+    project = user_ci_project(tmp_path)
     for command in [c for c in commands if c.startswith("python -m pytest ")]:
         result = _run(command, project, variables)
         assert result.returncode == 4, (command, result.stdout[-2000:], result.stderr[-2000:])

@@ -38,6 +38,8 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def test_user_implementation_runs_and_other_cells_skip_with_reasons(
         pytester: pytest.Pytester) -> None:
+    # It names jax-cpu: without it (the core alone) it skips.
+    pytest.importorskip("jax")
     result = _run(pytester, "--gpu-backends=numpy,jax-cpu,gpu", "--gpu-impls=user",
                   "-k", "test_vector_add[", "-rs", "--hypothesis-profile=ci")
     # numpy:mine runs; jax-cpu and the five GPU backends are visible skips.
@@ -49,6 +51,8 @@ def test_user_implementation_runs_and_other_cells_skip_with_reasons(
 
 
 def test_ids_are_backend_colon_name_and_bundled_filter(pytester: pytest.Pytester) -> None:
+    # It names numba-cudasim: without it (the core alone) it skips.
+    pytest.importorskip("numba")
     result = _run(pytester, "--gpu-backends=numpy,numba-cudasim", "--gpu-impls=all",
                   "--collect-only", "-q", "-k", "test_vector_add[")
     result.stdout.fnmatch_lines([
@@ -62,6 +66,8 @@ def test_ids_are_backend_colon_name_and_bundled_filter(pytester: pytest.Pytester
 
 def test_not_applicable_cells_are_skipped_with_the_registry_reason(
         pytester: pytest.Pytester) -> None:
+    # It names jax-cpu: without it (the core alone) it skips.
+    pytest.importorskip("jax")
     result = _run(pytester, "--gpu-backends=jax-cpu", "-k", "test_index_map_1d[", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*not applicable:*"])
@@ -101,6 +107,8 @@ def vector_add(a, b, out):
 
 
 def test_contract_misuse_fails_with_the_fix(pytester: pytest.Pytester) -> None:
+    # It names jax-cpu: without it (the core alone) it skips.
+    pytest.importorskip("jax")
     # The signature fits the contract; only the backend makes `out` impossible,
     # which the suite reports when it runs the cell.
     pytester.makepyfile(user_impls=MISUSED_CONTRACT)

@@ -193,6 +193,8 @@ def test_kernel_fails(gpu_backend):
 
 @pytest.mark.slow
 def test_simulator_items_run_in_a_child_process_transparently(pytester: pytest.Pytester) -> None:
+    # The simulator is numba's: without it (the core alone) it skips.
+    pytest.importorskip("numba")
     pytester.makepyfile(test_sim=SIMULATOR_TEST)
     result = pytester.runpytest("--gpu-backends=numba-cpu,numba-cudasim", "-v")
     result.stdout.fnmatch_lines(
@@ -214,6 +216,8 @@ def test_simulator_items_run_in_a_child_process_transparently(pytester: pytest.P
 def test_in_process_items_around_simulator_items_keep_their_fixture_lifecycle(
     pytester: pytest.Pytester,
 ) -> None:
+    # The simulator is numba's: without it (the core alone) it skips.
+    pytest.importorskip("numba")
     module = """
         import pytest
 

@@ -15,9 +15,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.version import Version
+from user_runs import USER_CONFTEST, ci_env, user_ci_project
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -75,13 +77,56 @@ def bound_problems(bounds: dict[str, str], pinned: dict[str, str]) -> list[str]:
     return problems
 
 
-def noxfile_constants() -> dict[str, str]:
-    """The noxfile's module-level string constants, read from its syntax tree."""
+def noxfile_constants() -> dict[str, Any]:
+    """The noxfile's module-level literal constants (strings, tuples of strings), read
+    from its syntax tree."""
     tree = ast.parse((REPO / "noxfile.py").read_text(encoding="utf-8"))
-    return {target.id: node.value.value
-            for node in tree.body if isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-            for target in node.targets if isinstance(target, ast.Name)}
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Constant, ast.Tuple)):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:  # a tuple with a name in it
+                continue
+            found.update((t.id, value) for t in node.targets if isinstance(t, ast.Name))
+    return found
+
+
+#: What a core-only install lacks: a test module importing one of these at its top fails
+#: collection in the minimal sessions instead of skipping.
+FRAMEWORKS = ("numba", "jax", "jaxlib", "torch", "cupy", "cuda", "mpi4py", "scipy",
+              "ml_dtypes", "nox")
+
+
+def core_test_problems(repo: Path, paths: tuple[str, ...]) -> list[str]:
+    """One line per module of the minimal sessions' share that is missing or imports a
+    framework at its top (module level, outside ``try``)."""
+    problems = []
+    for path in paths:
+        module = repo / path
+        if not module.is_file():
+            problems.append(f"{path} does not exist")
+            continue
+        for node in ast.parse(module.read_text(encoding="utf-8")).body:
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                if name.split(".")[0] in FRAMEWORKS:
+                    problems.append(f"{path} imports {name} at line {node.lineno}")
+    return problems
+
+
+def test_the_minimal_share_exists_and_imports_no_framework_at_its_top(
+        tmp_path: Path) -> None:
+    share = noxfile_constants()["CORE_TESTS"]
+    assert len(share) >= 10
+    assert core_test_problems(REPO, share) == []
+    # The broken twins: a module that is gone, and one that imports torch at its top.
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("import os\nimport torch.nn\n",
+                                                 encoding="utf-8")
+    assert core_test_problems(tmp_path, ("tests/test_a.py", "tests/test_gone.py")) == [
+        "tests/test_a.py imports torch.nn at line 2", "tests/test_gone.py does not exist"]
 
 
 def python_range(pyproject: str) -> tuple[str, str]:
@@ -128,26 +173,6 @@ def test_noxfile_pythons_are_the_ends_of_requires_python() -> None:
     assert (listed[0], listed[-1]) == (oldest, newest)
 
 
-USER_CONFTEST = '''
-import pytest_gpucheck
-
-
-@pytest_gpucheck.implements("vector_add", backend="numpy", name="mine")
-def vector_add(a, b, out):
-    out[...] = a + b
-'''
-USER_TEST = '''
-import numpy as np
-
-
-def test_scale(gpu_backend, xp):
-    x = gpu_backend.to_device(np.arange(8, dtype=np.float32))
-    y = xp.multiply(x, 2)
-    gpu_backend.synchronize()
-    np.testing.assert_array_equal(gpu_backend.to_host(y), np.arange(8, dtype=np.float32) * 2)
-'''
-
-
 def docs_noxfile() -> str:
     """The noxfile example of docs/ci.md (the python block that imports nox)."""
     text = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
@@ -160,11 +185,8 @@ def _run_nox(project: Path, session: str) -> subprocess.CompletedProcess[str]:
     """``nox -s SESSION`` in ``project``, in this environment (``--no-venv --no-install``:
     the installs are the ones a user's machine does; what is tested here is that each
     session's commands run the user's tests and implementations, and fail with them)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM", "CI", "GITHUB_"))}
-    # Only the user's kernel and test, not every bundled suite (the main job runs those).
-    env["PYTEST_ADDOPTS"] = "-p no:cacheprovider -k 'vector_add or test_scale'"
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    # Only the user's kernels and test, not every bundled suite (the main job runs those).
+    env = ci_env({"PYTEST_ADDOPTS": "-p no:cacheprovider -k 'vector_add or test_scale'"})
     return subprocess.run([sys.executable, "-m", "nox", "--no-venv", "--no-install",
                            "-s", session], cwd=project, env=env, capture_output=True,
                           text=True, timeout=600, check=False)
@@ -175,22 +197,19 @@ def test_docs_noxfile_runs_the_users_tests_and_fails_with_a_broken_kernel(
     tmp_path: Path,
 ) -> None:
     pytest.importorskip("nox")
-    project = tmp_path / "project"
-    (project / "tests").mkdir(parents=True)
+    project = user_ci_project(tmp_path)
     (project / "noxfile.py").write_text(docs_noxfile(), encoding="utf-8")
-    (project / "conftest.py").write_text(USER_CONFTEST, encoding="utf-8")
-    (project / "tests" / "test_scale.py").write_text(USER_TEST, encoding="utf-8")
     listed = subprocess.run([sys.executable, "-m", "nox", "--list"], cwd=project,
                             capture_output=True, text=True, timeout=120, check=False)
     assert listed.returncode == 0, listed.stderr
     for session in ("minimal-3.10", "minimal-3.13", "oldest", "newest"):
         assert f"* {session}" in listed.stdout, listed.stdout
     # In this environment (the CPU tier) both sessions run test_scale on the four CPU
-    # backends with an array namespace, and the user's numpy vector_add.
+    # backends with an array namespace, and the user's two vector_add implementations.
     for session in ("minimal", "newest"):
         done = _run_nox(project, session)
         assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
-        assert re.search(r"\b5 passed\b", done.stdout), done.stdout[-2000:]
+        assert re.search(r"\b6 passed\b", done.stdout), done.stdout[-2000:]
     # The broken twin: the same sessions fail when the user's kernel is wrong.
     (project / "conftest.py").write_text(USER_CONFTEST.replace("a + b", "a - b"),
                                          encoding="utf-8")
@@ -198,3 +217,52 @@ def test_docs_noxfile_runs_the_users_tests_and_fails_with_a_broken_kernel(
     assert done.returncode != 0, done.stderr[-2000:]
     assert "Session newest failed" in done.stderr, done.stderr[-2000:]
     assert "test_vector_add[numpy:mine]" in done.stdout, done.stdout[-2000:]
+
+
+def ci_matrix_block() -> str:
+    """The version-matrix part of .ci/run: from its ``mkdir -p .nox-logs`` to the end."""
+    script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    return script[script.index("mkdir -p .nox-logs"):]
+
+
+FAKE_NOX = """#!/usr/bin/env bash
+# Records each call; fails the session named by FAIL_SESSION, as a failing nox does.
+echo "${GPUCHECK_TORCH:-pypi} $*" >> calls.txt
+[[ " $* " == *" -s $FAIL_SESSION "* ]] && { echo "pytest output of $FAIL_SESSION"; exit 1; }
+echo "versions: Python 3.x, numpy 9"
+"""
+
+
+def _run_matrix(tmp_path: Path, fail: str) -> subprocess.CompletedProcess[str]:
+    """.ci/run's matrix block under ``set -euo pipefail``, with a fake ``nox`` on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "nox").write_text(FAKE_NOX, encoding="utf-8")
+    (bin_dir / "nox").chmod(0o755)
+    (tmp_path / "calls.txt").unlink(missing_ok=True)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "FAIL_SESSION": fail}
+    env.pop("GPUCHECK_TORCH", None)
+    return subprocess.run(["bash", "-c", "set -euo pipefail\n" + ci_matrix_block()],
+                          cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def test_ci_runs_each_session_and_a_failed_one_fails_ci_with_one_line(tmp_path: Path) -> None:
+    constants = noxfile_constants()
+    done = _run_matrix(tmp_path, fail="none-fails")
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = (tmp_path / "calls.txt").read_text(encoding="utf-8").splitlines()
+    assert calls == [f"pypi --non-interactive -s minimal-{constants['OLDEST_PYTHON']}",
+                     f"pypi --non-interactive -s minimal-{constants['NEWEST_PYTHON']}",
+                     "none --non-interactive -s newest -- main"]
+    assert done.stdout.count("ok in ") == 3, done.stdout
+    # The broken twin: the first session fails; the others still run, its log's tail
+    # and one line say which, and CI fails.
+    done = _run_matrix(tmp_path, fail=f"minimal-{constants['OLDEST_PYTHON']}")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert len((tmp_path / "calls.txt").read_text(encoding="utf-8").splitlines()) == 3
+    assert f"pytest output of minimal-{constants['OLDEST_PYTHON']}" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == (
+        f"version matrix FAILED: minimal-{constants['OLDEST_PYTHON']} (nox -s SESSION "
+        "reruns one; logs in .nox-logs/)")

@@ -50,6 +50,9 @@ def test_terminal_matrix_counts_each_backend_and_family(pytester: pytest.Pyteste
 @pytest.mark.slow
 def test_the_matrix_fits_the_terminal_and_names_each_reason_once(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # It names torch-cpu and jax-cpu: without them (the core alone) it skips.
+    pytest.importorskip("torch")
+    pytest.importorskip("jax")
     from pytest_gpucheck.devices import cuda_driver
 
     if cuda_driver().available:
@@ -75,6 +78,8 @@ def test_the_matrix_fits_the_terminal_and_names_each_reason_once(
 
 @pytest.mark.slow
 def test_json_and_markdown_reports(pytester: pytest.Pytester) -> None:
+    # The failing cell is torch-cpu's: without it (the core alone) it skips.
+    pytest.importorskip("torch")
     pytester.makepyfile(test_things=TESTS)
     pytester.runpytest("--gpu-backends=numpy,torch-cpu,gpu", "--gpu-report=out/report.json")
     data = json.loads((pytester.path / "out" / "report.json").read_text())

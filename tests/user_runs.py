@@ -1,5 +1,6 @@
 """Running a temporary project the way a user does (``python -m pytest`` in a subprocess)
-and reading its JUnit file: shared by the tests whose scenarios end in real crashes."""
+and reading its JUnit file: shared by the tests whose scenarios end in real crashes, and
+by those that run the commands docs/ci.md gives users (its workflows, its noxfile)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,53 @@ import sysconfig
 import venv
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+#: A user's project as docs/ci.md lays it out: a conftest.py that registers implementations
+#: of ``vector_add`` (NumPy and PyTorch on the CPU) and a test that uses the fixtures.
+USER_CONFTEST = '''
+import pytest_gpucheck
+
+
+@pytest_gpucheck.implements("vector_add", backend="numpy", name="mine")
+def vector_add(a, b, out):
+    out[...] = a + b
+
+
+@pytest_gpucheck.implements("vector_add", backend="torch-cpu", name="mine")
+def vector_add_torch(a, b, out):
+    out.copy_(a + b)
+'''
+USER_TEST = '''
+import numpy as np
+
+
+def test_scale(gpu_backend, xp):
+    x = gpu_backend.to_device(np.arange(8, dtype=np.float32))
+    y = xp.multiply(x, 2)
+    gpu_backend.synchronize()
+    np.testing.assert_array_equal(gpu_backend.to_host(y), np.arange(8, dtype=np.float32) * 2)
+'''
+
+
+def user_ci_project(tmp_path: Path, conftest: str = USER_CONFTEST) -> Path:
+    """``tmp_path/project`` with ``conftest`` and ``tests/test_scale.py`` (USER_TEST)."""
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "conftest.py").write_text(conftest, encoding="utf-8")
+    (project / "tests" / "test_scale.py").write_text(USER_TEST, encoding="utf-8")
+    return project
+
+
+def ci_env(variables: dict[str, str]) -> dict[str, str]:
+    """The environment of a CI step that runs a user's commands: this one's, less what
+    this session or its own CI set (``PYTEST_*``, the simulator switch, ``CI``,
+    ``GITHUB_*``), plus the step's ``variables``, with this interpreter's folder first on
+    PATH (the ``python`` the step's install made is, here, this environment's)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM", "CI", "GITHUB_"))}
+    env.update(variables)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    return env
 
 
 def run_pytest(project: Path, *args: str, timeout: float,

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_gpucheck.backends.jax.compat import shard_map
 from pytest_gpucheck.registry import implements
 
 from ._applicability import not_applicable_elsewhere
@@ -64,7 +65,7 @@ def _sharded_sum(devices: tuple[Any, ...]) -> Any:
     def local(block: Any) -> Any:
         return jax.lax.psum(jnp.sum(block, dtype=block.dtype), ("x", "y")).reshape(1)
 
-    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=P(("x", "y")), out_specs=P()))
+    return jax.jit(shard_map(local, mesh=mesh, in_specs=P(("x", "y")), out_specs=P()))
 
 
 def jax_sharded_sum(x: Any) -> Any:
@@ -110,8 +111,8 @@ def _sharded_heat(devices: tuple[Any, ...], n: int) -> Any:
         interior = (index > 0) & (index < n - 1)
         return jnp.where(interior, update, jnp.zeros_like(update))
 
-    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P("i"), P("i"), P()),
-                                 out_specs=P("i")))
+    return jax.jit(shard_map(local, mesh=mesh, in_specs=(P("i"), P("i"), P()),
+                             out_specs=P("i")))
 
 
 def jax_sharded_heat_step_1d(u: Any, alpha: Any) -> Any:

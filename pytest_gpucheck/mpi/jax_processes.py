@@ -42,10 +42,12 @@ def cross_process_psum(array: Any, mesh: Any) -> Any:
     import jax.numpy as jnp
     from jax.sharding import PartitionSpec as P
 
+    from ..backends.jax.compat import shard_map
+
     def local(block: Any) -> Any:
         return jax.lax.psum(jnp.sum(block, dtype=block.dtype), "p")
 
-    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=P("p"), out_specs=P()))(array)
+    return jax.jit(shard_map(local, mesh=mesh, in_specs=P("p"), out_specs=P()))(array)
 
 
 def _load(spec: str) -> Callable[[Any, Any], Any]:

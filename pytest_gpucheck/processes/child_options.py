@@ -176,10 +176,13 @@ def parser_options(config: pytest.Config) -> list[str]:
 
 
 def _actions(config: pytest.Config) -> list[argparse.Action]:
-    # pytest keeps each option's argparse action behind its (public) Argument objects.
-    parser = config._parser
-    return [option._action for group in parser._groups for option in group.options
-            if option._action.option_strings]
+    # The argparse parser pytest built from every option (Parser.optparser, there since
+    # the parse that preceded pytest_configure) holds each option's action.  Not the
+    # Argument objects: pytest 8.2, our lower bound, keeps no action on them (the
+    # main job stopped with an INTERNALERROR there), and its groups leave out the
+    # options added without a group.
+    optparser: argparse.ArgumentParser = config._parser.optparser
+    return [action for action in optparser._actions if action.option_strings]
 
 
 _NO_VALUE = object()

@@ -84,7 +84,12 @@ class JaxAdapter(Adapter):
         # writes through shared memory: read the buffer itself, through DLPack on
         # the CPU (no compilation), else through an on-device copy.
         if self.device == "cpu" and array.dtype.name != "bfloat16":
-            return np.array(np.from_dlpack(array), copy=True)
+            try:
+                return np.array(np.from_dlpack(array), copy=True)
+            except RuntimeError:
+                # NumPy 1.24, the lowest declared, imports no bool over DLPack
+                # (RuntimeError: Unsupported dtype in DLTensor): the on-device copy.
+                pass
         import jax.numpy as jnp
 
         return np.array(jnp.array(array, copy=True), copy=True)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..adapter_base import Adapter
+from ..adapter_base import Adapter, NotAvailable
 from ..array_facts import ArrayFacts
 
 
@@ -25,7 +26,13 @@ class NumpyAdapter(Adapter):
         return array
 
     def dlpack_importer(self, copy: bool | None) -> Callable[[Any], Any]:
+        if copy is not None and not _from_dlpack_takes_copy():
+            raise NotAvailable(f"numpy {np.__version__}: from_dlpack takes no copy argument "
+                               "(NumPy 2.1 added it)")
+
         def import_dlpack(obj: Any) -> Any:
+            if copy is None:
+                return np.from_dlpack(obj)
             return np.from_dlpack(obj, copy=copy)
 
         return import_dlpack
@@ -51,3 +58,13 @@ class NumpyAdapter(Adapter):
 
     def synchronize(self) -> None:
         """NumPy works synchronously."""
+
+
+@functools.cache
+def _from_dlpack_takes_copy() -> bool:
+    """Whether ``numpy.from_dlpack`` accepts ``copy=`` (a builtin: no signature to read)."""
+    try:
+        np.from_dlpack(np.zeros(1), copy=None)
+    except TypeError:
+        return False
+    return True
