@@ -65,6 +65,24 @@ def test_records_keep_each_finding_and_drop_banner_and_summaries() -> None:
     assert errors("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n") == []
 
 
+#: What a sanitized numba-cuda worker logged at start-up on an H200 (2026-11-27): cuda-bindings
+#: looks up each driver entry point by name and handles the refusal of those it lacks.
+PROC_ADDRESS = (
+    '========= Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid argument" on '
+    "CUDA API call to cuGetProcAddress_v2.\n"
+    "=========     Saved host backtrace up to driver entry point at error\n"
+    "=========         Host Frame:  [0xd4a2] in cydriver.cpython-312-x86_64-linux-gnu.so\n"
+    "=========\n")
+
+
+def test_a_handled_symbol_lookup_is_no_finding_but_other_api_errors_are() -> None:
+    assert errors(PROC_ADDRESS * 3) == []
+    launch = PROC_ADDRESS.replace("CUDA_ERROR_INVALID_VALUE (error 1)", "CUDA_ERROR_LAUNCH_FAILED "
+                                  "(error 719)").replace("cuGetProcAddress_v2", "cuCtxSynchronize")
+    assert [r[0][:48] for r in errors(PROC_ADDRESS + launch)] == [
+        "Program hit CUDA_ERROR_LAUNCH_FAILED (error 719)"]
+
+
 def _barrier(thread: int) -> str:
     return ("========= Barrier error detected. Divergent thread(s) in warp.\n"
             "=========     at divergent+0x90\n"

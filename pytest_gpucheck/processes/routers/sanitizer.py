@@ -99,7 +99,8 @@ class SanitizedWorker(Worker):
         if text:
             self.deaths.append(
                 f"compute-sanitizer ({self.tool}) reported errors outside any test "
-                f"(start-up, module import, session teardown or exit) in {self.what}:\n{text}")
+                f"(start-up, module import, session teardown or exit) in "
+                f"{self.what[0].lower()}{self.what[1:]}:\n{text}")
         self._remove_logs()
 
     def _remove_logs(self) -> None:
