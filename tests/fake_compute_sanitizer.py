@@ -40,6 +40,8 @@ TOOL_VARIABLE = "FAKE_SANITIZER_TOOL"
 VERSION_VARIABLE = "FAKE_SANITIZER_VERSION"
 #: Set by a test: a leak the fake reports when the process ends (outside any test).
 LEAK_AT_EXIT_VARIABLE = "FAKE_SANITIZER_LEAK_AT_EXIT"
+#: Set by a test: a failed API call the fake reports when the process ends (a lost context).
+API_ERROR_AT_EXIT_VARIABLE = "FAKE_SANITIZER_API_ERROR_AT_EXIT"
 
 P = "========="
 RECORDS = {
@@ -135,6 +137,8 @@ def main(argv: list[str]) -> int:
     with open(log, "a", encoding="utf-8") as handle:
         if os.environ.get(LEAK_AT_EXIT_VARIABLE):
             handle.write(LEAK)
+        if os.environ.get(API_ERROR_AT_EXIT_VARIABLE):
+            handle.write(API_ERROR)
         found = _count(log)
         handle.write(f"{P} ERROR SUMMARY: {found} error{'s' if found != 1 else ''}\n")
     if returncode < 0:

@@ -326,6 +326,23 @@ def test_an_error_outside_any_test_fails_the_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("selected", "fails_the_run"), [
+    ("out_of_bounds", False),  # after a test's finding: the lost context, that finding again
+    ("clean", True),           # with no finding before it: a finding of its own
+])
+def test_failed_api_calls_at_exit(tmp_path: Path, selected: str, fails_the_run: bool) -> None:
+    """As after the planted out-of-bounds read on an H200: the worker's module unload and
+    synchronize at exit fail on the context the sanitizer stopped a kernel in."""
+    project = _project(tmp_path)
+    done = user_runs.run_pytest(
+        project, "--gpu-backends=numpy", "--gpu-sanitize=memcheck", "-k", selected,
+        timeout=RUN_LIMIT, extra_env=_env(tmp_path, FAKE_SANITIZER_API_ERROR_AT_EXIT="1"))
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output  # the out-of-bounds test fails, or the run does
+    assert ("reported errors outside any test" in output) is fails_the_run, output
+
+
+@pytest.mark.slow
 def test_without_the_tool_a_gpu_run_stops_before_collection(tmp_path: Path) -> None:
     project = _project(tmp_path)
     done = user_runs.run_pytest(project, "--gpu-backends=numpy", "--gpu-sanitize=memcheck",
