@@ -215,7 +215,7 @@ _EXPECTED = {
     # then read from "reference"), and readers that predate them ignore them.
     "ceiling_bytes": "an integer or null",
     "session_ceiling": "null or an object: gbps, bytes, copies, worst_gbps, best_from, "
-                       "worst_from",
+                       "worst_from, same_backend_spread (optional)",
 }
 
 
