@@ -127,7 +127,7 @@ relevant='^(cupy|jax|jaxlib|numba|llvmlite|cuda|nvidia|torch|triton|mpi4py|mpich
     grep -iE "$relevant" "$out/packages.txt"
     echo
     echo "probes:"
-    "$py" -m pytest conformance/test_elementwise.py --gpu-backends=all --collect-only -q \
+    "$py" -m pytest conformance/test_elementwise.py --gpu-backends=all --collect-only \
         -p no:cacheprovider 2>&1 | grep -E "^(gpucheck|  )" | head -n 30
 } >"$out/environment.txt" 2>&1
 cat "$out/environment.txt"
