@@ -19,9 +19,9 @@
 # benchmarks run alone at the end (they time the GPU, which the other steps
 # share).  Each step has its own budget (seconds; --budget NAME=S overrides one):
 # at the budget it gets SIGINT, so pytest stops, still writes its log and JUnit
-# file and says what it had; 30 s later it is killed.  Estimated from the first
-# H100 run's step times: about 5 minutes in all on one H100 (an estimate: the
-# steps have not yet run side by side on a GPU in this form).
+# file and says what it had; 30 s later it is killed.  On one H200 with --jobs 16
+# the whole tier took 205 s (docs/gpu-runs/2026-11-27-H200/); on one H100 about
+# 5 minutes is still an estimate from the first run's step times.
 #
 # Writes, in OUTDIR, as it goes:
 #   environment.txt   date, GPU, driver, Python, the relevant packages, the probes
