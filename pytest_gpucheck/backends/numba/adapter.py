@@ -116,4 +116,3 @@ def _device_of(array: Any, default: str) -> str:
     context = getattr(getattr(array, "gpu_data", None), "context", None)
     device = getattr(context, "device", None)
     return f"cuda:{int(device.id)}" if device is not None else default
-

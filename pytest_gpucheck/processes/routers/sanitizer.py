@@ -124,8 +124,6 @@ class SanitizedWorker(Worker):
             del self.env[SANITIZE_LOG_VARIABLE]
 
 
-
-
 class SanitizerRouter(KeepsChildDeaths, Router):
     """Parent-side plugin: run each item it claims once in every tool's worker.
 
