@@ -86,6 +86,14 @@ REPORTED = ("numpy", "pytest", "hypothesis", "pytest-benchmark", "numba", "numba
 MAIN_JOB = ("python", "-m", "pytest", "conformance", "--gpu-backends=all",
             "-p", "no:cacheprovider", "-q")
 TEST_SUITE = ("python", "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs")
+# The run whose header has a line per backend: no -q, under which pytest prints no header
+# (with -q this check once failed although torch-cpu's line said the right thing).
+HEADER_RUN = ("python", "-m", "pytest", "conformance", "--gpu-backends=all",
+              "-p", "no:cacheprovider", "--collect-only")
+# A backend's header line when its framework is not installed, as a pattern with the
+# backend's name and the module's in it (tests/test_nox_sessions.py runs it on a real
+# header).
+NOT_INSTALLED_LINE = r"^\s*{backend}\s+skipped: {module} is not installed"
 
 VERSIONS_SCRIPT = """
 import importlib.metadata as m, platform, sys
@@ -157,10 +165,9 @@ def _run(session: nox.Session, *, tests: tuple[str, ...], torch_missing: bool = 
     if torch_missing:
         # The backend must say why it is not there, not vanish: its line in the header of
         # a run that asks for every backend names the missing module.
-        header = session.run("python", "-m", "pytest", "conformance", "--gpu-backends=all",
-                             "-p", "no:cacheprovider", "--collect-only", "-q", silent=True)
-        line = re.search(r"^\s*torch-cpu\s+skipped: torch is not installed.*$",
-                         str(header), re.MULTILINE)
+        header = session.run(*HEADER_RUN, silent=True)
+        pattern = NOT_INSTALLED_LINE.format(backend="torch-cpu", module="torch")
+        line = re.search(pattern + ".*$", str(header), re.MULTILINE)
         if line is None:
             session.error("torch is not installed, yet torch-cpu's line does not say so")
         session.log(line[0].strip())

@@ -266,3 +266,34 @@ def test_ci_runs_each_session_and_a_failed_one_fails_ci_with_one_line(tmp_path: 
     assert done.stdout.strip().splitlines()[-1] == (
         f"version matrix FAILED: minimal-{constants['OLDEST_PYTHON']} (nox -s SESSION "
         "reruns one; logs in .nox-logs/)")
+
+
+def test_the_not_installed_check_finds_the_line_of_a_real_header() -> None:
+    """``newest`` without torch checks that torch-cpu's header line says why it is
+    skipped; that check once read a ``-q`` run, which prints no header, and failed the
+    session although the line was right.  Run as the noxfile runs it, here for a backend
+    whose framework this environment lacks."""
+    import importlib.util
+
+    constants = noxfile_constants()
+    missing = [(backend, module) for backend, module in (("cupy", "cupy"), ("torch-cpu", "torch"))
+               if importlib.util.find_spec(module) is None]
+    if not missing:
+        pytest.skip("CuPy and torch are both installed: no backend here lacks its framework")
+    backend, module = missing[0]
+    command = [sys.executable, *constants["HEADER_RUN"][1:]]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
+                          check=False, env=ci_env({}))
+    assert done.returncode == 0, done.stdout + done.stderr
+    pattern = constants["NOT_INSTALLED_LINE"]
+    assert re.search(pattern.format(backend=backend, module=module), done.stdout,
+                     re.MULTILINE), done.stdout[:3000]
+    # ... and not for a backend whose framework is there (NumPy always is).
+    assert not re.search(pattern.format(backend="numpy", module="numpy"), done.stdout,
+                         re.MULTILINE)
+    # The -q run the check once read has no such line at all.
+    quiet = subprocess.run([*command, "-q"], cwd=REPO, capture_output=True, text=True,
+                           timeout=300, check=False, env=ci_env({}))
+    assert not re.search(pattern.format(backend=backend, module=module), quiet.stdout,
+                         re.MULTILINE)
+
