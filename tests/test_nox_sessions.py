@@ -149,16 +149,16 @@ def test_a_raised_or_unpinned_bound_is_caught() -> None:
     without its pin, each make the check fail."""
     pinned = pins(CONSTRAINTS.read_text(encoding="utf-8"))
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
-    raised = pyproject.replace('"numpy>=1.24"', '"numpy>=1.26"')
-    added = pyproject.replace('"numpy>=1.24",', '"numpy>=1.24", "scipy>=1.10",')
+    raised = pyproject.replace('"numpy>=2.1"', '"numpy>=2.2"')
+    added = pyproject.replace('"numpy>=2.1",', '"numpy>=2.1", "scipy>=1.10",')
     assert raised != pyproject
     assert added != pyproject
     assert bound_problems(declared_lower_bounds(raised), pinned) == [
-        f"numpy>=1.26 is declared but numpy=={pinned['numpy']} pinned"]
+        f"numpy>=2.2 is declared but numpy=={pinned['numpy']} pinned"]
     assert bound_problems(declared_lower_bounds(added), pinned) == [
         "scipy>=1.10 is declared but not pinned"]
     with pytest.raises(AssertionError, match="no plain lower bound"):
-        declared_lower_bounds(pyproject.replace('"numpy>=1.24"', '"numpy"'))
+        declared_lower_bounds(pyproject.replace('"numpy>=2.1"', '"numpy"'))
 
 
 def test_noxfile_pythons_are_the_ends_of_requires_python() -> None:

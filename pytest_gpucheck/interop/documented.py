@@ -9,6 +9,11 @@ concrete exchange that must still reproduce it.  When it stops reproducing,
 ``test_documented_behaviour_reproduces`` says "changed in <framework> <installed
 version>" (a skip) where the change is one a user welcomes (a refusal that now
 works, a copy that is now zero-copy), and fails naming the versions otherwise.
+
+A behaviour of some releases only names them: ``since`` the first release of
+``framework`` that behaves so, ``before`` the first that no longer does.  Outside
+them the entry explains nothing (the same outcome there is a failure) and its
+trigger is not run.
 """
 
 from __future__ import annotations
@@ -94,15 +99,44 @@ class Documented:
     framework: str = ""
     #: "distribution version" pairs this behaviour was measured with.
     seen: tuple[str, ...] = ()
+    #: The first release of ``framework`` that behaves so ("0.7.0"); empty: every one.
+    since: str = ""
+    #: The first release of ``framework`` that no longer behaves so ("2.9"); empty: none.
+    before: str = ""
 
     @property
     def known_defect(self) -> bool:
         """True when matching items are expected failures rather than passes."""
         return self.defect or self.outcome is Outcome.WRONG
 
+    def applies(self) -> bool:
+        """False when ``framework``'s installed release is before ``since``, or ``before``
+        or later."""
+        if not (self.since or self.before):
+            return True
+        installed = installed_version(self.framework)
+        if installed is None:
+            return False
+        now = release(installed.split()[1])
+        return ((not self.since or now >= release(self.since))
+                and (not self.before or now < release(self.before)))
+
+    @property
+    def releases(self) -> str:
+        """The releases this behaviour is one of, in words."""
+        if self.since and self.before:
+            return f"{self.framework} {self.since} to before {self.before}"
+        if self.since:
+            return f"{self.framework} {self.since} and later"
+        if self.before:
+            return f"{self.framework} before {self.before}"
+        return f"every {self.framework} release"
+
     def matches(self, case: Case, result: Exchange, converter: Converter) -> bool:
         """True when this entry explains ``result`` of ``converter`` on ``case``."""
         if result.outcome is not self.outcome or converter.origin != "library":
+            return False
+        if not self.applies():
             return False
         if converter.protocol not in self.protocols:
             return False
@@ -151,6 +185,9 @@ DOCUMENTED: tuple[Documented, ...] = (
                         "dlpack-nocopy"),
         framework="jax",
         seen=("jax 0.10.2", "jax 0.11.2"),
+        # jax-ml/jax#29963 (jaxlib after 0.6.2) made copy=False refuse; before it, the
+        # known defect jax-nocopy-copies-unaligned below.
+        since="0.7.0",
     ),
     Documented(
         key="jax-refuses-gaps",
@@ -200,16 +237,18 @@ DOCUMENTED: tuple[Documented, ...] = (
         outcome=Outcome.REFUSES,
         summary="NumPy refuses to export a read-only array to a consumer that asks for an "
         "unversioned (pre-1.0) capsule, which cannot carry the read-only flag; JAX asks "
-        "for one",
+        "for one, and so does PyTorch before 2.9 (its from_dlpack passes no max_version)",
         source="https://github.com/numpy/numpy/pull/28600",
         protocols=DLPACK,
         producers="numpy",
-        consumers="jax-*",
+        # Whoever asks without max_version: the error names that case alone.
+        consumers="*",
         when=producer_readonly,
         error=r"^BufferError: Cannot export readonly array",
         trigger=Trigger("numpy", "jax-cpu", Case("float64", (3,), readonly=True)),
         framework="numpy",
-        seen=("numpy 2.4.6", "numpy 2.5.2", "jax 0.10.2"),
+        seen=("numpy 2.4.6", "numpy 2.5.2", "jax 0.10.2", "numpy 2.1.0", "jax 0.5.1",
+              "torch 2.3.0"),
     ),
     Documented(
         key="cuda-core-refuses-cai-v2",
@@ -291,6 +330,23 @@ DOCUMENTED: tuple[Documented, ...] = (
         seen=("cupy-cuda13x 14.2.0", "torch 2.11.0"),
     ),
     Documented(
+        key="torch-dlpack-no-copy-keywords",
+        outcome=Outcome.REFUSES,
+        summary="Tensor.__dlpack__ takes only `stream` before PyTorch 2.9 (DLPack 1.0's "
+        "max_version, dl_device and copy came with it), so a consumer that asks for a "
+        "copy or no copy (numpy.from_dlpack(t, copy=...)) gets TypeError: unexpected "
+        "keyword argument",
+        source="https://github.com/pytorch/pytorch/pull/150218",
+        protocols=("dlpack-nocopy", "dlpack-copy"),
+        producers="torch-*",
+        error=r"^TypeError: .*__dlpack__\(\) got an unexpected keyword argument "
+        r"'(dl_device|copy|max_version)'",
+        trigger=Trigger("torch-cpu", "numpy", Case("float64", (3,)), "dlpack-copy"),
+        framework="torch",
+        seen=("torch 2.3.0", "numpy 2.1.0"),
+        before="2.9",
+    ),
+    Documented(
         key="dlpack-nocopy-buffererror",
         outcome=Outcome.REFUSES,
         summary="from_dlpack(copy=False) raises BufferError when only a copy would do "
@@ -346,9 +402,13 @@ DOCUMENTED: tuple[Documented, ...] = (
         consumers="torch-*",
         when=producer_readonly,
         problem="read-only lost",
-        trigger=Trigger("numpy", "torch-cpu", Case("float64", (3,), readonly=True)),
+        # From JAX, whose arrays are all read-only: every supported torch imports its
+        # capsule.  A read-only NumPy array reaches torch only from 2.9 on, which asks
+        # for a versioned capsule; NumPy refuses older torch (the entry above).
+        trigger=Trigger("jax-cpu", "torch-cpu", Case("float64", (3,))),
         framework="torch",
-        seen=("torch 2.13.0", "torch 2.11.0", "numpy 2.4.6", "numpy 2.5.2"),
+        seen=("torch 2.13.0", "torch 2.11.0", "numpy 2.4.6", "numpy 2.5.2", "torch 2.3.0",
+              "jax 0.5.1"),
     ),
     Documented(
         key="cupy-ignores-readonly",
@@ -396,6 +456,23 @@ DOCUMENTED: tuple[Documented, ...] = (
         seen=("jax 0.11.2", "cuda-core 1.2.0"),
     ),
     Documented(
+        key="jax-nocopy-copies-unaligned",
+        outcome=Outcome.WRONG,
+        summary="before JAX 0.7, jax.dlpack.from_dlpack(x, copy=False) copies a CPU buffer "
+        "that is not 64-byte aligned (XLA's requirement) instead of refusing: the "
+        "result does not share x's memory although no copy was allowed",
+        source="https://github.com/jax-ml/jax/pull/29963",
+        protocols=("dlpack-nocopy",),
+        consumers="jax-cpu",
+        when=unaligned_64,
+        problem="copies although it claims zero-copy",
+        trigger=Trigger("numpy", "jax-cpu", Case("float64", (9,), view=((1, 9, 1),)),
+                        "dlpack-nocopy"),
+        framework="jax",
+        seen=("jax 0.5.1", "numpy 2.1.0"),
+        before="0.7.0",
+    ),
+    Documented(
         key="jax-copy-true-aliases",
         outcome=Outcome.WRONG,
         summary="jax.dlpack.from_dlpack(x, copy=True) shares x's memory on the CPU when x is "
@@ -407,6 +484,8 @@ DOCUMENTED: tuple[Documented, ...] = (
         trigger=Trigger("torch-cpu", "jax-cpu", Case("float64", (4,)), "dlpack-copy"),
         framework="jax",
         seen=("jax 0.10.2", "torch 2.13.0"),
+        # Came with jax-ml/jax#29963's copy handling: JAX 0.5.1 copies here.
+        since="0.7.0",
     ),
 )
 
@@ -478,6 +557,12 @@ def installed_version(framework: str) -> str | None:
     return None
 
 
+def release(version: str) -> tuple[int, ...]:
+    """The numeric release of a version string: ``"2.3.0+cu121"`` -> ``(2, 3, 0)``."""
+    match = re.match(r"\d+(?:\.\d+)*", version)
+    return tuple(int(part) for part in match[0].split(".")) if match else ()
+
+
 def prerequisite_problem(entry: Documented) -> str | None:
     """Why ``entry``'s trigger cannot even be built here (None when it can).
 
@@ -546,6 +631,7 @@ def export_refusal(producer: str, protocol: str, error_text: str) -> Documented 
     """
     for entry in DOCUMENTED:
         if (entry.outcome is Outcome.REFUSES and not entry.known_defect
+                and entry.applies()
                 and protocol in entry.protocols and entry.when is always
                 and entry.consumers == "*" and fnmatchcase(producer, entry.producers)
                 and re.search(entry.error, error_text)):

@@ -161,9 +161,16 @@ UNKNOWN = Rule(FORWARD, "an option of another plugin or a conftest.py: the child
                "same plugins and conftests")
 
 
+#: Options a later pytest gave a long name, keyed by it on every release: pytest before
+#: 9.1 (8.2 is the lowest declared) names ``-r`` only, and its ``-rA`` would otherwise
+#: be an unknown option forwarded to the child.
+LONG_NAMES = {"-r": "--report-chars"}
+
+
 def option_name(option_strings: Sequence[str]) -> str:
     """The table's key of an option: its first long name, else its first name."""
-    return next((name for name in option_strings if name.startswith("--")), option_strings[0])
+    long = next((name for name in option_strings if name.startswith("--")), None)
+    return long or LONG_NAMES.get(option_strings[0], option_strings[0])
 
 
 def rule_for(name: str) -> Rule:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..adapter_base import Adapter, NotAvailable
 from ..array_facts import ArrayFacts, c_strides
+from .compat import major_to_minor
 
 if TYPE_CHECKING:
     from ..exchange_case import Case
@@ -84,12 +85,7 @@ class JaxAdapter(Adapter):
         # writes through shared memory: read the buffer itself, through DLPack on
         # the CPU (no compilation), else through an on-device copy.
         if self.device == "cpu" and array.dtype.name != "bfloat16":
-            try:
-                return np.array(np.from_dlpack(array), copy=True)
-            except RuntimeError:
-                # NumPy 1.24, the lowest declared, imports no bool over DLPack
-                # (RuntimeError: Unsupported dtype in DLTensor): the on-device copy.
-                pass
+            return np.array(np.from_dlpack(array), copy=True)
         import jax.numpy as jnp
 
         return np.array(jnp.array(array, copy=True), copy=True)
@@ -118,10 +114,7 @@ class JaxAdapter(Adapter):
 
 def _layout_strides(array: Any, shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """Byte strides from the array's XLA layout (an imported Fortran array keeps its order)."""
-    order = None
-    layout = getattr(getattr(array, "format", None), "layout", None)
-    if layout is not None:
-        order = getattr(layout, "major_to_minor", None)
+    order = major_to_minor(array)
     if not order or len(order) != len(shape):
         return c_strides(shape, itemsize)
     strides = [0] * len(shape)

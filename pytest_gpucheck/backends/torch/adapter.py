@@ -33,8 +33,9 @@ def host_tensor(host: np.ndarray) -> Any:
     """A CPU tensor viewing ``host`` (NumPy cannot hand torch its ml_dtypes bfloat16)."""
     torch = _torch()
     if host.dtype.name == "bfloat16":
-        # The bits go through int16, not uint16: torch 2.2, the lowest declared, has no
-        # uint16 (TypeError: can't convert np.ndarray of type numpy.uint16).
+        # The bits go through int16, which every torch converts: before torch 2.3,
+        # from_numpy refused uint16 (TypeError: can't convert np.ndarray of type
+        # numpy.uint16).
         return torch.from_numpy(host.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(host)
 
