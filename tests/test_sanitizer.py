@@ -125,7 +125,8 @@ def test_a_sanitizer_older_than_the_drivers_cuda_is_refused() -> None:
     assert sanitizer.version_problem((2020, 1), None) is None  # no driver: nothing to check
 
 
-def test_the_tool_is_found_on_path_then_toolkit_then_wheel(tmp_path: Path) -> None:
+def test_the_tool_is_found_on_path_then_toolkit_then_wheel(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     toolkit = tmp_path / "cuda"
     (toolkit / "bin").mkdir(parents=True)
     _executable(toolkit / "bin" / "compute-sanitizer", "#!/bin/sh\n")
@@ -136,9 +137,21 @@ def test_the_tool_is_found_on_path_then_toolkit_then_wheel(tmp_path: Path) -> No
     _executable(on_path / "compute-sanitizer", "#!/bin/sh\n")
     env["PATH"] = str(on_path)
     assert sanitizer.find_tool(env) == on_path / "compute-sanitizer"
+    # The wheel (nvidia-cuda-sanitizer-api's CUDA 13 layout) in a site folder of its own:
+    # the `nvidia` namespace package exists only where some nvidia-* wheel is installed,
+    # which a core-only environment has none of.
+    site = tmp_path / "site"
+    wheel_tool = site / "nvidia" / "cu13" / "bin" / "compute-sanitizer"
+    wheel_tool.parent.mkdir(parents=True)
+    _executable(wheel_tool, "#!/bin/sh\n")
+    monkeypatch.syspath_prepend(str(site))
     places = [str(p) for p in sanitizer.candidates({"PATH": ""})]
-    assert any(p.endswith("nvidia/cu13/bin/compute-sanitizer") for p in places)
+    assert str(wheel_tool) in places
     assert any(p.endswith("nvidia/cuda_sanitizer_api/bin/compute-sanitizer") for p in places)
+    assert places.index(str(wheel_tool)) > places.index("/usr/local/cuda/bin/compute-sanitizer")
+    if not Path("/usr/local/cuda/bin/compute-sanitizer").exists():
+        nowhere = {"PATH": str(tmp_path / "empty"), "CUDA_HOME": str(tmp_path / "none")}
+        assert sanitizer.find_tool(nowhere) == wheel_tool
 
 
 def test_the_version_is_read_from_the_tools_own_text(tmp_path: Path) -> None:

@@ -454,6 +454,9 @@ DOCUMENTED: tuple[Documented, ...] = (
         trigger=Trigger("jax-gpu", "cuda-python", Case("float64", (3,))),
         framework="jax",
         seen=("jax 0.11.2", "cuda-core 1.2.0"),
+        # JAX 0.12 (jaxlib extension 499) exports DLPack 1.0 capsules, read-only flag set:
+        # measured here with jax 0.12.0.1 (jax/_src/dlpack.py, DLPACK_VERSION).
+        before="0.12",
     ),
     Documented(
         key="jax-nocopy-copies-unaligned",
@@ -610,8 +613,11 @@ def changed(entry: Documented, verdict: Verdict, result: Exchange) -> Change | N
     where = f"{trigger.producer}->{trigger.consumer} via {trigger.protocol}"
     welcome = verdict.kind == "ok" and _RANK[verdict.outcome] > _RANK[entry.outcome]
     if welcome:
+        # Every framework the entry names, not only its own: numpy's refusal to JAX's
+        # unversioned requests stopped because JAX 0.12 asks for versioned capsules, and
+        # "changed in numpy 2.5.5" alone sent the reader to the wrong changelog.
         return Change(True, (
-            f"{entry.key} changed in {now or 'an installed version'}: {where} is now "
+            f"{entry.key} changed in {installed or now or 'an installed version'}: {where} is now "
             f"{verdict.outcome.value} (documented: {entry.outcome.value}; seen with "
             f"{', '.join(entry.seen)}); remove or narrow the entry in "
             "pytest_gpucheck/interop/documented.py"))
