@@ -227,6 +227,12 @@ def test_read_only_lost_on_the_gpu_is_a_known_defect_only_where_documented(
                                                      "into the producer's read-only memory"])
     verdict = judge(Case("float64", (3,), readonly=True), result,
                     library_converter(protocol, producer, consumer))
+    from pytest_gpucheck.interop.documented import DOCUMENTED
+
+    # An entry of some releases only (JAX's legacy capsules end with 0.12) explains
+    # nothing outside them: there the lost flag is a failure.
+    if key is not None and not next(e for e in DOCUMENTED if e.key == key).applies():
+        key = None
     if key is None:
         assert verdict.kind == "fail"
     else:
@@ -422,6 +428,8 @@ def test_numba_cuda_without_libnvvm_is_unavailable_with_the_reason() -> None:
                           env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     reason = done.stdout.strip().splitlines()[-1]
+    if " cannot run with NumPy " in reason:  # a pair that does not fit is named first
+        pytest.skip(f"the probe stops at this install's NumPy before libNVVM: {reason}")
     assert reason.startswith("libNVVM cannot be loaded (NvvmSupportError: libNVVM cannot be "
                              "found); install pip install 'pytest-gpucheck[cuda13]'"), reason
 
