@@ -137,13 +137,16 @@ def test_the_tool_is_found_on_path_then_toolkit_then_wheel(
     _executable(on_path / "compute-sanitizer", "#!/bin/sh\n")
     env["PATH"] = str(on_path)
     assert sanitizer.find_tool(env) == on_path / "compute-sanitizer"
-    # The wheel (nvidia-cuda-sanitizer-api's CUDA 13 layout) in a site folder of its own:
-    # the `nvidia` namespace package exists only where some nvidia-* wheel is installed,
-    # which a core-only environment has none of.
+    # The wheel (nvidia-cuda-sanitizer-api's CUDA 13 layout) in a site folder of its own,
+    # found first: the `nvidia` package exists only where some nvidia-* wheel is
+    # installed (none in a core-only environment; older ones ship it as a regular
+    # package, which hides namespace portions, hence the __init__.py here too).
     site = tmp_path / "site"
     wheel_tool = site / "nvidia" / "cu13" / "bin" / "compute-sanitizer"
     wheel_tool.parent.mkdir(parents=True)
+    (site / "nvidia" / "__init__.py").write_text("")
     _executable(wheel_tool, "#!/bin/sh\n")
+    monkeypatch.delitem(sys.modules, "nvidia", raising=False)
     monkeypatch.syspath_prepend(str(site))
     places = [str(p) for p in sanitizer.candidates({"PATH": ""})]
     assert str(wheel_tool) in places
