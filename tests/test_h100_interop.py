@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from documented_fakes import numpy_refusal
 
 from pytest_gpucheck.backends.adapter_base import Adapter
 from pytest_gpucheck.backends.array_facts import ArrayFacts
@@ -369,15 +370,6 @@ def test_cupy_copy_true_refusal_is_documented_in_the_export_check() -> None:
 
 
 # -- a documented behaviour that stops reproducing -----------------------------------------
-def _entry(**changes: Any) -> Documented:
-    base = {"key": "fake-numpy-refuses-float64", "outcome": Outcome.REFUSES,
-            "summary": "a refusal NumPy used to make", "source": "https://example.invalid",
-            "protocols": ("dlpack",), "trigger": Trigger("numpy", "numpy", Case("float64", (3,))),
-            "producers": "numpy", "error": r"^BufferError: old", "framework": "numpy",
-            "seen": ("numpy 1.0.0",)}
-    return Documented(**{**base, **changes})
-
-
 def _measure(entry: Documented) -> tuple[Any, Exchange]:
     from pytest_gpucheck.backends.numpy.backend import NumpyBackend
     from pytest_gpucheck.interop.classify import exchange
@@ -392,7 +384,7 @@ def _measure(entry: Documented) -> tuple[Any, Exchange]:
 def test_a_refusal_that_now_works_is_reported_as_changed_in_the_installed_version() -> None:
     import importlib.metadata
 
-    entry = _entry()
+    entry = numpy_refusal()
     verdict, result = _measure(entry)  # numpy->numpy float64 is zero-copy today
     change = changed(entry, verdict, result)
     assert change is not None
@@ -405,7 +397,7 @@ def test_a_refusal_that_now_works_is_reported_as_changed_in_the_installed_versio
 
 def test_a_change_for_the_worse_fails_naming_the_versions() -> None:
     # The entry claims a copy; the trigger now refuses with an error nothing documents.
-    entry = _entry(outcome=Outcome.COPIES, trigger=Trigger("numpy", "numpy",
+    entry = numpy_refusal(outcome=Outcome.COPIES, trigger=Trigger("numpy", "numpy",
                                                            Case("float64", (3,))))
     result = _refusal("something new", BufferError)
     verdict = judge(Case("float64", (3,)), result, library_converter("dlpack", "numpy", "numpy"))

@@ -4,27 +4,18 @@ plugin supports: a documented entry's ``since``/``before`` and JAX's two layout 
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 import pytest
+from documented_fakes import numpy_refusal
 
 from pytest_gpucheck.backends.array_facts import ArrayFacts
 from pytest_gpucheck.backends.jax.compat import major_to_minor
 from pytest_gpucheck.interop import documented
 from pytest_gpucheck.interop.cases import Case
 from pytest_gpucheck.interop.converters import library_converter
-from pytest_gpucheck.interop.documented import DOCUMENTED, Documented, Trigger, release
+from pytest_gpucheck.interop.documented import DOCUMENTED, release
 from pytest_gpucheck.interop.outcomes import Exchange, Outcome
-
-
-def _entry(**changes: Any) -> Documented:
-    base = {"key": "fake-numpy-refuses-float64", "outcome": Outcome.REFUSES,
-            "summary": "a refusal of some NumPy releases", "source": "https://example.invalid",
-            "protocols": ("dlpack",), "trigger": Trigger("numpy", "numpy", Case("float64", (3,))),
-            "producers": "numpy", "error": r"^BufferError: old", "framework": "numpy",
-            "seen": ("numpy 1.0.0",)}
-    return Documented(**{**base, **changes})
 
 
 def _refusal() -> Exchange:
@@ -46,20 +37,20 @@ def test_an_entry_explains_only_the_releases_it_names() -> None:
     major = release(version)[0]
     case, result = Case("float64", (3,)), _refusal()
     converter = library_converter("dlpack", "numpy", "numpy")
-    inside = _entry(since=version, before=f"{major + 1}")
+    inside = numpy_refusal(since=version, before=f"{major + 1}")
     assert inside.applies()
     assert inside.matches(case, result, converter)
     # The twins: the installed release is past `before`, or not yet `since`.
-    gone = _entry(before=version)
+    gone = numpy_refusal(before=version)
     assert not gone.applies()
     assert not gone.matches(case, result, converter)
-    future = _entry(since=f"{major + 1}")
+    future = numpy_refusal(since=f"{major + 1}")
     assert not future.applies()
     assert not future.matches(case, result, converter)
     assert future.releases == f"numpy {major + 1} and later"
     assert gone.releases == f"numpy before {version}"
-    assert _entry().applies()
-    assert _entry().releases == "every numpy release"
+    assert numpy_refusal().applies()
+    assert numpy_refusal().releases == "every numpy release"
 
 
 @pytest.mark.parametrize(("installed", "applies"), [

@@ -18,7 +18,6 @@ trigger is not run.
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from ..backends.array_facts import is_compact
+from ..backends.base import first_installed_version
 from ..backends.dtypes import DtypeUnavailable, numpy_dtype
 from .cases import Case
 from .outcomes import Exchange, Outcome
@@ -136,12 +136,13 @@ class Documented:
         """True when this entry explains ``result`` of ``converter`` on ``case``."""
         if result.outcome is not self.outcome or converter.origin != "library":
             return False
-        if not self.applies():
-            return False
         if converter.protocol not in self.protocols:
             return False
         if not (fnmatchcase(converter.producer, self.producers)
                 and fnmatchcase(converter.consumer, self.consumers)):
+            return False
+        # After the cheap tests: it reads the framework's package metadata.
+        if not self.applies():
             return False
         if not self.when(case, result):
             return False
@@ -552,12 +553,7 @@ def installed_version(framework: str) -> str | None:
 
     Read from the package metadata: nothing is imported.
     """
-    for name in DISTRIBUTIONS.get(framework, (framework,)):
-        try:
-            return f"{name} {importlib.metadata.version(name)}"
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
+    return first_installed_version(*DISTRIBUTIONS.get(framework, (framework,))) or None
 
 
 def release(version: str) -> tuple[int, ...]:
@@ -607,7 +603,6 @@ def changed(entry: Documented, verdict: Verdict, result: Exchange) -> Change | N
         return None
     trigger = entry.trigger
     assert trigger is not None
-    now = installed_version(entry.framework) if entry.framework else None
     names = sorted({item.split()[0] for item in entry.seen} | {entry.framework} - {""})
     installed = ", ".join(v for v in (installed_version(n) for n in names) if v)
     where = f"{trigger.producer}->{trigger.consumer} via {trigger.protocol}"
@@ -617,7 +612,7 @@ def changed(entry: Documented, verdict: Verdict, result: Exchange) -> Change | N
         # unversioned requests stopped because JAX 0.12 asks for versioned capsules, and
         # "changed in numpy 2.5.5" alone sent the reader to the wrong changelog.
         return Change(True, (
-            f"{entry.key} changed in {installed or now or 'an installed version'}: {where} is now "
+            f"{entry.key} changed in {installed or 'an installed version'}: {where} is now "
             f"{verdict.outcome.value} (documented: {entry.outcome.value}; seen with "
             f"{', '.join(entry.seen)}); remove or narrow the entry in "
             "pytest_gpucheck/interop/documented.py"))
