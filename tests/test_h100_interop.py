@@ -395,6 +395,22 @@ def test_a_refusal_that_now_works_is_reported_as_changed_in_the_installed_versio
         "is now zero-copy (documented: refuses; seen with numpy 1.0.0)")
 
 
+def test_a_change_names_every_framework_the_entry_was_seen_with() -> None:
+    """numpy's refusal to JAX stopped with JAX 0.12, not with a NumPy release: naming
+    the entry's own framework alone ("changed in numpy 2.5.5") pointed at the wrong
+    changelog.  Here the fake entry was also seen with pytest."""
+    import importlib.metadata
+
+    entry = numpy_refusal(seen=("numpy 1.0.0", "pytest 1.0.0"))
+    verdict, result = _measure(entry)
+    change = changed(entry, verdict, result)
+    assert change is not None
+    assert change.welcome
+    numpy, pytest_version = (importlib.metadata.version(n) for n in ("numpy", "pytest"))
+    assert change.message.startswith(
+        f"fake-numpy-refuses-float64 changed in numpy {numpy}, pytest {pytest_version}: ")
+
+
 def test_a_change_for_the_worse_fails_naming_the_versions() -> None:
     # The entry claims a copy; the trigger now refuses with an error nothing documents.
     entry = numpy_refusal(outcome=Outcome.COPIES, trigger=Trigger("numpy", "numpy",
