@@ -5,9 +5,11 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
+from user_runs import passes_the_gate
 
 from pytest_gpucheck.bench.baseline import BaselineStore
 
@@ -361,11 +363,19 @@ def test_bundled_suite_records_and_compares_on_the_cpu_tier(
     args = ["-p", "no:cacheprovider", "-c", str(pytester.path / "tox.ini"),
             f"--rootdir={pytester.path}", suite, "--benchmark-only",
             "--gpu-backends=numpy", f"--gpu-bench-baseline={base}"]
-    pytester.runpytest_subprocess(*args, "--gpu-bench-save").assert_outcomes(passed=6)
-    compared = pytester.runpytest_subprocess(*args, "--gpu-bench-compare")
-    compared.assert_outcomes(passed=6)
-    compared.stdout.fnmatch_lines(["*test_vector_add?numpy? [[]numpy on *]: median * GB/s*",
-                                   "gpucheck benchmark gate: 6 unchanged"])
+
+    def recorded_then_compared() -> subprocess.CompletedProcess[str]:
+        pytester.runpytest_subprocess(*args, "--gpu-bench-save").assert_outcomes(passed=6)
+        result = pytester.runpytest_subprocess(*args, "--gpu-bench-compare")
+        return subprocess.CompletedProcess(args, int(result.ret), str(result.stdout),
+                                           str(result.stderr))
+
+    compared = passes_the_gate(recorded_then_compared)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert "6 passed" in compared.stdout, compared.stdout
+    pytest.LineMatcher(compared.stdout.splitlines()).fnmatch_lines([
+        "*test_vector_add?numpy? [[]numpy on *]: median * GB/s*",
+        "gpucheck benchmark gate: 6 unchanged"])
 
 
 DOC = ROOT / "docs" / "benchmarks.md"

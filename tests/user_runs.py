@@ -9,7 +9,9 @@ import subprocess
 import sys
 import sysconfig
 import venv
+import warnings
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 #: A user's project as docs/ci.md lays it out: a conftest.py that registers implementations
@@ -72,6 +74,50 @@ def run_pytest(project: Path, *args: str, timeout: float,
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
                           cwd=project, env=env, capture_output=True, text=True,
                           timeout=timeout, check=False)
+
+
+#: How many times a scenario that asserts identical code passes the regression gate is
+#: run before a flagged run fails it (:func:`passes_the_gate`).
+GATE_ATTEMPTS = 3
+#: The message every REGRESSION verdict of the gate starts with.
+GATE_REGRESSION = "gpucheck benchmark gate: REGRESSION"
+
+
+def flagged_by_the_gate_alone(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """The summary lines (``-rA``) of a run whose only failures are the gate's REGRESSION
+    verdicts; ``[]`` when it passed or anything else failed (an error, a crash, an
+    assertion, a missing summary)."""
+    if done.returncode != 1:
+        return []
+    lines = done.stdout.splitlines()
+    failed = [line for line in lines if line.startswith("FAILED ")]
+    if not failed or any(line.startswith("ERROR ") for line in lines):
+        return []
+    return failed if all(GATE_REGRESSION in line for line in failed) else []
+
+
+def passes_the_gate(scenario: Callable[[], subprocess.CompletedProcess[str]],
+                    attempts: int = GATE_ATTEMPTS) -> subprocess.CompletedProcess[str]:
+    """Run ``scenario`` (the same code on both sides of the gate; ``-rA``) until the gate
+    does not flag it, at most ``attempts`` times, and return the last run.
+
+    A false alarm on identical code is the gate's alpha meeting the machine's noise:
+    on the shared 2-core CI runner one burst flagged an identical twin at +32.9%
+    (p=1.9e-05) and a stored baseline at +52.9%, in runs that pass here every time.
+    What these scenarios guard against is a bias of the plugin (a worker or a peer
+    timing differently from the side it is compared with), and a bias flags every
+    attempt: ``attempts`` flagged runs in a row fail the test, with the last run's
+    output.  Any other failure is returned at once, and each flagged attempt that is
+    retried is a warning in the test summary, so the noise stays visible.
+    """
+    for attempt in range(1, attempts):
+        done = scenario()
+        flagged = flagged_by_the_gate_alone(done)
+        if not flagged:
+            return done
+        warnings.warn(f"the gate flagged identical code (attempt {attempt} of {attempts}, "
+                      f"run again): {flagged[0][:300]}", stacklevel=2)
+    return scenario()
 
 
 def borrowing_venv(where: Path) -> tuple[Path, str]:
