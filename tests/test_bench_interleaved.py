@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from user_runs import borrowing_venv, junit_outcomes, passes_the_gate, run_pytest
+from user_runs import HEAP_HOLE, borrowing_venv, junit_outcomes, passes_the_gate, run_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -97,6 +97,22 @@ def test_a_slower_candidate_fails_with_the_gate_message(tmp_path: Path) -> None:
 def test_the_identical_twin_passes(tmp_path: Path) -> None:
     source = identical_twins(BENCH.format(work=FAST))
     _, candidate = checkouts(tmp_path, source, source)
+    run = passes_the_gate(lambda: gate(candidate, *IDENTICAL))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "REGRESSION" not in run.stdout
+    assert junit_outcomes(candidate / "junit.xml")["test_saxpy"][0] == "passed"
+
+
+def test_a_heap_hole_in_one_checkout_does_not_move_the_gate(tmp_path: Path) -> None:
+    """The same kernel, but the baseline's test module leaves a free block of 8 MiB in its
+    process's heap when imported (as a longer path or one more import can).  Without
+    the gate's plugging of heap holes the baseline's arrays reused that block's pages
+    and only the candidate paid the page faults: identical code failed as a
+    REGRESSION, in every run (CI saw +32.9% from an accidental hole)."""
+    source = identical_twins(BENCH.format(work=FAST))
+    holed = source.replace("import numpy as np\n", "import numpy as np\n\n" + HEAP_HOLE, 1)
+    assert holed != source
+    _, candidate = checkouts(tmp_path, holed, source)
     run = passes_the_gate(lambda: gate(candidate, *IDENTICAL))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "REGRESSION" not in run.stdout

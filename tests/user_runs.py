@@ -76,6 +76,15 @@ def run_pytest(project: Path, *args: str, timeout: float,
                           timeout=timeout, check=False)
 
 
+#: Module code that leaves its process a free block of 8 MiB inside glibc's heap: 8000
+#: objects of 1 KiB (above pymalloc's 512 bytes, so glibc's), a guard after them that
+#: keeps the heap's end from shrinking, then the objects freed.
+HEAP_HOLE = """\
+_junk = [bytes(1024) for _ in range(8000)]
+_guard = bytes(1024)
+del _junk
+"""
+
 #: How many times a scenario that asserts identical code passes the regression gate is
 #: run before a flagged run fails it (:func:`passes_the_gate`).
 GATE_ATTEMPTS = 3

@@ -20,7 +20,7 @@ from .ceiling import copy_ceiling
 from .device_copy import L2Flusher, default_flush_bytes
 from .environment import Environment, describe, environment_from_dict
 from .gate import GateSettings, blocks_for_alpha, planned_rounds
-from .interleave import BaselinePeer, PeerError, PeerServer, shared_cpu
+from .interleave import BaselinePeer, PeerError, PeerServer, plug_heap_holes, shared_cpu
 from .measure import DeviceClock, RoundRunner, calibrate_iterations, copy_reference, warm_up
 from .records import BenchmarkRecord
 from .settings import (
@@ -358,6 +358,10 @@ class GpuBenchmark:
         last: list[Any] = []
 
         def time_round() -> float:
+            if not self.backend.is_gpu:
+                # Outside the timed calls: a free heap block must not hold this round's
+                # large host arrays on one side and not on the other.
+                plug_heap_holes()
             last[:] = [runner()]
             return runner.samples[-1]
 
