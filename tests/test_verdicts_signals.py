@@ -173,6 +173,48 @@ def test_ctrl_c_during_an_isolation_worker_run(tmp_path: Path) -> None:
     assert "test_3_never_reached" not in output
 
 
+#: A worker whose session end is slow (its conftest's own ``pytest_sessionfinish``): the
+#: parent is closing it, after every test, when Ctrl-C comes.
+SLOW_WORKER_END = """
+import os
+import time
+from pathlib import Path
+
+
+def pytest_sessionfinish(session):
+    if os.environ.get("PYTEST_GPUCHECK_PARENT"):  # in the isolation worker only
+        Path("{marker}").touch()
+        time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize(("signum", "code", "line"), [
+    (signal.SIGINT, 2, "KeyboardInterrupt while the child processes ended their sessions"),
+    (signal.SIGTERM, 143, "stopped by SIGTERM while the child processes ended their sessions"),
+], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_workers_close_still_ends_as_a_run(
+        tmp_path: Path, signum: int, code: int, line: str) -> None:
+    """A signal after the last test, while the parent waits for its isolation worker to
+    end its session: exit 2 (143), pytest's summary with the reason, the finished tests in
+    the JUnit file, the worker gone.  Once Ctrl-C escaped the plugin's session-end hook
+    as a traceback: no summary, no JUnit file (pytest writes it after that hook)."""
+    marker = tmp_path / "worker-session-ending"
+    (tmp_path / "conftest.py").write_text(SLOW_WORKER_END.format(marker=marker))
+    (tmp_path / "test_sim.py").write_text(
+        "def test_1_finishes(gpu_backend):\n    pass\n")
+    process = _start(tmp_path, "--gpu-backends=numpy", "--gpu-isolate=backend",
+                     f"--junitxml={tmp_path / 'junit.xml'}")
+    _wait_for([marker], process)
+    output = _signal_and_check(process, signum, tmp_path, must_die=1)
+    assert process.returncode == code, output
+    assert "Traceback (most recent call last)" not in output, output
+    assert f"gpucheck: {line}; they were stopped" in output, output
+    assert "test_1_finishes[numpy] PASSED" in output, output
+    assert " 1 passed in " in output, output  # pytest's own summary line
+    junit = (tmp_path / "junit.xml").read_text()
+    assert 'name="test_1_finishes[numpy]"' in junit, junit
+
+
 def test_a_killed_pytest_takes_its_simulator_child_with_it(tmp_path: Path) -> None:
     marker = tmp_path / "long-test-started"
     (tmp_path / "test_sim.py").write_text(SIMULATOR_TESTS.format(marker=marker))

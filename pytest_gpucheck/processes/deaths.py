@@ -7,7 +7,9 @@ load time while the child-process machinery is imported only by runs that use it
 from __future__ import annotations
 
 import os
-from typing import Any
+import signal
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import pytest
 
@@ -30,8 +32,12 @@ class KeepsChildDeaths:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from .controller import hand_over_deaths
+        from .guard import Stopped
 
-        self.close_children()
+        try:
+            self.close_children()
+        except (KeyboardInterrupt, Stopped) as exc:
+            interrupted_at_the_end(session, exc)
         hand_over_deaths(self.config, session, self.deaths, self.DEATHS_OUTPUT)
 
     @pytest.hookimpl(optionalhook=True)
@@ -47,3 +53,42 @@ class KeepsChildDeaths:
         from .controller import write_deaths
 
         write_deaths(terminalreporter, self.deaths)
+
+
+class Child(Protocol):
+    """A child process's parent-side handle (:class:`~pytest_gpucheck.processes.pool.Worker`)."""
+
+    def close(self) -> None:
+        """Let the child end its session, then reap it."""
+
+    def stop(self) -> None:
+        """End the child now and reap it."""
+
+
+def close_all(children: Sequence[Child]) -> None:
+    """Close each child in turn; when that is interrupted (Ctrl-C, SIGTERM), stop at once
+    the child being closed (a no-op when it stopped itself) and every one not yet
+    closed, then let the interruption go on: no child outlives the session."""
+    for index, child in enumerate(children):
+        try:
+            child.close()
+        except BaseException:
+            for rest in children[index:]:
+                rest.stop()
+            raise
+
+
+def interrupted_at_the_end(session: pytest.Session, exc: BaseException) -> None:
+    """Ctrl-C or SIGTERM after the last test, while the children ended their sessions: the
+    run ends as pytest ends one interrupted during its tests (exit 2, or 143 for SIGTERM,
+    its summary, its JUnit file), not with a traceback out of this hook, which would skip
+    the session-end hooks after it (pytest's JUnit file is written in one)."""
+    what = "KeyboardInterrupt" if isinstance(exc, KeyboardInterrupt) else str(exc)
+    session.shouldstop = (f"gpucheck: {what} while the child processes ended their sessions; "
+                          "they were stopped")
+    if isinstance(exc, KeyboardInterrupt):
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+        session.config.hook.pytest_keyboard_interrupt(
+            excinfo=pytest.ExceptionInfo.from_exception(exc))
+    else:
+        session.exitstatus = 128 + signal.SIGTERM

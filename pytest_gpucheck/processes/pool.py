@@ -161,11 +161,13 @@ class Worker:
         process = self.process
         if process is None:
             return
-        with contextlib.suppress(OSError):
-            if self._requests is not None:
-                self._requests.close()  # end of requests: the worker's session ends
         try:
+            # SIGTERM raises from before the worker is told to end: the signal may come as
+            # soon as the worker's session ends.
             with sigterm_raises():
+                with contextlib.suppress(OSError):
+                    if self._requests is not None:
+                        self._requests.close()  # end of requests: the worker's session ends
                 process.wait(timeout=CLOSE_GRACE)
         except subprocess.TimeoutExpired:
             end_group(process)
@@ -185,6 +187,13 @@ class Worker:
             tail = "\n".join(self._run.output.splitlines()[-10:])
             self.deaths.append(f"{self.what} exited with code 1 although its tests passed; "
                                f"its last lines:\n{tail}")
+        self._discard()
+
+    def stop(self) -> None:
+        """End the worker now (SIGTERM to its process group, SIGKILL after the grace) and
+        remove its folder: the session is being interrupted, nothing more is read."""
+        if self.process is not None:
+            end_group(self.process)
         self._discard()
 
     def _discard(self) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from ...options import one_of
-from ..deaths import KeepsChildDeaths
+from ..deaths import KeepsChildDeaths, close_all
 from ..sticky_errors import StickyError, any_sticky_error, sticky_error
 from .base import Router, other_routers
 
@@ -242,10 +242,10 @@ class IsolationRouter(KeepsChildDeaths, Router):
                       extra_args=backends_option(self.config, names), deaths=self.deaths)
 
     def close_children(self) -> None:
-        for worker in [*self.released, *self.workers.values()]:
-            worker.close()
+        workers = [*self.released, *self.workers.values()]
         self.workers.clear()
         self.released.clear()
+        close_all(workers)
 
 
 __all__ = ["GPU", "HOST", "ISOLATE_OPTION", "MODES", "StickyError", "add_isolation_options",

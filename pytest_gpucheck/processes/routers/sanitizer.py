@@ -26,7 +26,7 @@ from ...child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
 from ...sanitizer_log import SECTION, device_errors, error_text, errors, read_mark, unread_part
 from ...selection import item_backends
 from ..controller import backends_option, items_ahead, replay, tear_down_towards
-from ..deaths import KeepsChildDeaths
+from ..deaths import KeepsChildDeaths, close_all
 from ..pool import Worker
 from .base import Router
 
@@ -177,9 +177,9 @@ class SanitizerRouter(KeepsChildDeaths, Router):
         return True
 
     def close_children(self) -> None:
-        for worker in self.workers.values():
-            worker.close()
+        workers = list(self.workers.values())
         self.workers.clear()
+        close_all(workers)
 
 
 def merge_runs(runs: Sequence[tuple[str, list[pytest.TestReport]]]) -> list[pytest.TestReport]:
