@@ -172,8 +172,7 @@ class Worker:
         except subprocess.TimeoutExpired:
             end_group(process)
         except BaseException:
-            end_group(process)
-            self._discard()
+            self.stop()
             raise
         kill_group(process)
         self._collect()
@@ -301,9 +300,7 @@ class Worker:
                         line = self._replies.readline()
                         return dict(json.loads(line)) if line else None
         except (KeyboardInterrupt, Stopped) as exc:
-            if self.process is not None:
-                end_group(self.process)
-            self._discard()
+            self.stop()
             if isinstance(exc, Stopped):
                 raise pytest.exit.Exception(
                     f"gpucheck: {exc}; the child processes were ended",
