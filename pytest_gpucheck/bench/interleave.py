@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -83,6 +84,24 @@ MMAP_THRESHOLD_BYTES = 128 * 1024
 _ALLOCATOR = {"threshold_fixed": False}
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    """This process's C library with the prototypes of the allocator calls used here, set
+    up once (:func:`plug_heap_holes` runs before every round); ``None`` off Linux or
+    where it lacks one of them."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+        libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
+        libc.free.restype, libc.free.argtypes = None, (ctypes.c_void_p,)
+        libc.sbrk.restype, libc.sbrk.argtypes = ctypes.c_void_p, (ctypes.c_ssize_t,)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
 def same_host_allocation() -> bool:
     """Fix glibc's mmap threshold at 128 KiB in this process (with
     :func:`plug_heap_holes`, every host allocation of 128 KiB or more is then an mmap
@@ -97,15 +116,12 @@ def same_host_allocation() -> bool:
     identical code; with the threshold fixed, by +-2%.  Setting it also turns the
     moving threshold off.  True when set (glibc); elsewhere nothing changes.
     """
-    if not sys.platform.startswith("linux"):
+    libc = _libc()
+    if libc is None:
         return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    fixed = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
-    _ALLOCATOR["threshold_fixed"] = _ALLOCATOR["threshold_fixed"] or fixed
+    fixed = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+    if fixed:
+        _ALLOCATOR["threshold_fixed"] = True
     return fixed
 
 
@@ -133,23 +149,16 @@ def plug_heap_holes() -> int:
     under glibc's moving threshold a 128 KiB request can grow the heap, and the loop
     would take new memory, not holes (elsewhere nothing is done, 0).
     """
-    if not _ALLOCATOR["threshold_fixed"]:
+    libc = _libc()
+    if libc is None or not _ALLOCATOR["threshold_fixed"]:
         return 0
-    try:
-        libc = ctypes.CDLL(None)
-        malloc, free, sbrk = libc.malloc, libc.free, libc.sbrk
-    except (OSError, AttributeError):
-        return 0
-    malloc.restype, malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
-    free.restype, free.argtypes = None, (ctypes.c_void_p,)
-    sbrk.restype, sbrk.argtypes = ctypes.c_void_p, (ctypes.c_ssize_t,)
     taken = 0
     while taken < MAX_PLUGS:
-        block = malloc(MMAP_THRESHOLD_BYTES)
+        block = libc.malloc(MMAP_THRESHOLD_BYTES)
         if block is None:
             break
-        if block >= (sbrk(0) or 0):  # above the heap's end: an mmap, no hole left
-            free(block)
+        if block >= (libc.sbrk(0) or 0):  # above the heap's end: an mmap, no hole left
+            libc.free(block)
             break
         _PLUGS.append(block)
         taken += 1
