@@ -216,6 +216,7 @@ _EXPECTED = {
     "ceiling_bytes": "an integer or null",
     "session_ceiling": "null or an object: gbps, bytes, copies, worst_gbps, best_from, "
                        "worst_from, same_backend_spread (optional)",
+    "dispatch_samples": "a list of seconds (host dispatch per call, per round; optional)",
 }
 
 

@@ -218,6 +218,7 @@ class GpuBenchmark:
             extra=dict(self.extra),
             reference=reference.description if reference is not None else "",
             reference_samples=list(reference.samples) if reference is not None else [],
+            dispatch_samples=list(runner.dispatch),
         )
         self.benchmark.extra_info["gpucheck"] = _extra_info(self.record)
         self._on_record(self.record)

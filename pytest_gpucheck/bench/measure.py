@@ -99,6 +99,9 @@ class RoundRunner:
     #: whatever ran in between (the other side of an interleaved comparison).
     rewarm: bool = False
     samples: list[float] = field(default_factory=list)
+    #: Host seconds per call of each round's first calls (their dispatch: the launch
+    #: overhead), where the timer measures it (GPU timers); empty elsewhere.
+    dispatch: list[float] = field(default_factory=list)
     clock: DeviceClock = field(init=False)
 
     def __post_init__(self) -> None:
@@ -119,7 +122,11 @@ class RoundRunner:
             self.flusher.flush()
         elif self.rewarm:
             self.timer.time_round(self.call, 1)
+        self.timer.dispatch_per_call = None
         elapsed, result = self.timer.time_round(self.call, self.iterations)
+        # Read before the reference's round, which sets the timer's figure anew.
+        if self.timer.dispatch_per_call is not None:
+            self.dispatch.append(self.timer.dispatch_per_call)
         if not reference_first:
             self._time_reference()
         per_call = elapsed / self.iterations
@@ -147,13 +154,19 @@ def calibrate_iterations(timer: RoundTimer, call: Callable[[], Any],
 
     Calibration uses the fastest of a few probes: one probe hit by a neighbour's
     burst would otherwise pick one call per round for a kernel that needs many.
+    The timer's minimum is read after the probes: on a GPU it grows with the
+    dispatch they measured (a round must amortise one call's dispatch).
     """
-    minimum = max(minimum, timer.min_round_seconds)
     single = min(timer.time_round(call, 1)[0] for _ in range(CALIBRATION_PROBES))
-    if single >= minimum:
+    floor = max(minimum, timer.min_round_seconds)
+    if single >= floor:
         return 1
     # Re-measure over several calls: one call of a tiny kernel is mostly overhead.
-    probe = min(max(int(minimum / max(single, 1e-7)) // 4, 2), MAX_ITERATIONS)
+    probe = min(max(int(floor / max(single, 1e-7)) // 4, 2), MAX_ITERATIONS)
     elapsed = min(timer.time_round(call, probe)[0] for _ in range(CALIBRATION_PROBES))
-    per_call = max(elapsed / probe, 1e-9)
-    return int(min(max(math.ceil(minimum / per_call), 1), MAX_ITERATIONS))
+    # On a GPU the probe's first dispatch is in its time (the device starts idle): not a
+    # call's device time, so it is taken out of the estimate.
+    per_call = max((elapsed - (timer.dispatch_per_call or 0.0)) / probe, 1e-9)
+    # The probes over several calls measured dispatch over more calls: they decide.
+    floor = max(minimum, timer.min_round_seconds)
+    return int(min(max(math.ceil(floor / per_call), 1), MAX_ITERATIONS))

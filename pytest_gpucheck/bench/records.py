@@ -12,6 +12,12 @@ import numpy as np
 from .environment import Environment, environment_from_dict
 from .session_ceiling import SessionCeiling
 
+#: Dispatch per call over time per call from which a GPU record is dispatch-bound.
+#: Calls queue ahead of the device only while each one's device time exceeds its
+#: dispatch; when they do not, the events time the host, and the median reads about
+#: the dispatch.  Below 0.8 the device was clearly the slower side.
+DISPATCH_BOUND = 0.8
+
 
 @dataclass
 class BenchmarkRecord:
@@ -47,6 +53,9 @@ class BenchmarkRecord:
     #: The best copy of ``ceiling_bytes`` on this device in the whole session, with its
     #: provenance (set at session end, :mod:`.session_ceiling`); ``None`` before.
     session_ceiling: SessionCeiling | None = None
+    #: Host seconds per call that each round's first calls took to return: their
+    #: dispatch (the launch overhead), measured on GPU backends; empty elsewhere.
+    dispatch_samples: list[float] = field(default_factory=list)
 
     @property
     def backend(self) -> str:
@@ -63,6 +72,20 @@ class BenchmarkRecord:
             return []
         return [s / r for s, r in zip(self.samples, self.reference_samples, strict=True)
                 if r > 0]
+
+    @property
+    def launch_overhead(self) -> float | None:
+        """Median host dispatch per call, seconds (``None`` where it is not measured)."""
+        return float(np.median(self.dispatch_samples)) if self.dispatch_samples else None
+
+    @property
+    def dispatch_bound(self) -> bool:
+        """The device waited on the host: dispatch per call is at least
+        :data:`DISPATCH_BOUND` of the time per call, so the calls could not queue
+        ahead of the device and the median is the host's dispatch rate, an upper
+        bound of the device time, not the device time."""
+        overhead = self.launch_overhead
+        return overhead is not None and overhead >= DISPATCH_BOUND * self.median
 
     @property
     def compile_seconds(self) -> float:
@@ -121,6 +144,9 @@ class BenchmarkRecord:
             "extra": self.extra,
             "reference": self.reference,
             "reference_samples": list(self.reference_samples),
+            "dispatch_samples": list(self.dispatch_samples),
+            "launch_overhead": self.launch_overhead,
+            "dispatch_bound": self.dispatch_bound,
         }
 
     @classmethod
@@ -148,6 +174,7 @@ class BenchmarkRecord:
             ceiling_bytes=_optional_int(data.get("ceiling_bytes", _copied_bytes(data))),
             session_ceiling=(SessionCeiling.from_dict(dict(data["session_ceiling"]))
                              if data.get("session_ceiling") else None),
+            dispatch_samples=[float(v) for v in data.get("dispatch_samples") or []],
         )
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 
 from .gate import Verdict, format_seconds, format_verdict
 from .records import BenchmarkRecord
-from .session_ceiling import contention_lines
+from .session_ceiling import contention_lines, device_timed
 
 Result = tuple[BenchmarkRecord, "Verdict | None"]
 
@@ -14,6 +14,11 @@ Result = tuple[BenchmarkRecord, "Verdict | None"]
 def derived_figures(record: BenchmarkRecord) -> str:
     """``12.3 GB/s (45% of the 27.1 GB/s copy ceiling), 3.1 GFLOP/s, compile 0.35 s``."""
     parts = [f"median {format_seconds(record.median)} ({record.method})"]
+    if record.launch_overhead is not None:
+        parts.append(f"launch overhead {format_seconds(record.launch_overhead)}/call")
+    if record.dispatch_bound:
+        parts.append("dispatch-bound: the device waited on the host's dispatch, so the "
+                     "median is at most the device time")
     if record.gbps is not None:
         text = f"{record.gbps:.3g} GB/s"
         if above_a_device_copy(record):
@@ -22,10 +27,9 @@ def derived_figures(record: BenchmarkRecord) -> str:
             best = record.session_ceiling
             which = (f"the best of {best.copies} copies" if best is not None and best.copies > 1
                      else "the copy")
-            text += (f" (not a fraction of the copy ceiling: {which} of the same bytes measured "
-                     f"{record.ceiling:.3g} GB/s, slower than this kernel, a measurement "
-                     "problem: one-call rounds bill host dispatch as device time, or the GPU "
-                     "was shared)")
+            text += (f" (MEASUREMENT ERROR, not a faster kernel: {which} of the same bytes on "
+                     f"this device measured {record.ceiling:.3g} GB/s, slower than this "
+                     "kernel; one of the two timings is wrong, e.g. the GPU was shared)")
         elif record.fraction_of_ceiling is not None and record.ceiling:
             text += f" ({record.fraction_of_ceiling:.0%} of the {record.ceiling:.3g} GB/s " \
                     "copy ceiling)"
@@ -42,16 +46,16 @@ def derived_figures(record: BenchmarkRecord) -> str:
 
 
 def above_a_device_copy(record: BenchmarkRecord) -> bool:
-    """A GPU benchmark (CUDA events) faster than a device copy of the same bytes: a
-    measurement problem.  (On a CPU a copy also reads its destination before writing it,
-    so a kernel can beat it honestly.)"""
-    return record.method == "cuda-events" and (record.fraction_of_ceiling or 0.0) > 1.0
+    """A GPU benchmark (any framework's device time) faster than the best device copy
+    of the same bytes: a measurement error.  (On a CPU a copy also reads its
+    destination before writing it, so a kernel can beat it honestly.)"""
+    return device_timed(record) and (record.fraction_of_ceiling or 0.0) > 1.0
 
 
 def _fraction(record: BenchmarkRecord) -> str:
     """``62%``; a figure above 100% says the copy was no bound for this kernel."""
     if above_a_device_copy(record):
-        return "n/a (above a device copy: a measurement problem)"
+        return "n/a (MEASUREMENT ERROR: faster than a device copy of the same bytes)"
     fraction = record.fraction_of_ceiling or 0.0
     return f"{fraction:.0%}" + (" (above the copy: not a bound here)" if fraction > 1.0 else "")
 
@@ -88,9 +92,9 @@ def gate_markdown(results: list[Result], *, compared: bool) -> str:
     lines = [
         "## Benchmarks",
         "",
-        "| benchmark | backend | device | median | GB/s | % of copy ceiling | GFLOP/s "
-        "| gate | change | confidence |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| benchmark | backend | device | median | launch overhead | GB/s "
+        "| % of copy ceiling | GFLOP/s | gate | change | confidence |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for record, verdict in results:
         fraction = record.fraction_of_ceiling
@@ -101,7 +105,10 @@ def gate_markdown(results: list[Result], *, compared: bool) -> str:
                 f"`{record.name}`",
                 record.backend,
                 record.environment.device_model,
-                format_seconds(record.median),
+                format_seconds(record.median) + (" (dispatch-bound: at most)"
+                                                  if record.dispatch_bound else ""),
+                ("" if record.launch_overhead is None
+                 else format_seconds(record.launch_overhead)),
                 "" if record.gbps is None else f"{record.gbps:.3g}",
                 "" if fraction is None else _fraction(record),
                 "" if record.gflops is None else f"{record.gflops:.3g}",
