@@ -17,7 +17,7 @@
 # The independent steps run side by side, at most --jobs at a time (default
 # $GPU_TIER_JOBS or 6: a 16-core machine with one GPU), longest first; the
 # benchmarks run alone at the end (they time the GPU, which the other steps
-# share).  Each step has its own budget (seconds; --budget NAME=S overrides one):
+# share), then the device-timing check (scripts/check_device_timing.py).  Each step has its own budget (seconds; --budget NAME=S overrides one):
 # at the budget it gets SIGINT, so pytest stops, still writes its log and JUnit
 # file and says what it had; 30 s later it is killed.  On one H200 with --jobs 16
 # the whole tier took 205 s (docs/gpu-runs/2026-11-27-H200/); on one H100 about
@@ -33,6 +33,8 @@
 #   sanitizer-planted.xml  the planted sanitizer bugs' JUnit file (the sanitizer steps)
 #   baselines/, bench-pytest-benchmark.json  the benchmarks' stored baselines and
 #                     pytest-benchmark's JSON (its results come back from the workers)
+#   device-timing.log numba-cuda's copy against CuPy's, and the fixture against
+#                     cupyx.profiler.benchmark, each with its verdict (last lines)
 #   summary.txt       one line per step as it ends; at the end a table of every
 #                     step: exit status, start and length (seconds from the first
 #                     step), budget, pytest's last line; and the wall time
@@ -235,6 +237,17 @@ if [ -z "$only" ] || [[ ",$only," == *",bench,"* ]]; then
         --gpu-bench-save --gpu-bench-baseline="$out/baselines" \
         --benchmark-json="$out/bench-pytest-benchmark.json")
     junits[bench]=$out/bench.xml
+fi
+# Alone too, after the benchmarks: numba-cuda's copy within 10% of CuPy's and the
+# fixture's median of a CuPy kernel within 3% of cupyx.profiler.benchmark's GPU time
+# (scripts/check_device_timing.py prints both; a dry run gives no verdict).
+if [ -z "$only" ] || [[ ",$only," == *",device-timing,"* ]]; then
+    bench_steps+=(device-timing)
+    budgets[device-timing]=${budget_override[device-timing]:-$((240 / scale))}
+    timing_args=()
+    [ $dry_run -eq 0 ] || timing_args=(--dry-run)
+    commands[device-timing]=$(printf '%q ' "$py" "$here/scripts/check_device_timing.py" \
+        "${timing_args[@]}")
 fi
 
 # Python ignores SIGINT for good when it starts with SIGINT ignored, as a background
