@@ -6,8 +6,10 @@ work:
 
 * CUDA backends (``cupy``, ``torch-cuda``, ``numba-cuda``, ``cuda-python``)
   record a CUDA event before and after the round on the stream the work is
-  queued on and read the elapsed time between them (device time, free of host
-  launch jitter);
+  queued on and read the elapsed time between them (device time; the round
+  lasts at least 100 dispatches of one call, so the first call's dispatch,
+  which lands between the events, is at most 1% of it: see
+  :mod:`pytest_gpucheck.backends.timing`);
 * JAX backends time on the host until ``jax.block_until_ready`` returns for the
   round's result (JAX exposes no events; dispatch is asynchronous);
 * everything else (NumPy, Numba on the CPU and the simulator, PyTorch on the
