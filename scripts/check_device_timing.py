@@ -161,7 +161,8 @@ def figure(record: dict[str, Any]) -> str:
     text = f"{record['median'] * 1e6:.1f} us"
     if overhead is not None:
         text += f" (launch overhead {overhead * 1e6:.1f} us/call"
-        text += ", DISPATCH-BOUND: at most)" if record.get("dispatch_bound") else ")"
+        bound = record.get("dispatch_bound")
+        text += ", DISPATCH-BOUND: the device time is at most this)" if bound else ")"
     return text
 
 

@@ -36,7 +36,7 @@ def test_the_verdicts_hold_the_tolerances(monkeypatch: pytest.MonkeyPatch) -> No
     assert check.verdict(1.031, 0.03) == "FAIL (within 3%)"
     assert check.figure({"median": 70e-6, "launch_overhead": 174e-6,
                          "dispatch_bound": True}) == (
-        "70.0 us (launch overhead 174.0 us/call, DISPATCH-BOUND: at most)")
+        "70.0 us (launch overhead 174.0 us/call, DISPATCH-BOUND: the device time is at most this)")
 
 
 @pytest.mark.slow

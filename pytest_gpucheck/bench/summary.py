@@ -18,7 +18,7 @@ def derived_figures(record: BenchmarkRecord) -> str:
         parts.append(f"launch overhead {format_seconds(record.launch_overhead)}/call")
     if record.dispatch_bound:
         parts.append("dispatch-bound: the device waited on the host's dispatch, so the "
-                     "median is at most the device time")
+                     "device time is at most this median")
     if record.gbps is not None:
         text = f"{record.gbps:.3g} GB/s"
         if above_a_device_copy(record):
@@ -105,7 +105,7 @@ def gate_markdown(results: list[Result], *, compared: bool) -> str:
                 f"`{record.name}`",
                 record.backend,
                 record.environment.device_model,
-                format_seconds(record.median) + (" (dispatch-bound: at most)"
+                format_seconds(record.median) + (" (dispatch-bound: device time at most this)"
                                                   if record.dispatch_bound else ""),
                 ("" if record.launch_overhead is None
                  else format_seconds(record.launch_overhead)),
