@@ -20,8 +20,10 @@ from typing import Any
 
 import pytest
 
+from pytest_gpucheck.backends.cupy.backend import CupyEventTimer
 from pytest_gpucheck.backends.jax.backend import ReadyTimer
 from pytest_gpucheck.backends.timing import CudaEventTimer, RoundTimer
+from pytest_gpucheck.backends.torch.backend import TorchEventTimer
 from pytest_gpucheck.bench import session_ceiling, summary
 from pytest_gpucheck.bench.environment import Environment
 from pytest_gpucheck.bench.measure import RoundRunner, calibrate_iterations, warm_up
@@ -38,6 +40,7 @@ class FakeDevice:
     """One stream on a simulated clock; a backend as far as the timers need one."""
 
     is_gpu = True
+    device_index = 0
 
     def __init__(self, dispatch: float, work: float) -> None:
         self.dispatch, self.work = dispatch, work
@@ -80,6 +83,34 @@ class FakeEventTimer(CudaEventTimer):
     def _elapsed_seconds(self, start: Any, end: Any) -> float:
         self.device.host = max(self.device.host, end["at"])  # waiting for the end event
         return float(end["at"] - start["at"])
+
+
+def framework_timer(monkeypatch: pytest.MonkeyPatch, framework: str,
+                    device: FakeDevice) -> RoundTimer:
+    """CuPy's or PyTorch's own event timer, its framework replaced by one whose events
+    are stamped on the fake device (milliseconds, as CUDA reports)."""
+
+    class Event:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.at = 0.0
+
+        def record(self, stream: Any = None) -> None:
+            self.at = device.stamp()
+
+        def synchronize(self) -> None:
+            device.host = max(device.host, self.at)
+
+        def elapsed_time(self, end: Event) -> float:
+            return (end.at - self.at) * 1e3
+
+    cuda = types.SimpleNamespace(Event=Event, get_current_stream=lambda: None,
+                                 current_stream=lambda index: None,
+                                 get_elapsed_time=lambda start, end: start.elapsed_time(end))
+    monkeypatch.setitem(sys.modules, framework, types.SimpleNamespace(cuda=cuda))
+    timer_class = CupyEventTimer if framework == "cupy" else TorchEventTimer
+    timer = timer_class(device)  # type: ignore[arg-type]  # a stand-in backend
+    timer.clock = device.clock
+    return timer
 
 
 class OneCallRounds(FakeEventTimer):
@@ -128,13 +159,15 @@ def device_time_problem(record: BenchmarkRecord, work: float) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("timer_for", ["events", "jax"])
+@pytest.mark.parametrize("timer_for", ["events", "cupy", "torch", "jax"])
 def test_dispatch_is_not_billed_as_device_time(
         monkeypatch: pytest.MonkeyPatch, timer_for: str) -> None:
     new_device, old_device = FakeDevice(DISPATCH, WORK), FakeDevice(DISPATCH, WORK)
+    old: RoundTimer = OneCallRounds(old_device)
     if timer_for == "events":
         new: RoundTimer = FakeEventTimer(new_device)
-        old: RoundTimer = OneCallRounds(old_device)
+    elif timer_for in ("cupy", "torch"):
+        new = framework_timer(monkeypatch, timer_for, new_device)
     else:
         new = fake_jax(monkeypatch, new_device)
         old = OneCallReady(old_device, "wall")  # type: ignore[arg-type]
@@ -156,7 +189,7 @@ def test_dispatch_is_not_billed_as_device_time(
     before = measure(old, old_device)
     problem = device_time_problem(before, WORK)
     assert problem is not None, before.median
-    if timer_for == "events":
+    if timer_for != "jax":
         assert before.median == pytest.approx(250 / 3 * US)
 
 
