@@ -231,7 +231,9 @@ fi
 bench_steps=()
 if [ -z "$only" ] || [[ ",$only," == *",bench,"* ]]; then
     bench_steps=(bench)
-    budgets[bench]=${budget_override[bench]:-$((240 / scale))}
+    # 63 s on an H200 with rounds of 0.2 ms; rounds now last at least 100 dispatches of
+    # one call (docs/benchmarks.md), which is longer where a framework's dispatch is slow.
+    budgets[bench]=${budget_override[bench]:-$((360 / scale))}
     commands[bench]=$(printf '%q ' "$py" -m pytest conformance/bench_kernels.py \
         --gpu-backends="$gpu_group" "${common[@]}" --junitxml="$out/bench.xml" \
         --gpu-bench-save --gpu-bench-baseline="$out/baselines" \
@@ -243,7 +245,7 @@ fi
 # (scripts/check_device_timing.py prints both; a dry run gives no verdict).
 if [ -z "$only" ] || [[ ",$only," == *",device-timing,"* ]]; then
     bench_steps+=(device-timing)
-    budgets[device-timing]=${budget_override[device-timing]:-$((240 / scale))}
+    budgets[device-timing]=${budget_override[device-timing]:-$((180 / scale))}
     timing_args=()
     [ $dry_run -eq 0 ] || timing_args=(--dry-run)
     commands[device-timing]=$(printf '%q ' "$py" "$here/scripts/check_device_timing.py" \
