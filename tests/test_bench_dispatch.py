@@ -9,7 +9,10 @@ exact and no test depends on the machine's load.
 
 The old method (rounds of one call whenever that call lasts 200 us, whatever its
 dispatch) is reimplemented here as :class:`OneCallRounds`; each check is shown to reject
-it (or the old ceiling and wording) and to pass the timers the backends use.
+it (or the old ceiling and wording) and to pass the timers the backends use.  The last
+test runs a user's project with the plugin (NumPy's backend timed on simulated CUDA
+events): the terminal line and both JSON files carry the device time and the launch
+overhead.
 """
 
 from __future__ import annotations
@@ -325,3 +328,117 @@ def test_a_kernel_above_the_ceiling_is_named_a_measurement_error(
     problem = names_a_measurement_error(jax)
     assert problem is not None
     assert "so it is no bound" in problem, problem
+
+
+# -- as a user runs it: a pytest session with the plugin ------------------------------
+SIMULATED_GPU = '''
+from pytest_gpucheck.backends.timing import CudaEventTimer
+
+
+class Device:
+    """A stream on a simulated clock: 40 us of host dispatch, then 70 us of work."""
+
+    def __init__(self):
+        self.host = self.free = 0.0
+
+    def clock(self):
+        return self.host
+
+    def call(self):
+        self.host += 40e-6
+        self.free = max(self.free, self.host) + 70e-6
+        return self
+
+    def synchronize(self):
+        self.host = max(self.host, self.free)
+
+
+DEVICE = Device()
+
+
+class Timer(CudaEventTimer):
+    """CUDA events on the simulated stream (the CUDA backends' timer, its events faked)."""
+
+    def __init__(self, backend):
+        super().__init__(backend)
+        self.clock = DEVICE.clock
+
+    def _new_event(self):
+        return {}
+
+    def _record(self, event):
+        event["at"] = max(DEVICE.free, DEVICE.host)
+        return event
+
+    def _elapsed_seconds(self, start, end):
+        DEVICE.host = max(DEVICE.host, end["at"])
+        return end["at"] - start["at"]
+
+
+class OldTimer(Timer):
+    """Rounds of 0.2 ms, whatever the dispatch (before issue 28)."""
+
+    @property
+    def min_round_seconds(self):
+        return 2e-4
+'''
+
+USER_CONFTEST = '''
+import os
+
+import pytest
+
+from pytest_gpucheck.backends import get_backend
+from simulated_gpu import DEVICE, OldTimer, Timer
+
+
+@pytest.fixture(autouse=True)
+def simulated_gpu(monkeypatch):
+    """NumPy's backend timed like a CUDA backend, on the simulated stream."""
+    timer = OldTimer if os.environ.get("OLD_ROUNDS") == "1" else Timer
+    backend = type(get_backend("numpy"))
+    monkeypatch.setattr(backend, "event_timer", lambda self, clock: timer(self))
+    monkeypatch.setattr(backend, "synchronize", lambda self: DEVICE.synchronize())
+'''
+
+USER_TEST = '''
+from simulated_gpu import DEVICE
+
+
+def test_kernel(gpu_benchmark):
+    gpu_benchmark.pedantic(DEVICE.call, rounds=12)
+'''
+
+
+def user_run_problem(pytester: pytest.Pytester) -> str | None:
+    """Run the user's project; why its printed and stored figures are not the device time
+    (70 us) with the launch overhead (40 us) beside it."""
+    import json
+
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gpu-backends=numpy",
+                                "--gpu-report=report.json", "--benchmark-json=bench.json")
+    result.assert_outcomes(passed=1)
+    (record,) = [r["record"] for r in json.loads(
+        (pytester.path / "report.json").read_text())["sections"]["benchmarks"]["results"]]
+    (bench,) = json.loads((pytester.path / "bench.json").read_text())["benchmarks"]
+    line = next(line for line in result.outlines if "test_kernel [numpy" in line)
+    if abs(record["median"] / (70 * US) - 1) > 0.015:
+        return f"median {record['median'] / US:.1f} us: {line}"
+    if "launch overhead 40 us/call" not in line:
+        return f"no launch overhead: {line}"
+    if bench["extra_info"]["gpucheck"]["launch_overhead"] != pytest.approx(40 * US):
+        return f"pytest-benchmark's JSON: {bench['extra_info']['gpucheck']}"
+    return None
+
+
+def test_a_user_run_prints_device_time_and_launch_overhead(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    pytester.makepyfile(simulated_gpu=SIMULATED_GPU)
+    pytester.makeconftest(USER_CONFTEST)
+    pytester.makepyfile(test_user=USER_TEST)
+    assert user_run_problem(pytester) is None
+    monkeypatch.setenv("OLD_ROUNDS", "1")
+    problem = user_run_problem(pytester)
+    assert problem is not None
+    assert problem.startswith("median 83.3 us"), problem
