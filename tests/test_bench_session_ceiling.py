@@ -152,6 +152,9 @@ def run_three_moments(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 
 def test_a_noisy_moment_does_not_lower_the_ceiling(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The contention line is read whole: a machine's long CPU name took it past the 250
+    # columns the other tests print at, and the line wrapped where the pattern reads on.
+    monkeypatch.setenv("COLUMNS", "1000")
     result, records, problems = run_three_moments(pytester, monkeypatch)
     assert problems == []
     (noisy,) = [r for r in records if r["name"].endswith("[noisy]")]
@@ -196,6 +199,7 @@ def test_isolation_workers_copies_are_combined_in_the_parent(
     pytest.importorskip("numba")
     pytester.makepyfile(test_bench=PER_BACKEND)
     monkeypatch.setenv("NOISY_BACKEND", "numpy")
+    monkeypatch.setenv("COLUMNS", "1000")  # the "copies differ" line is read whole
     result, records = run(pytester, "--gpu-backends=numpy,numba-cpu", "--gpu-isolate=backend")
     result.assert_outcomes(passed=2)
     assert fraction_problems(result.stdout.str(), records) == []

@@ -123,7 +123,8 @@ def test_cuda_kernels_on_the_simulator() -> None:
     # --noconftest: the tests' conftest imports every framework up front,
     # which the child does not need.
     command = [sys.executable, "-m", "pytest", str(ROOT / "tests/numba_cuda_simulator_checks.py"),
-               "-q", "-p", "no:cacheprovider", "--noconftest", "-W", "ignore::Warning"]
+               "-q", "-p", "no:cacheprovider", "--noconftest", "-W", "ignore::Warning",
+               "-n0"]  # one process: the project's addopts would start workers
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=600, check=False)
     output = result.stdout + result.stderr
