@@ -55,10 +55,19 @@ def this_checkout() -> dict[str, str]:
     return {"PYTHONPATH": str(REPO_ROOT)}
 
 
+#: The first line after a session's progress lines: a section of pytest's summary.
+SUMMARY_START = re.compile(r"^=+ (ERRORS|FAILURES|PASSES|warnings summary|short test summary "
+                           r"info) =+$", re.MULTILINE)
+
+
 def verdicts(out: str, file: str) -> list[tuple[str, str]]:
-    """The ``-v`` lines of ``file``'s tests in ``out``, as (test id, outcome), in order."""
+    """The ``-v`` lines of ``file``'s tests in ``out``, as (test id, outcome), in order;
+    only the session's own, above its summary (a job's output, quoted in a failure
+    section, has such lines too)."""
+    summary = SUMMARY_START.search(out)
+    progress = out[: summary.start()] if summary else out
     return re.findall(rf"^{re.escape(file)}::(\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)",
-                      out, re.MULTILINE)
+                      progress, re.MULTILINE)
 
 
 def failure_section(out: str, test: str) -> str:
