@@ -1,34 +1,25 @@
-"""Deliberately broken distributed implementations are rejected by the MPI conformance checks.
+"""Deliberately broken distributed implementations and patterns are rejected by the MPI
+conformance checks.
 
 Each broken implementation runs through the same hypothesis-driven check as
-the bundled one, on real ranks under ``mpiexec``; the broken test must fail
-with a message that points at the bug, and its control (the bundled
-implementation, same strategy) must pass.
+the bundled one, as a user's own test file on real ranks under ``mpiexec``; the
+broken test must fail with a message that points at the bug, and its control
+(the bundled implementation, same strategy) must pass.  Both files run in one
+spawned session (one job per rank count), read by both tests.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
+import subprocess
 
 import pytest
+from mpi_runs import NEEDS_MPIEXEC, failure_section, run_user_pytest, this_checkout, verdicts
 
-from pytest_gpucheck.mpi.launcher import find_executable
+pytestmark = [pytest.mark.slow, NEEDS_MPIEXEC]
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    find_executable("mpiexec") is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'"
-)]
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def _use_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The jobs run in a temporary directory: make them import this checkout's
-    # packages (pytest_gpucheck, reference_kernels), installed or not.
-    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
-
-
-RUN_LIMIT = 240
+#: Seconds the session may take: two jobs (2 and 3 ranks) on a loaded machine.
+RUN_LIMIT = 420
 
 BROKEN = '''
 import pytest
@@ -132,33 +123,108 @@ def test_decomposition_in_scatter_gather(n, partition, mpi_comm):
 '''
 
 
-def test_broken_distributed_implementations_are_rejected(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_broken=BROKEN)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v",
-                                           "--gpu-mpi-max-ranks=3", timeout=RUN_LIMIT)
-    out = result.stdout.str()
-    for test in ("test_neighbours", "test_ghost_width", "test_corners",
-                 "test_decomposition_in_allreduce", "test_decomposition_in_scatter_gather"):
-        assert re.search(rf"::{test}\[bundled\] PASSED", out), f"control {test} must pass"
-    result.assert_outcomes(passed=5, failed=5)
+BROKEN_PATTERNS = '''
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
 
-    swapped = _failure(out, "test_neighbours[swapped]")
+from pytest_gpucheck.backends import get_backend
+from pytest_gpucheck.mpi.hypothesis_lockstep import mpi_settings
+from pytest_gpucheck.mpi.patterns import (
+    check_monte_carlo_streams, check_row_block_matmul, independent_samples,
+)
+from pytest_gpucheck.mpi.transport import DirectTransport
+
+NUMPY = get_backend("numpy")
+DIRECT = DirectTransport()
+
+
+def remainder_dropped(m, parts, index):
+    """Every rank takes m // parts rows: the remainder of an uneven split is dropped."""
+    base = m // parts
+    return index * base, (index + 1) * base
+
+
+def shared_seed(comm, seed, n):
+    """Every rank seeds its generator with the same seed."""
+    return np.random.default_rng(seed).random((n, 2))
+
+
+@pytest.mark.mpi(ranks=2)
+@pytest.mark.parametrize("partition", [None, remainder_dropped], ids=["bundled", "remainder"])
+@mpi_settings(max_examples=8)
+@given(m=st.integers(0, 9), seed=st.integers(0, 100))
+def test_matmul(m, seed, partition, mpi_comm):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-9, 10, (m, 3)).astype("int64")
+    b = rng.integers(-9, 10, (3, 2)).astype("int64")
+    kwargs = {} if partition is None else {"partition": partition}
+    check_row_block_matmul(mpi_comm, NUMPY, DIRECT, a, b, **kwargs)
+
+
+@pytest.mark.mpi(ranks=2)
+@pytest.mark.parametrize("draw", [independent_samples, shared_seed], ids=["bundled", "shared"])
+@mpi_settings(max_examples=3)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_streams(seed, draw, mpi_comm):
+    check_monte_carlo_streams(mpi_comm, seed, 2048, draw=draw)
+'''
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """One spawned session of both files: a 3-rank job (test_neighbours), a 2-rank job."""
+    project = tmp_path_factory.mktemp("broken")
+    (project / "test_broken.py").write_text(BROKEN, encoding="utf-8")
+    (project / "test_broken_patterns.py").write_text(BROKEN_PATTERNS, encoding="utf-8")
+    return run_user_pytest(project, "-v", "--gpu-mpi-max-ranks=3", timeout=RUN_LIMIT,
+                           extra_env=this_checkout())
+
+
+def test_broken_distributed_implementations_are_rejected(
+        run: subprocess.CompletedProcess[str]) -> None:
+    out = run.stdout
+    assert run.returncode == 1, out + run.stderr
+    tests = ("test_neighbours", "test_ghost_width", "test_corners",
+             "test_decomposition_in_allreduce", "test_decomposition_in_scatter_gather")
+    for test in tests:
+        assert re.search(rf"::{test}\[bundled\] PASSED", out), f"control {test} must pass"
+    # Each control passed and each broken twin failed, nothing else (no error, no skip).
+    broken = ("swapped", "off-by-one", "no-corners", "lossy", "lossy")
+    assert sorted(verdicts(out, "test_broken.py")) == sorted(
+        [(f"{test}[bundled]", "PASSED") for test in tests]
+        + [(f"{test}[{bug}]", "FAILED") for test, bug in zip(tests, broken, strict=True)]
+    ), out
+
+    swapped = failure_section(out, "test_neighbours[swapped]")
     assert "ghost cell" in swapped
     assert "cells wrong" in swapped
-    off_by_one = _failure(out, "test_ghost_width[off-by-one]")
+    off_by_one = failure_section(out, "test_ghost_width[off-by-one]")
     assert re.search(r"ghost cell \d+ \(global -?\d+\) is np.float64\(-1.0\)", off_by_one)
-    corners = _failure(out, "test_corners[no-corners]")
+    corners = failure_section(out, "test_corners[no-corners]")
     assert "corner ghost cell" in corners
     for test in ("test_decomposition_in_allreduce[lossy]",
                  "test_decomposition_in_scatter_gather[lossy]"):
-        lossy = _failure(out, test)
+        lossy = failure_section(out, test)
         assert "element(s) lost (the remainder of an uneven split?)" in lossy
     assert re.search(r"global sum is np.int64\(-?\d+\), expected",
-                     _failure(out, "test_decomposition_in_allreduce[lossy]"))
-    assert "result has shape" in _failure(out, "test_decomposition_in_scatter_gather[lossy]")
+                     failure_section(out, "test_decomposition_in_allreduce[lossy]"))
+    assert "result has shape" in failure_section(out,
+                                                 "test_decomposition_in_scatter_gather[lossy]")
 
 
-def _failure(out: str, test: str) -> str:
-    start = out.index(f"_ {test} _")
-    stop = out.find("\n___", start + len(test) + 4)
-    return out[start : stop if stop > 0 else None]
+def test_broken_patterns_are_rejected(run: subprocess.CompletedProcess[str]) -> None:
+    """A row-block matrix multiply that drops the remainder rows of an uneven split, and
+    ranks that share one random seed."""
+    out = run.stdout
+    assert run.returncode == 1, out + run.stderr
+    for test in ("test_matmul", "test_streams"):
+        assert re.search(rf"::{test}\[bundled\] PASSED", out), f"control {test} must pass"
+    assert sorted(verdicts(out, "test_broken_patterns.py")) == [
+        ("test_matmul[bundled]", "PASSED"), ("test_matmul[remainder]", "FAILED"),
+        ("test_streams[bundled]", "PASSED"), ("test_streams[shared]", "FAILED")], out
+    remainder = failure_section(out, "test_matmul[remainder]")
+    assert "element(s) lost (the remainder of an uneven split?)" in remainder
+    assert "C has shape" in remainder
+    shared = failure_section(out, "test_streams[shared]")
+    assert re.search(r"ranks 0 and 1 drew the same point .*: they share a random stream", shared)

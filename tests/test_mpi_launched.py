@@ -9,26 +9,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from mpi_runs import MPIEXEC, NEEDS_MPIEXEC, run_user_pytest, this_checkout
 
-from pytest_gpucheck.mpi.launcher import find_executable
-
-MPIEXEC = find_executable("mpiexec")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    MPIEXEC is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'"
-)]
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def _use_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The jobs run in a temporary directory: make them import this checkout's
-    # packages (pytest_gpucheck, reference_kernels), installed or not.
-    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
-
+pytestmark = [pytest.mark.slow, NEEDS_MPIEXEC]
 
 RUN_LIMIT = 120
 
@@ -60,16 +46,16 @@ def test_unmarked_fails_on_rank_1_only(mpi_rank):
 '''
 
 
-def _run_launched(pytester: pytest.Pytester, *args: str) -> subprocess.CompletedProcess[str]:
-    pytester.makepyfile(test_launched=SCENARIOS)
-    command = [str(MPIEXEC), "-n", "2", sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-               "-rs", *args]
-    return subprocess.run(command, cwd=pytester.path, capture_output=True, text=True,
-                          timeout=RUN_LIMIT, check=False, stdin=subprocess.DEVNULL)
+def _run_launched(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mpiexec -n 2 python -m pytest ARGS`` in ``project``, as a user types it."""
+    assert MPIEXEC is not None
+    return run_user_pytest(project, *args, timeout=RUN_LIMIT, launcher=(MPIEXEC, "-n", "2"),
+                           extra_env=this_checkout())
 
 
-def test_launched_mode(pytester: pytest.Pytester) -> None:
-    done = _run_launched(pytester, "--gpu-report=report.json")
+def test_launched_mode(tmp_path: Path) -> None:
+    (tmp_path / "test_launched.py").write_text(SCENARIOS, encoding="utf-8")
+    done = _run_launched(tmp_path, "-rs", "--gpu-report=report.json")
     out = done.stdout
 
     assert out.count("test session starts") == 1  # rank 0 prints, rank 1 is silent
@@ -84,15 +70,9 @@ def test_launched_mode(pytester: pytest.Pytester) -> None:
     assert "unmarked test broke on rank 1" in out
     assert done.returncode != 0
     # rank 0 alone writes the report, with every rank's device binding
-    mpi = json.loads((pytester.path / "report.json").read_text())["sections"]["mpi"]
+    mpi = json.loads((tmp_path / "report.json").read_text())["sections"]["mpi"]
     assert mpi["mode"] == "launched"
     assert [b["local_rank"] for b in mpi["bindings"]] == [0, 1]
-
-
-def test_launched_mode_selects_with_the_marker(pytester: pytest.Pytester) -> None:
-    done = _run_launched(pytester, "-m", "mpi", "-k", "collective_sum")
-    assert "1 passed" in done.stdout
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 HANG = '''
@@ -107,12 +87,9 @@ def test_rank_1_never_receives(mpi_comm, mpi_rank):
 '''
 
 
-def test_a_hang_under_the_launcher_is_reported_and_the_job_ended(pytester: pytest.Pytester
-                                                                  ) -> None:
-    pytester.makepyfile(test_hang=HANG)
-    command = [str(MPIEXEC), "-n", "2", sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
-    done = subprocess.run(command, cwd=pytester.path, capture_output=True, text=True,
-                          timeout=RUN_LIMIT, check=False, stdin=subprocess.DEVNULL)
+def test_a_hang_under_the_launcher_is_reported_and_the_job_ended(tmp_path: Path) -> None:
+    (tmp_path / "test_hang.py").write_text(HANG, encoding="utf-8")
+    done = _run_launched(tmp_path)
     output = done.stdout + done.stderr
     assert "test: test_hang.py::test_rank_1_never_receives" in output
     assert "hung (still running the test): rank(s) 1" in output

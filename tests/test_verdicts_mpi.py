@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mpi_runs import run_user_pytest
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
@@ -74,6 +75,10 @@ def test_2_stops_the_job(mpi_comm, mpi_rank):
 def test_3_after(mpi_comm):
     mpi_comm.Barrier()
 """
+
+
+#: The line of TESTS that reads the case from the environment (a file per case fixes it).
+CASE_LINE = 'case = os.environ["CASE"]'
 
 
 def run(project: Path, case: str, *command: str, victim: int = 0
@@ -140,16 +145,45 @@ def test_launched_abort_exit_or_crash_on_a_rank_is_named_and_never_green(
         assert "AssertionError: an earlier failure" in output, output
 
 
-@pytest.mark.parametrize("case", ["abort", "exit"])
-def test_spawned_abort_or_exit_0_fails_its_test_and_the_rest_run(tmp_path: Path,
-                                                                  case: str) -> None:
-    result = run(tmp_path, case)
-    output = result.stdout + result.stderr
-    assert result.returncode == 1, output
-    assert "test_job.py::test_1_fails_first FAILED" in output
-    assert "test_job.py::test_2_stops_the_job FAILED" in output
-    assert "test_job.py::test_3_after PASSED" in output  # in a fresh job
-    assert "while running this test; it never reported a result" in output
+#: In the order pytest collects their files (``test_job_abort.py``, ``test_job_exit.py``).
+SPAWNED_CASES = ("abort", "exit")
+
+
+@pytest.fixture(scope="module")
+def spawned(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """One spawned session (plain ``python -m pytest -v``) of a file per case of
+    :data:`SPAWNED_CASES`, ``test_job_CASE.py``, in that order: each case's stop ends
+    its job, and the tests after it run in the next."""
+    project = tmp_path_factory.mktemp("spawned")
+    for case in SPAWNED_CASES:
+        assert TESTS.count(CASE_LINE) == 1
+        (project / f"test_job_{case}.py").write_text(
+            TESTS.replace(CASE_LINE, f"case = {case!r}"), encoding="utf-8")
+    return run_user_pytest(project, "-v", "--gpu-mpi-max-ranks=2", timeout=RUN_LIMIT)
+
+
+@pytest.mark.parametrize("case", SPAWNED_CASES)
+def test_spawned_abort_or_exit_0_fails_its_test_and_the_rest_run(
+        spawned: subprocess.CompletedProcess[str], case: str) -> None:
+    output = spawned.stdout + spawned.stderr
+    assert spawned.returncode == 1, output
+    assert f"test_job_{case}.py::test_1_fails_first FAILED" in output
+    assert f"test_job_{case}.py::test_2_stops_the_job FAILED" in output
+    assert f"test_job_{case}.py::test_3_after PASSED" in output  # in a fresh job
+    # Both files' test_2 fail under the same title, in the order they ran.
+    stopped = _sections(spawned.stdout, "test_2_stops_the_job")
+    assert len(stopped) == len(SPAWNED_CASES), output
+    assert ("while running this test; it never reported a result"
+            in stopped[SPAWNED_CASES.index(case)]), output
+
+
+def _sections(out: str, test: str) -> list[str]:
+    """Every section titled ``test`` in pytest's output, in order."""
+    sections = []
+    for head in re.finditer(rf"^_+ {re.escape(test)} _+$", out, re.MULTILINE):
+        stop = out.find("\n___", head.end())
+        sections.append(out[head.start() : stop if stop > 0 else None])
+    return sections
 
 
 def test_launched_abort_through_a_conftest_reference_is_named(tmp_path: Path) -> None:
