@@ -35,6 +35,17 @@ def _registrations_stay_in_their_test() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _runs_started_here_are_no_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite runs under pytest-xdist (the project's addopts), whose workers carry
+    ``PYTEST_XDIST_WORKER``; a pytest run a test starts in a subprocess inherited it and
+    took itself for an xdist worker (a spawned MPI session then started one job per item
+    instead of one per rank count).  A user's run has none of these: each test's runs
+    start without them."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _a_wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """The runs these tests start (in-process and in subprocesses) print at 250 columns
     unless a test sets another width: their checks read each of the plugin's lines whole.
