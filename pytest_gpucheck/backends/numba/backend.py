@@ -13,8 +13,10 @@ Numba's event timer and the MPI array operations on its device arrays
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,6 +52,28 @@ class NumbaCpuBackend(HostArrays):
     def _probe(self) -> Probe:
         numba = self._import("numba")
         return Probe(True, version=numba.__version__, device="cpu")
+
+    def thread_counts(self) -> tuple[int, ...]:
+        """Numba's whole pool, then one thread (which cannot race), where the pool has
+        more than one: kernels compiled with ``parallel=True`` split their ``prange``
+        loops over it."""
+        import numba
+
+        most = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
+        return (most, 1) if most > 1 else (1,)
+
+    @contextlib.contextmanager
+    def using_threads(self, count: int) -> Iterator[None]:
+        """``numba.set_num_threads(count)`` for the enclosed calls (it applies to the
+        calling thread), then the count before."""
+        import numba
+
+        before = numba.get_num_threads()
+        numba.set_num_threads(count)
+        try:
+            yield
+        finally:
+            numba.set_num_threads(before)
 
 
 class _NumbaCudaArrays(Backend):
