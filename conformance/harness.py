@@ -12,6 +12,11 @@ bands, launches, and then checks, reporting every failed check at once:
 5. its values match the reference under the spec's derived tolerance (or,
    for ``monte_carlo_pi``, pass the statistical tests).
 
+Before the random search, the boundary sweep (:func:`sweep`) and the repeat
+check (:func:`repeat_check`: the same large case run again, and on a thread
+pool under two thread counts, must give the same bits where the contract is
+exact) run fixed cases.
+
 The hypothesis seed is chosen here and printed in the reproducer, so
 ``--hypothesis-seed=N`` reruns exactly the failing sequence of examples.
 """
