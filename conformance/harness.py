@@ -319,9 +319,10 @@ def repeat_check(spec: KernelSpec, impl: Implementation, backend: Any, sizing: g
                  make_context: Any, notes: dict[str, str],
                  defects: Tracker | None = None) -> None:
     """Determinism: each of the spec's repeat cases (:meth:`KernelSpec.repeat_cases`, large
-    enough that threads overlap) runs twice under the sweep's first launch, or, on a backend
-    with a thread pool (:meth:`~pytest_gpucheck.backends.base.Backend.thread_counts`),
-    :data:`POOL_RUNS` times in a row on the whole pool and once on one thread.  Every run
+    enough that threads overlap) runs twice under the sweep's first launch (and, where exact,
+    once under its second), or, on a backend with a thread pool
+    (:meth:`~pytest_gpucheck.backends.base.Backend.thread_counts`), :data:`POOL_RUNS` times
+    in a row on the whole pool and once on one thread.  Every run
     gets every check; where the result is exact by contract (the case's rule is exact, or
     the kernel's bits may not follow the launch) the runs must agree bit for bit, else
     :data:`RACE`.  A float result whose order may follow the schedule (run once per thread
@@ -334,29 +335,41 @@ def repeat_check(spec: KernelSpec, impl: Implementation, backend: Any, sizing: g
         expected = spec.expected(case)
         exact = spec.launch_invariant or spec.rule(case, expected).kind == "exact"
         # Hunting a race takes many calls on the pool; a spread needs one per thread count.
-        groups: list[tuple[int | None, int]] = (
-            [(counts[0], POOL_RUNS if exact else 1)] + [(count, 1) for count in counts[1:]]
-            if counts else [(None, 2)])
-        plan = [count for count, runs in groups for _ in range(runs)]
+        # An implementation that takes `launch` runs twice under the sweep's first launch and
+        # once under its second: exact results may not follow the launch shape either.
+        launches: list[LaunchConfig | None] = [None]
+        if impl.takes_launch:
+            launches = list(gst.sweep_launches(sizing, case.domain,
+                                               grid_stride=spec.launch == "grid-stride",
+                                               square=spec.square_blocks))
+        groups: list[tuple[int | None, int, LaunchConfig | None]] = (
+            [(counts[0], POOL_RUNS if exact else 1, launches[0])]
+            + [(count, 1, launches[0]) for count in counts[1:]] if counts
+            else [(None, 2, launches[0])])
+        if exact and len(launches) > 1:
+            groups.append((counts[0] if counts else None, 1, launches[1]))
+        plan = [(count, launch) for count, runs, launch in groups for _ in range(runs)]
         layouts = {name: gst.CONTIGUOUS for name in case.arrays if name != spec.in_place}
-        launch = gst.sweep_launches(sizing, case.domain, grid_stride=spec.launch == "grid-stride",
-                                    square=spec.square_blocks)[0] if impl.takes_launch else None
         threads = " on " + ", ".join(f"{count} thread{'s' if count != 1 else ''} x {runs}"
-                                     for count, runs in groups) if counts else ""
+                                     for count, runs, _ in groups) if counts else ""
         label = f"{case.describe}; repeat check: {len(plan)} runs{threads}"
-        context = make_context(label, launch, None)
         results: list[np.ndarray] = []
         problems: list[str] = []
-        for count, runs in groups:
+        for count, runs, launch in groups:
+            context = make_context(label, launch, None)
             with backend.using_threads(count) if count is not None else contextlib.nullcontext():
                 found = run_back_to_back(spec, impl, backend, case, layouts, launch, context,
                                          runs, results)
             if defects and defects.explains(case, found):
                 return
             problems += [p for p in found if p not in problems]
-        differ = _runs_differ(results, plan) if len(results) == len(plan) else ""
-        if exact and differ:
+        context = make_context(label, None if len(launches) > 1 else launches[0], None)
+        index, differ = _runs_differ(results, plan) if len(results) == len(plan) else (0, "")
+        if exact and differ and plan[index][1] == plan[0][1]:
             problems.insert(0, f"{RACE}: {differ} {context.tag}")
+        elif exact and differ:
+            problems.insert(0, f"{differ}, but this result is exact and must not depend on the "
+                               f"launch {context.tag}")
         if problems:
             raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
         if not exact and len(results) > 1:
@@ -367,26 +380,29 @@ def repeat_check(spec: KernelSpec, impl: Implementation, backend: Any, sizing: g
         notes["gpucheck.repeat_spread"] = f"{max(spreads):.3g}"
 
 
-def _runs_differ(results: list[np.ndarray], plan: list[int | None]) -> str:
-    """Where the first run's result and a later one differ (by bits), in words; '' if none."""
+def _runs_differ(results: list[np.ndarray],
+                 plan: list[tuple[int | None, LaunchConfig | None]]) -> tuple[int, str]:
+    """The first later run whose result differs from the first run's (by bits), and where,
+    in words; ``(0, '')`` if none."""
     def run(index: int) -> str:
-        count = plan[index]
-        return f"run {index + 1}" + (f" ({count} thread{'s' if count != 1 else ''})"
-                                     if count else "")
+        count, launch = plan[index]
+        said = ([f"{count} thread{'s' if count != 1 else ''}"] if count else []) + \
+            ([f"launch {launch}"] if launch is not None and plan[0][1] != plan[-1][1] else [])
+        return f"run {index + 1}" + (f" ({', '.join(said)})" if said else "")
 
     first = results[0] if results else None
     for index, other in enumerate(results[1:], start=1):
         assert first is not None
         if other.shape != first.shape:
-            return f"{run(0)} gave shape {first.shape}, {run(index)} {other.shape}"
+            return index, f"{run(0)} gave shape {first.shape}, {run(index)} {other.shape}"
         same = same_bits(first, other)
         if not bool(same.all()):
             where = tuple(int(i) for i in np.argwhere(~same)[0])
             at = ", ".join(map(str, where))
-            return (f"out differs between {run(0)} and {run(index)} in "
-                    f"{int(np.count_nonzero(~same))} element(s) (first at [{at}]: "
-                    f"{first[where]!r} and {other[where]!r})")
-    return ""
+            return index, (f"out differs between {run(0)} and {run(index)} in "
+                           f"{int(np.count_nonzero(~same))} element(s) (first at [{at}]: "
+                           f"{first[where]!r} and {other[where]!r})")
+    return 0, ""
 
 
 def launch_differential_problem(spec: KernelSpec, _case: Case,

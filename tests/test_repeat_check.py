@@ -121,3 +121,24 @@ def test_a_correct_transpose_passes_twice() -> None:
         out[...] = a.T
 
     assert _check("transpose", transpose, NumpyBackend()) == {}
+
+
+def _index_map_by_block(out: Any, launch: Any) -> None:
+    """Right under the power-of-two sweep block, off by one under the odd one."""
+    out[...] = np.arange(out.shape[0]) + (launch.block[0] % 2)
+
+
+def test_an_exact_result_that_follows_the_launch_is_named_as_such() -> None:
+    with pytest.raises(AssertionError) as failure:
+        _check("index_map_1d", _index_map_by_block, NumpyBackend())
+    message = str(failure.value)
+    assert message.startswith("out differs between run 1 (launch grid=")
+    assert "and run 3 (launch grid=" in message
+    assert "but this result is exact and must not depend on the launch" in message
+
+
+def test_a_correct_index_map_passes_under_both_launches() -> None:
+    def index_map(out: Any, launch: Any) -> None:
+        out[...] = np.arange(out.shape[0])
+
+    assert _check("index_map_1d", index_map, NumpyBackend()) == {}
