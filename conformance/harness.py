@@ -309,9 +309,14 @@ def sweep(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizi
 #: The repeat check's message when two runs of one case disagree where the contract is exact.
 RACE = "two runs of the same inputs gave different results: a data race or an uninitialised read"
 #: Calls in a row on the whole thread pool (:func:`run_back_to_back`).  A ``prange`` loop
-#: that races into ``out[0]`` at 65537 elements, on 2 cores shared with other test runs
-#: (load average 10 to 30): 16 calls in a row missed the race in some tries, 64 caught it
-#: in 12 of 12, most of the 64 calls wrong; each call costs about a millisecond.
+#: that races into ``out[0]`` at 65537 elements shows the race only while the pool's second
+#: thread is awake on a core when a call starts (OpenMP's workers spin a while after each
+#: call): then nearly every call is wrong.  On 2 cores shared with other test runs (load
+#: average 7 to 30) that state comes and goes over seconds; while it is away each call
+#: waits tens of milliseconds for the second thread, which then runs after the first has
+#: finished, and no call is wrong.  16 calls in a row missed the race in tries that 64
+#: caught; with 64 the suite caught it in 13 of 20 derandomized runs at load average 7 to
+#: 20 (a correct prange reduction passed 20 of 20).
 POOL_RUNS = 64
 
 
