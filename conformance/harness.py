@@ -332,7 +332,10 @@ def repeat_check(spec: KernelSpec, impl: Implementation, backend: Any, sizing: g
     the kernel's bits may not follow the launch) the runs must agree bit for bit, else
     :data:`RACE`.  A float result whose order may follow the schedule (run once per thread
     count) only has to meet its tolerance; the largest difference between runs is recorded
-    as the JUnit property ``gpucheck.repeat_spread``."""
+    as the JUnit property ``gpucheck.repeat_spread``.  After the calls in a row on the pool,
+    the backend's probe (:meth:`~pytest_gpucheck.backends.base.Backend.threads_overlap`) says
+    whether its threads overlap at that time: the JUnit property
+    ``gpucheck.threads_overlapped`` is ``no`` when a race could not have shown in the run."""
     __tracebackhide__ = True
     counts = backend.thread_counts()
     spreads = []
@@ -368,6 +371,13 @@ def repeat_check(spec: KernelSpec, impl: Implementation, backend: Any, sizing: g
             if defects and defects.explains(case, found):
                 return
             problems += [p for p in found if p not in problems]
+            if count is not None and runs > 1:
+                # Right after the calls in a row: did the pool's threads overlap at all?  If
+                # not, a race could not show in this run, whatever the verdict says.
+                overlapped = backend.threads_overlap()
+                notes["gpucheck.threads_overlapped"] = (
+                    "yes" if overlapped or notes.get("gpucheck.threads_overlapped") == "yes"
+                    else "no")
         context = make_context(label, None if len(launches) > 1 else launches[0], None)
         index, differ = _runs_differ(results, plan) if len(results) == len(plan) else (0, "")
         if exact and differ and plan[index][1] == plan[0][1]:

@@ -108,6 +108,11 @@ class Backend:
         """Run the enclosed kernels on ``count`` threads (one of :meth:`thread_counts`)."""
         return nullcontext()
 
+    def threads_overlap(self) -> bool | None:
+        """Whether the pool's threads ran at the same time just now: a probe kernel of the
+        pool's own that races on purpose, a few calls in a row.  None without a pool."""
+        return None
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} device={self.device_index}>"
 
