@@ -146,11 +146,14 @@ REJECTED = {
     # threads and one on a single thread disagree (see test_a_race_on_the_pool_is_rejected).
 }
 
-#: Planted races: rejected with this message wherever the pool's threads overlapped.
+#: Planted races: rejected with the repeat check's message wherever the pool's threads
+#: overlapped, or, when they overlap on a small case of the boundary sweep before it (1 run
+#: in 40 measured), with the exact rule's.
 RACES = {
-    "test_sum[numba-cpu:broken_race]":
+    "test_sum[numba-cpu:broken_race]": (
         "two runs of the same inputs gave different results: a data race or an uninitialised "
         "read: out differs between run 1 (2 threads) and run",
+        "rule: exact (integer-valued"),
 }
 
 ACCEPTED = [
@@ -188,14 +191,15 @@ def test_broken_implementation_is_rejected(suite_run: dict[str, Outcome], test_i
     assert fragment in outcome.message, outcome.message[:3000]
 
 
-@pytest.mark.parametrize(("test_id", "fragment"), sorted(RACES.items()))
+@pytest.mark.parametrize(("test_id", "fragments"), sorted(RACES.items()))
 def test_a_race_on_the_pool_is_rejected(suite_run: dict[str, Outcome], test_id: str,
-                                        fragment: str) -> None:
+                                        fragments: tuple[str, str]) -> None:
     """A race shows only where the pool's threads run at the same time, which the machine's
-    load decides (on 2 cores shared with other runs, 13 of 20 runs; docs/kernels.md, check
-    6).  The harness probes the pool right after its calls in a row and records whether the
-    threads overlapped: where they did, the race must be rejected; where they did not, no
-    check could see it, and this test says so as a skip instead of a verdict."""
+    load decides (on 2 cores shared with other runs, 13 of 20 runs at load average 7 to 20,
+    5 of 20 at 22 to 58; docs/kernels.md, check 6).  The harness probes the pool right
+    after its calls in a row and records whether the threads overlapped: where they did,
+    the race must be rejected; where they did not, no check could see it, and this test
+    says so as a skip instead of a verdict."""
     outcome = suite_run.get(test_id)
     assert outcome is not None, f"{test_id} did not run; ran: {sorted(suite_run)}"
     if outcome.outcome == "passed":
@@ -205,7 +209,7 @@ def test_a_race_on_the_pool_is_rejected(suite_run: dict[str, Outcome], test_id: 
         pytest.skip("the pool's threads never ran at the same time in this run (the "
                     "machine's load), so the race could not show")
     assert outcome.outcome == "failed", f"{test_id} was not rejected ({outcome.outcome})"
-    assert fragment in outcome.message, outcome.message[:3000]
+    assert any(fragment in outcome.message for fragment in fragments), outcome.message[:3000]
 
 
 @pytest.mark.parametrize("test_id", ACCEPTED)
