@@ -12,12 +12,18 @@ bands, launches, and then checks, reporting every failed check at once:
 5. its values match the reference under the spec's derived tolerance (or,
    for ``monte_carlo_pi``, pass the statistical tests).
 
+Before the random search, the boundary sweep (:func:`sweep`) and the repeat
+check (:func:`repeat_check`: the same large case run again, and on a thread
+pool under two thread counts, must give the same bits where the contract is
+exact) run fixed cases.
+
 The hypothesis seed is chosen here and printed in the reproducer, so
 ``--hypothesis-seed=N`` reruns exactly the failing sequence of examples.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import zlib
@@ -202,6 +208,7 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
 
             defects.run_minimal(run_contiguous)
         sweep(spec, impl, backend, sizing, base_context, defects)
+        repeat_check(spec, impl, backend, sizing, base_context, notes, defects)
         test()
         defects.finish(f"{backend.distribution} {backend.version()}")
     finally:
@@ -299,6 +306,121 @@ def sweep(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizi
             raise AssertionError(problem + "\n" + make_context(label, None, None).reproducer())
 
 
+#: The repeat check's message when two runs of one case disagree where the contract is exact.
+RACE = "two runs of the same inputs gave different results: a data race or an uninitialised read"
+#: Calls in a row on the whole thread pool (:func:`run_back_to_back`).  A ``prange`` loop
+#: that races into ``out[0]`` at 65537 elements shows the race only while the pool's second
+#: thread is awake on a core when a call starts (OpenMP's workers spin a while after each
+#: call): then nearly every call is wrong.  On 2 cores shared with other test runs (load
+#: average 7 to 30) that state comes and goes over seconds; while it is away each call
+#: waits tens of milliseconds for the second thread, which then runs after the first has
+#: finished, and no call is wrong.  16 calls in a row missed the race in tries that 64
+#: caught; with 64 the suite caught it in 13 of 20 derandomized runs at load average 7 to
+#: 20 and in 5 of 20 at 22 to 58 (a correct prange reduction passed 40 of 40); in the
+#: second 20, every run that passed it found the pool not overlapping (``threads_overlap``).
+POOL_RUNS = 64
+
+
+def repeat_check(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizing,
+                 make_context: Any, notes: dict[str, str],
+                 defects: Tracker | None = None) -> None:
+    """Determinism: each of the spec's repeat cases (:meth:`KernelSpec.repeat_cases`, large
+    enough that threads overlap) runs twice under the sweep's first launch (and, where exact,
+    once under its second), or, on a backend with a thread pool
+    (:meth:`~pytest_gpucheck.backends.base.Backend.thread_counts`), :data:`POOL_RUNS` times
+    in a row on the whole pool and once on one thread.  Every run
+    gets every check; where the result is exact by contract (the case's rule is exact, or
+    the kernel's bits may not follow the launch) the runs must agree bit for bit, else
+    :data:`RACE`.  A float result whose order may follow the schedule (run once per thread
+    count) only has to meet its tolerance; the largest difference between runs is recorded
+    as the JUnit property ``gpucheck.repeat_spread``.  After the calls in a row on the pool,
+    the backend's probe (:meth:`~pytest_gpucheck.backends.base.Backend.threads_overlap`) says
+    whether its threads overlap at that time: the JUnit property
+    ``gpucheck.threads_overlapped`` is ``no`` when a race could not have shown in the run."""
+    __tracebackhide__ = True
+    counts = backend.thread_counts()
+    spreads = []
+    for case in spec.repeat_cases(sizing):
+        expected = spec.expected(case)
+        exact = spec.launch_invariant or spec.rule(case, expected).kind == "exact"
+        # Hunting a race takes many calls on the pool; a spread needs one per thread count.
+        # An implementation that takes `launch` runs twice under the sweep's first launch and
+        # once under its second: exact results may not follow the launch shape either.
+        launches: list[LaunchConfig | None] = [None]
+        if impl.takes_launch:
+            launches = list(gst.sweep_launches(sizing, case.domain,
+                                               grid_stride=spec.launch == "grid-stride",
+                                               square=spec.square_blocks))
+        groups: list[tuple[int | None, int, LaunchConfig | None]] = (
+            [(counts[0], POOL_RUNS if exact else 1, launches[0])]
+            + [(count, 1, launches[0]) for count in counts[1:]] if counts
+            else [(None, 2, launches[0])])
+        if exact and len(launches) > 1:
+            groups.append((counts[0] if counts else None, 1, launches[1]))
+        plan = [(count, launch) for count, runs, launch in groups for _ in range(runs)]
+        layouts = {name: gst.CONTIGUOUS for name in case.arrays if name != spec.in_place}
+        threads = " on " + ", ".join(f"{count} thread{'s' if count != 1 else ''} x {runs}"
+                                     for count, runs, _ in groups) if counts else ""
+        label = f"{case.describe}; repeat check: {len(plan)} runs{threads}"
+        results: list[np.ndarray] = []
+        problems: list[str] = []
+        for count, runs, launch in groups:
+            context = make_context(label, launch, None)
+            with backend.using_threads(count) if count is not None else contextlib.nullcontext():
+                found = run_back_to_back(spec, impl, backend, case, layouts, launch, context,
+                                         runs, results)
+            if defects and defects.explains(case, found):
+                return
+            problems += [p for p in found if p not in problems]
+            if count is not None and runs > 1:
+                # Right after the calls in a row: did the pool's threads overlap at all?  If
+                # not, a race could not show in this run, whatever the verdict says.
+                overlapped = backend.threads_overlap()
+                notes["gpucheck.threads_overlapped"] = (
+                    "yes" if overlapped or notes.get("gpucheck.threads_overlapped") == "yes"
+                    else "no")
+        context = make_context(label, None if len(launches) > 1 else launches[0], None)
+        index, differ = _runs_differ(results, plan) if len(results) == len(plan) else (0, "")
+        if exact and differ and plan[index][1] == plan[0][1]:
+            problems.insert(0, f"{RACE}: {differ} {context.tag}")
+        elif exact and differ:
+            problems.insert(0, f"{differ}, but this result is exact and must not depend on the "
+                               f"launch {context.tag}")
+        if problems:
+            raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
+        if not exact and len(results) > 1:
+            spreads.append(max(float(np.max(np.abs(r.astype(np.float64) -
+                                                   results[0].astype(np.float64)), initial=0.0))
+                               for r in results[1:]))
+    if spreads:
+        notes["gpucheck.repeat_spread"] = f"{max(spreads):.3g}"
+
+
+def _runs_differ(results: list[np.ndarray],
+                 plan: list[tuple[int | None, LaunchConfig | None]]) -> tuple[int, str]:
+    """The first later run whose result differs from the first run's (by bits), and where,
+    in words; ``(0, '')`` if none."""
+    def run(index: int) -> str:
+        count, launch = plan[index]
+        said = ([f"{count} thread{'s' if count != 1 else ''}"] if count else []) + \
+            ([f"launch {launch}"] if launch is not None and plan[0][1] != plan[-1][1] else [])
+        return f"run {index + 1}" + (f" ({', '.join(said)})" if said else "")
+
+    first = results[0] if results else None
+    for index, other in enumerate(results[1:], start=1):
+        assert first is not None
+        if other.shape != first.shape:
+            return index, f"{run(0)} gave shape {first.shape}, {run(index)} {other.shape}"
+        same = same_bits(first, other)
+        if not bool(same.all()):
+            where = tuple(int(i) for i in np.argwhere(~same)[0])
+            at = ", ".join(map(str, where))
+            return index, (f"out differs between {run(0)} and {run(index)} in "
+                           f"{int(np.count_nonzero(~same))} element(s) (first at [{at}]: "
+                           f"{first[where]!r} and {other[where]!r})")
+    return 0, ""
+
+
 def launch_differential_problem(spec: KernelSpec, _case: Case,
                                 launches: list[LaunchConfig | None],
                                 results: list[np.ndarray], context: CheckContext) -> str | None:
@@ -367,18 +489,24 @@ class _JaxCompiles:
 SECOND_INITIAL = -1234
 
 
-def run_case(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
-             layouts: dict[str, str], launch: LaunchConfig | None,
-             context: CheckContext, *, diagnose: bool = True,
-             initial: Any = None, results: list[np.ndarray] | None = None) -> list[str]:
-    """Launch ``impl`` on one case; return the failed checks (empty when it conforms).
+@dataclass
+class _Call:
+    """One launch of a case, prepared: device inputs (in their layouts), guarded outputs,
+    and the call's arguments."""
 
-    When elements of a poisoned output are wrong and still hold the NaN poison,
-    and ``diagnose`` is set, the case is launched once more with ``out``
-    starting at :data:`SECOND_INITIAL`, so the message can tell "never written"
-    from "accumulated into the uninitialised output".  ``initial`` overrides
-    what ``out`` starts with; ``results`` receives the result read back.
-    """
+    expected: np.ndarray
+    args: list[Any]
+    kwargs: dict[str, Any]
+    inputs: dict[str, gst.DeviceInput]
+    in_place: GuardedBuffer | None
+    out: GuardedBuffer | None
+
+
+def _prepare(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
+             layouts: dict[str, str], launch: LaunchConfig | None, context: CheckContext,
+             initial: Any) -> _Call:
+    """Put ``case``'s inputs on the device and allocate ``out`` (or the in-place array) inside
+    guard bands; the arrays are described in ``context`` for the reproducer."""
     expected = spec.result_template(case)
     args: list[Any] = []
     inputs: dict[str, gst.DeviceInput] = {}
@@ -411,13 +539,70 @@ def run_case(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
         kwargs.update({name: case.inputs[name] for name in spec.size_arguments})
     if launch is not None:
         kwargs["launch"] = launch
+    return _Call(expected, args, kwargs, inputs, in_place, out)
+
+
+def _invoke(impl: Implementation, backend: Any, call: _Call,
+            context: CheckContext) -> tuple[Any, str | None]:
+    """Launch a prepared call and wait for it: (what it returned, None), or (None, the
+    problem when it raised)."""
     try:
-        returned = impl.func(*args, **kwargs)
+        returned = impl.func(*call.args, **call.kwargs)
         backend.synchronize()
     except Exception as exc:
-        return [f"{impl.where} raised {type(exc).__name__}: {exc}, but should return normally "
-                f"{context.tag}"]
+        return None, (f"{impl.where} raised {type(exc).__name__}: {exc}, but should return "
+                      f"normally {context.tag}")
+    return returned, None
 
+
+def run_back_to_back(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
+                     layouts: dict[str, str], launch: LaunchConfig | None,
+                     context: CheckContext, count: int,
+                     results: list[np.ndarray]) -> list[str]:
+    """Launch ``impl`` on ``case`` ``count`` times in a row, nothing between the calls (every
+    call's arrays prepared first), then check each call as :func:`run_case` does; the
+    failed checks of all calls, each once.  A thread pool woken by one call is still awake
+    for the next, so its threads start together and a race among them shows, where the
+    work of preparing and checking a call between two calls lets them fall asleep and,
+    woken one by one on a loaded machine, run one after the other."""
+    calls = [_prepare(spec, impl, backend, case, layouts, launch, context, None)
+             for _ in range(count)]
+    launched = [_invoke(impl, backend, call, context) for call in calls]
+    problems: list[str] = []
+    for call, (returned, raised) in zip(calls, launched, strict=True):
+        found = [raised] if raised else _check(spec, impl, backend, case, layouts, launch,
+                                               context, call, returned, diagnose=False,
+                                               results=results)
+        problems += [p for p in found if p not in problems]
+    return problems
+
+
+def run_case(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
+             layouts: dict[str, str], launch: LaunchConfig | None,
+             context: CheckContext, *, diagnose: bool = True,
+             initial: Any = None, results: list[np.ndarray] | None = None) -> list[str]:
+    """Launch ``impl`` on one case; return the failed checks (empty when it conforms).
+
+    When elements of a poisoned output are wrong and still hold the NaN poison,
+    and ``diagnose`` is set, the case is launched once more with ``out``
+    starting at :data:`SECOND_INITIAL`, so the message can tell "never written"
+    from "accumulated into the uninitialised output".  ``initial`` overrides
+    what ``out`` starts with; ``results`` receives the result read back.
+    """
+    call = _prepare(spec, impl, backend, case, layouts, launch, context, initial)
+    returned, raised = _invoke(impl, backend, call, context)
+    if raised:
+        return [raised]
+    return _check(spec, impl, backend, case, layouts, launch, context, call, returned,
+                  diagnose=diagnose, results=results)
+
+
+def _check(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,
+           layouts: dict[str, str], launch: LaunchConfig | None, context: CheckContext,
+           call: _Call, returned: Any, *, diagnose: bool,
+           results: list[np.ndarray] | None) -> list[str]:
+    """Every check of one finished call (:func:`run_case`)."""
+    expected, inputs, in_place, out = call.expected, call.inputs, call.in_place, call.out
     problems: list[str] = []
     readback: GuardReadback | None = None
     if out is not None:
@@ -470,5 +655,5 @@ def _final_example() -> bool:
         return True
 
 
-__all__ = ["IMMUTABLE_NOTE", "Cell", "check_implementation", "choose_seed",
-           "launch_differential_problem", "launch_strategy", "run_case", "sweep"]
+__all__ = ["IMMUTABLE_NOTE", "POOL_RUNS", "RACE", "Cell", "check_implementation", "choose_seed",
+           "launch_differential_problem", "launch_strategy", "repeat_check", "run_case", "sweep"]

@@ -87,6 +87,8 @@ class Edge:
 CaseDraw = Callable[[Sizing, Entry], st.SearchStrategy[Case]]
 #: Builds the boundary sweep of a kernel, given the sizing and its catalog entry.
 SweepBuild = Callable[[Sizing, Entry], list[Edge]]
+#: Builds the repeat check's case of a kernel: ``large(sizing, entry, dtype, value_class, rng)``.
+LargeBuild = Callable[[Sizing, Entry, np.dtype, str, np.random.Generator], Case]
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,8 @@ class KernelSpec:
     draw: CaseDraw
     #: The boundary sweep: deterministic edge cases every backend runs first (:meth:`edges`).
     sweep: SweepBuild | None = None
+    #: The repeat check's large case (:meth:`repeat_cases`).
+    large: LargeBuild | None = None
 
     @property
     def entry(self) -> Entry:
@@ -112,6 +116,23 @@ class KernelSpec:
     def edges(self, sizing: Sizing) -> list[Edge]:
         """The boundary sweep for ``sizing`` (empty when the kernel has none)."""
         return self.sweep(sizing, self.entry) if self.sweep is not None else []
+
+    def repeat_cases(self, sizing: Sizing) -> list[Case]:
+        """The repeat check's cases: one at the sizing's repeat size in the entry's first
+        integer dtype (exact by contract: two runs must give the same bits), else its first
+        float dtype; and for a kernel whose float result may follow the schedule (the float
+        reductions, tiled matmul), one of fractional floats too, whose spread is reported.
+        None for a statistical kernel (its samples are judged by statistics)."""
+        if self.large is None or self.statistical:
+            return []
+        entry = self.entry
+        integers = [d for d in entry.dtypes if np.dtype(d).kind in "iu"]
+        floats = [d for d in entry.dtypes if np.dtype(d).kind == "f"]
+        chosen = [(integers[0], MIXED)] if integers else [(floats[0], MIXED)] if floats else []
+        if integers and floats and not entry.launch_invariant:
+            chosen.append((floats[0], FRACTIONAL))
+        rng = np.random.default_rng(_SWEEP_SEED + 1)
+        return [self.large(sizing, entry, np.dtype(name), kind, rng) for name, kind in chosen]
 
     @property
     def family(self) -> str:
@@ -683,6 +704,49 @@ def _sweep_halo(ndim: int) -> SweepBuild:
     return edges
 
 
+# -- the repeat check's large cases ----------------------------------------------------------
+
+
+def _large_1d(make: EdgeMaker) -> LargeBuild:
+    """A case of ``sizing.repeat_size`` elements, made as the sweep makes its cases."""
+    def large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
+              rng: np.random.Generator) -> Case:
+        return make(entry, sizing.repeat_size, dtype, kind, rng)
+
+    return large
+
+
+def _large_shape(shape: Callable[[Sizing], tuple[int, ...]], make: EdgeMaker) -> LargeBuild:
+    """A case of the sizing's repeat shape (2-D, 3-D or a matrix product)."""
+    def large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
+              rng: np.random.Generator) -> Case:
+        return make(entry, shape(sizing), dtype, kind, rng)
+
+    return large
+
+
+def _large_halo(ndim: int) -> LargeBuild:
+    """A halo exchange of ghost width 1 around the repeat size's interior."""
+    def large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
+              rng: np.random.Generator) -> Case:
+        inner = (sizing.repeat_size,) if ndim == 1 else sizing.repeat_shape_2d
+        return _halo_array(inner, 1, dtype, rng)
+
+    return large
+
+
+def _repeat_2d(sizing: Sizing) -> tuple[int, ...]:
+    return sizing.repeat_shape_2d
+
+
+def _repeat_3d(sizing: Sizing) -> tuple[int, ...]:
+    return sizing.repeat_shape_3d
+
+
+def _repeat_matmul(sizing: Sizing) -> tuple[int, ...]:
+    return sizing.repeat_matmul
+
+
 # -- the table --------------------------------------------------------------------------------
 
 
@@ -698,36 +762,47 @@ def _shapes_matmul(sizing: Sizing) -> tuple[tuple[int, ...], ...]:
     return sizing.sweep_matmul
 
 
+def _spec_1d(name: str, draw: CaseDraw, make: EdgeMaker) -> KernelSpec:
+    """A 1-D kernel: its sweep and its repeat case made by ``make``."""
+    return KernelSpec(name, draw, _sweep_1d(make), _large_1d(make))
+
+
+def _spec_shapes(name: str, draw: CaseDraw, shapes: Callable[[Sizing], tuple[tuple[int, ...], ...]],
+                 repeat: Callable[[Sizing], tuple[int, ...]], make: EdgeMaker) -> KernelSpec:
+    """A kernel of 2-D, 3-D or matrix-product shapes: its sweep and its repeat case."""
+    return KernelSpec(name, draw, _sweep_shapes(shapes, make), _large_shape(repeat, make))
+
+
 SPECS: dict[str, KernelSpec] = {
     spec.name: spec
     for spec in (
-        KernelSpec("vector_add", _vector_add_cases, _sweep_1d(_edge_vector_add)),
-        KernelSpec("saxpy", _saxpy_cases, _sweep_1d(_edge_saxpy)),
-        KernelSpec("sigmoid", _sigmoid_cases, _sweep_1d(_edge_sigmoid)),
-        KernelSpec("add_one_2d", _add_one_cases, _sweep_shapes(_shapes_2d, _edge_add_one)),
-        KernelSpec("index_map_1d", _index_map_cases, _sweep_1d(_edge_index_map_1d)),
-        KernelSpec("index_map_2d", _index_map_cases, _sweep_shapes(_shapes_2d, _edge_index_map)),
-        KernelSpec("index_map_3d", _index_map_cases, _sweep_shapes(_shapes_3d, _edge_index_map)),
-        KernelSpec("index_map_grid_stride", _index_map_cases, _sweep_1d(_edge_index_map_1d)),
-        KernelSpec("transpose", _transpose_cases, _sweep_shapes(_shapes_2d, _edge_transpose)),
-        KernelSpec("sum", _reduction_cases(SUM_EXACT_BOUND),
-                   _sweep_1d(_edge_reduction(SUM_EXACT_BOUND))),
-        KernelSpec("dot", _reduction_cases(PRODUCT_EXACT_BOUND),
-                   _sweep_1d(_edge_reduction(PRODUCT_EXACT_BOUND))),
-        KernelSpec("max", _max_cases, _sweep_1d(_edge_max)),
-        KernelSpec("weighted_sum", _reduction_cases(PRODUCT_EXACT_BOUND),
-                   _sweep_1d(_edge_reduction(PRODUCT_EXACT_BOUND))),
-        KernelSpec("sum_of_squares", _reduction_cases(PRODUCT_EXACT_BOUND),
-                   _sweep_1d(_edge_reduction(PRODUCT_EXACT_BOUND))),
-        KernelSpec("histogram", _histogram_cases, _sweep_1d(_edge_histogram)),
+        _spec_1d("vector_add", _vector_add_cases, _edge_vector_add),
+        _spec_1d("saxpy", _saxpy_cases, _edge_saxpy),
+        _spec_1d("sigmoid", _sigmoid_cases, _edge_sigmoid),
+        _spec_shapes("add_one_2d", _add_one_cases, _shapes_2d, _repeat_2d, _edge_add_one),
+        _spec_1d("index_map_1d", _index_map_cases, _edge_index_map_1d),
+        _spec_shapes("index_map_2d", _index_map_cases, _shapes_2d, _repeat_2d, _edge_index_map),
+        _spec_shapes("index_map_3d", _index_map_cases, _shapes_3d, _repeat_3d, _edge_index_map),
+        _spec_1d("index_map_grid_stride", _index_map_cases, _edge_index_map_1d),
+        _spec_shapes("transpose", _transpose_cases, _shapes_2d, _repeat_2d, _edge_transpose),
+        _spec_1d("sum", _reduction_cases(SUM_EXACT_BOUND), _edge_reduction(SUM_EXACT_BOUND)),
+        _spec_1d("dot", _reduction_cases(PRODUCT_EXACT_BOUND),
+                 _edge_reduction(PRODUCT_EXACT_BOUND)),
+        _spec_1d("max", _max_cases, _edge_max),
+        _spec_1d("weighted_sum", _reduction_cases(PRODUCT_EXACT_BOUND),
+                 _edge_reduction(PRODUCT_EXACT_BOUND)),
+        _spec_1d("sum_of_squares", _reduction_cases(PRODUCT_EXACT_BOUND),
+                 _edge_reduction(PRODUCT_EXACT_BOUND)),
+        _spec_1d("histogram", _histogram_cases, _edge_histogram),
         KernelSpec("monte_carlo_pi", _monte_carlo_cases),
-        KernelSpec("heat_step_1d", _heat_cases, _sweep_1d(_edge_heat)),
-        KernelSpec("heat_steps_1d", _heat_cases, _sweep_1d(_edge_heat)),
-        KernelSpec("laplacian_2d", _laplacian_cases, _sweep_shapes(_shapes_2d, _edge_laplacian)),
-        KernelSpec("halo_exchange_1d", _halo_cases(1), _sweep_halo(1)),
-        KernelSpec("halo_exchange_2d", _halo_cases(2), _sweep_halo(2)),
-        KernelSpec("matmul", _matmul_cases, _sweep_shapes(_shapes_matmul, _edge_matmul)),
-        KernelSpec("matmul_tiled", _matmul_cases, _sweep_shapes(_shapes_matmul, _edge_matmul)),
+        _spec_1d("heat_step_1d", _heat_cases, _edge_heat),
+        _spec_1d("heat_steps_1d", _heat_cases, _edge_heat),
+        _spec_shapes("laplacian_2d", _laplacian_cases, _shapes_2d, _repeat_2d, _edge_laplacian),
+        KernelSpec("halo_exchange_1d", _halo_cases(1), _sweep_halo(1), _large_halo(1)),
+        KernelSpec("halo_exchange_2d", _halo_cases(2), _sweep_halo(2), _large_halo(2)),
+        _spec_shapes("matmul", _matmul_cases, _shapes_matmul, _repeat_matmul, _edge_matmul),
+        _spec_shapes("matmul_tiled", _matmul_cases, _shapes_matmul, _repeat_matmul,
+                     _edge_matmul),
     )
 }
 
@@ -774,10 +849,11 @@ def spec_for(kernel: str) -> KernelSpec:
     from pytest_gpucheck.reference_kernels import CATALOG
 
     if kernel in CATALOG:
-        return KernelSpec(kernel, _vectors_cases, _sweep_1d(_edge_vectors))
+        return KernelSpec(kernel, _vectors_cases, _sweep_1d(_edge_vectors),
+                          _large_1d(_edge_vectors))
     raise KeyError(f"no conformance spec for kernel {kernel!r}; "
                    f"known: {', '.join(CATALOG)}")
 
 
 __all__ = ["FLOATS", "HEAT_OPS", "INDEX_DTYPES", "NUMERIC", "SIGMOID_ULPS", "SPECS", "Case",
-           "CaseDraw", "Edge", "KernelSpec", "SweepBuild", "spec_for"]
+           "CaseDraw", "Edge", "KernelSpec", "LargeBuild", "SweepBuild", "spec_for"]

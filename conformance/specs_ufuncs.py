@@ -23,8 +23,9 @@ from pytest_gpucheck.conformance.specs import (
     Edge,
     KernelSpec,
     _one_kind,
+    _values,
 )
-from pytest_gpucheck.reference_kernels.catalog import Entry
+from pytest_gpucheck.reference_kernels.catalog import FRACTIONAL, Entry
 from pytest_gpucheck.strategies import Sizing
 
 
@@ -85,12 +86,41 @@ def _laplacian_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
     return draw()
 
 
+# -- the repeat check's large cases (a `target='parallel'` ufunc splits them over threads) ---
+
+
+def _saxpy_large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
+                 rng: np.random.Generator) -> Case:
+    m, n = sizing.repeat_shape_2d
+    x = rng.uniform(-1e3, 1e3, (m, n)).astype(dtype)
+    y = rng.uniform(-1e3, 1e3, (n,)).astype(dtype)
+    return Case({"alpha": dtype.type(-1.5), "x": x, "y": y},
+                f"x.shape={(m, n)}, y.shape={(n,)}, dtype={dtype}, alpha=-1.5", (m, n))
+
+
+def _dot_large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
+               rng: np.random.Generator) -> Case:
+    b, n = sizing.repeat_shape_2d
+    x, y = (_values((b, n), dtype, kind, PRODUCT_EXACT_BOUND, rng,
+                    integers=kind != FRACTIONAL) for _ in range(2))
+    return Case({"x": x, "y": y}, f"x.shape=y.shape={(b, n)} (loop b, core n), "
+                                  f"dtype={dtype}, {kind}", (b,))
+
+
+def _laplacian_large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
+                     rng: np.random.Generator) -> Case:
+    shape = sizing.repeat_shape_3d
+    u = _values(shape, dtype, kind, 1e3, rng)
+    return Case({"u": u}, f"u.shape={shape} (loop {shape[0]}, core {shape[1:]}), "
+                          f"dtype={dtype}, {kind}", shape)
+
+
 SPECS: dict[str, KernelSpec] = {
     spec.name: spec
     for spec in (
-        KernelSpec("ufunc_saxpy", _saxpy_cases, _saxpy_sweep),
-        KernelSpec("gufunc_dot", _dot_cases),
-        KernelSpec("gufunc_laplacian_2d", _laplacian_cases),
+        KernelSpec("ufunc_saxpy", _saxpy_cases, _saxpy_sweep, _saxpy_large),
+        KernelSpec("gufunc_dot", _dot_cases, large=_dot_large),
+        KernelSpec("gufunc_laplacian_2d", _laplacian_cases, large=_laplacian_large),
     )
 }
 

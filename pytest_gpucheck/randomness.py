@@ -25,9 +25,32 @@ probability of failing a *correct* kernel is stated and small:
   (per-cell binomial test like the uniformity test's), which a generator whose
   next value depends visibly on the last one does not.
 
-Each test has false-alarm rate ``alpha`` (default 1e-6); the seven together
-(pi, two coordinates, two resolutions, two pairings) at most ``7 * alpha``
-plus the collision probability per example.
+
+Independence (each sample independent of the others), which the tests above
+see only in part; the anchor is the serial family of TestU01's SmallCrush.
+All three read the *stream* ``s = samples.reshape(-1)`` (``u[0], v[0], u[1],
+v[1], ...``, the order a generator hands out its draws):
+
+* **serial correlation**: for every lag ``L`` from 1 to ``2n - MIN_PAIRS``,
+  ``sum((s[i] - 1/2) (s[i+L] - 1/2))`` over the ``M = 2n - L`` pairs has mean 0
+  and standard deviation ``sqrt(M) / 12`` exactly (the products are
+  uncorrelated); each lag's ``z`` must lie within the two-sided bound of
+  ``alpha`` divided by the number of lags (Bonferroni), computed for every lag
+  at once by FFT.  Samples that share random numbers (``v[i] == u[i+1]``),
+  streams offset from each other by a few draws, and a period shorter than the
+  stream all put a run of equal pairs at one lag.
+* **coordinates**: ``u`` and ``v`` uncorrelated (lag 0 between the columns).
+* **overlapping pairs** (Good's serial test, SmallCrush's ``smarsa_SerialOver``
+  in its plainest form): the ``2n`` circular pairs ``(s[i], s[i+1])`` counted in
+  ``SERIAL_CELLS x SERIAL_CELLS`` cells; ``psi2(pairs) - psi2(singles)`` is
+  chi-square with ``d^2 - d`` (56) degrees of freedom, and must lie below its
+  ``1 - alpha`` quantile.  It sees dependence that is not linear, which the
+  correlations miss.
+
+Each test has false-alarm rate ``alpha`` (default 1e-6); the ten together
+(pi, two coordinates, two resolutions, two pairings, the three of
+independence) at most ``10 * alpha`` plus the collision probability per
+example.
 """
 
 from __future__ import annotations
@@ -49,6 +72,14 @@ LOW_BITS = 4
 #: Cells per axis of the consecutive-pairs test (4 x 4 = BINS cells, so each cell's count is
 #: as well approximated by a normal as the uniformity test's bins).
 PAIR_CELLS = 4
+#: Fewest pairs a lag of the serial-correlation test sums over: the normal approximation of
+#: its sum is then good far into the tail (the products' excess kurtosis is 0.24 / M).
+MIN_PAIRS = 256
+#: Cells per axis of the overlapping-pairs test: 8 x 8, so 56 degrees of freedom (even: the
+#: chi-square tail has a closed form) and 32 pairs per cell at the smallest suite size.
+SERIAL_CELLS = 8
+#: The independence tests name this clause of the contract in their messages.
+INDEPENDENCE = "samples are not independent of each other"
 
 
 def two_sided_z(alpha: float) -> float:
@@ -145,6 +176,121 @@ def pairs_problem(first: np.ndarray, second: np.ndarray, name: str,
             f"(false-alarm rate {alpha:g})")
 
 
+def serial_correlation_z(stream: np.ndarray) -> np.ndarray:
+    """``z`` of the serial correlation of ``stream`` (last axis) at every lag from 1 to
+    ``N - MIN_PAIRS``: entry ``L - 1`` is ``sum((s[i] - 1/2)(s[i+L] - 1/2)) / (sqrt(N - L) / 12)``,
+    standard normal for independent uniform draws.  Leading axes are a batch."""
+    x = np.asarray(stream, dtype=np.float64) - 0.5
+    n = x.shape[-1]
+    lags = n - MIN_PAIRS
+    if lags < 1:
+        return np.zeros((*x.shape[:-1], 0))
+    size = 1 << (2 * n - 1).bit_length()  # zero padding: a linear, not circular, correlation
+    spectrum = np.fft.rfft(x, size)
+    products = np.fft.irfft(spectrum * np.conj(spectrum), size)[..., 1:lags + 1]
+    pairs = n - np.arange(1, lags + 1)
+    result: np.ndarray = products / (np.sqrt(pairs) / 12.0)
+    return result
+
+
+def serial_correlation_problem(stream: np.ndarray, alpha: float = DEFAULT_ALPHA) -> str | None:
+    """Every lag of :func:`serial_correlation_z` within the Bonferroni bound, or the worst lag."""
+    z = serial_correlation_z(stream)
+    if z.size == 0:
+        return None
+    limit = two_sided_z(alpha / z.size)
+    worst = int(np.argmax(np.abs(z)))
+    if abs(z[worst]) <= limit:
+        return None
+    lag, pairs = worst + 1, stream.size - worst - 1
+    r = float(z[worst]) / math.sqrt(pairs)
+    return (f"{INDEPENDENCE}: draws s[i] and s[i+{lag}] of the stream s = out.reshape(-1) "
+            f"(u[0], v[0], u[1], ...) have correlation {r:+.3f} over {pairs} pairs "
+            f"({float(z[worst]):+.2f} standard errors), but every lag from 1 to {z.size} should "
+            f"be within {limit:.2f} (false-alarm rate {alpha:g} over all lags): samples that "
+            "share random numbers, streams offset from each other or a period shorter than "
+            "the stream repeat draws at a fixed distance")
+
+
+def coordinate_correlation_z(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``z`` of ``sum((u - 1/2)(v - 1/2))`` over the last axis (standard normal when ``u`` and
+    ``v`` are independent and uniform)."""
+    x = np.asarray(u, dtype=np.float64) - 0.5
+    y = np.asarray(v, dtype=np.float64) - 0.5
+    result: np.ndarray = np.sum(x * y, axis=-1) / (math.sqrt(max(x.shape[-1], 1)) / 12.0)
+    return result
+
+
+def coordinate_correlation_problem(u: np.ndarray, v: np.ndarray,
+                                   alpha: float = DEFAULT_ALPHA) -> str | None:
+    """``u`` and ``v`` uncorrelated within the two-sided bound, or the problem."""
+    if u.size == 0:
+        return None
+    z = float(coordinate_correlation_z(u, v))
+    limit = two_sided_z(alpha)
+    if abs(z) <= limit:
+        return None
+    return (f"{INDEPENDENCE}: the coordinates u = out[:, 0] and v = out[:, 1] have correlation "
+            f"{z / math.sqrt(u.size):+.3f} over {u.size} samples ({z:+.2f} standard errors), but "
+            f"should be within {limit:.2f} (false-alarm rate {alpha:g})")
+
+
+def overlapping_pairs_statistic(stream: np.ndarray, cells: int = SERIAL_CELLS) -> np.ndarray:
+    """Good's serial statistic of ``stream`` (last axis): ``psi2`` of the circular overlapping
+    pairs ``(s[i], s[i+1 mod N])`` over ``cells x cells`` cells minus ``psi2`` of the single
+    draws over ``cells`` cells; chi-square with ``cells^2 - cells`` degrees of freedom for
+    independent uniform draws.  Leading axes are a batch."""
+    index = _cell_of(np.asarray(stream), cells)
+    n = index.shape[-1]
+    pairs = index * cells + np.roll(index, -1, axis=-1)
+    batch = int(np.prod(index.shape[:-1], dtype=np.int64))
+    offsets = (np.arange(batch) * cells * cells).reshape((*index.shape[:-1], 1))
+    counts2 = np.bincount((pairs + offsets).reshape(-1), minlength=batch * cells * cells)
+    counts1 = counts2.reshape((*index.shape[:-1], cells, cells)).sum(axis=-1)
+    counts2 = counts2.reshape((*index.shape[:-1], cells * cells))
+    psi2 = np.sum((counts2 - n / cells**2) ** 2, axis=-1) / (n / cells**2)
+    psi1 = np.sum((counts1 - n / cells) ** 2, axis=-1) / (n / cells)
+    result: np.ndarray = psi2 - psi1
+    return result
+
+
+def chi2_survival(x: float, dof: int) -> float:
+    """``P(X > x)`` for ``X`` chi-square with an even number ``dof`` of degrees of freedom:
+    ``exp(-x/2) sum_{j < dof/2} (x/2)^j / j!`` (a closed form, no special functions)."""
+    if dof % 2 or dof <= 0:
+        raise ValueError(f"dof must be even and positive, got {dof}")
+    half, term, total = x / 2.0, 1.0, 1.0
+    for j in range(1, dof // 2):
+        term *= half / j
+        total += term
+    return math.exp(-half) * total
+
+
+def chi2_quantile(alpha: float, dof: int) -> float:
+    """The ``x`` with ``chi2_survival(x, dof) = alpha`` (bisection)."""
+    low, high = 0.0, dof + 100.0 * math.sqrt(2.0 * dof)
+    for _ in range(200):
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if chi2_survival(middle, dof) > alpha else (low, middle)
+    return high
+
+
+def overlapping_pairs_problem(stream: np.ndarray, alpha: float = DEFAULT_ALPHA) -> str | None:
+    """Good's serial test of the flattened stream (:func:`overlapping_pairs_statistic`)."""
+    cells = SERIAL_CELLS
+    if stream.size < 5 * cells * cells:  # too few pairs per cell for the chi-square law
+        return None
+    dof = cells * cells - cells
+    statistic = float(overlapping_pairs_statistic(stream))
+    limit = chi2_quantile(alpha, dof)
+    if statistic <= limit:
+        return None
+    return (f"{INDEPENDENCE}: the overlapping pairs (s[i], s[i+1]) of the stream "
+            f"s = out.reshape(-1) fill the {cells} x {cells} cells of the unit square unevenly: "
+            f"Good's serial statistic is {statistic:.1f}, but should be below {limit:.1f} "
+            f"(chi-square with {dof} degrees of freedom, false-alarm rate {alpha:g})")
+
+
 def repeated_points_problem(samples: np.ndarray) -> str | None:
     """Report repeated points: threads sharing one random stream produce them."""
     n = samples.shape[0]
@@ -155,8 +301,8 @@ def repeated_points_problem(samples: np.ndarray) -> str | None:
         return None
     value = unique[int(np.argmax(counts))]
     where = np.flatnonzero(np.all(rows == value, axis=1))[:5]
-    return (f"{repeats} of {n} points repeat earlier ones (e.g. ({float(value[0])!r}, "
-            f"{float(value[1])!r}) "
+    return (f"{INDEPENDENCE}: {repeats} of {n} points repeat earlier ones (e.g. "
+            f"({float(value[0])!r}, {float(value[1])!r}) "
             f"at rows {', '.join(str(int(i)) for i in where)}): threads share a random stream; "
             f"independent streams repeat a point with probability <= "
             f"{collision_probability(n):.1e}")
@@ -186,16 +332,31 @@ def uniform_samples_problems(samples: np.ndarray, alpha: float = DEFAULT_ALPHA) 
         pairs_problem(samples[:-1, 0], samples[1:, 0], "successive draws (u[i], u[i+1])",
                       alpha),
     ]
+    stream = samples.reshape(-1)
+    problems += [
+        serial_correlation_problem(stream, alpha),
+        coordinate_correlation_problem(samples[:, 0], samples[:, 1], alpha),
+        overlapping_pairs_problem(stream, alpha),
+    ]
     return [p for p in problems if p]
 
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "INDEPENDENCE",
+    "chi2_quantile",
+    "chi2_survival",
     "collision_probability",
+    "coordinate_correlation_problem",
+    "coordinate_correlation_z",
+    "overlapping_pairs_problem",
+    "overlapping_pairs_statistic",
     "pairs_problem",
     "pi_problem",
     "repeated_points_problem",
     "resolution_problem",
+    "serial_correlation_problem",
+    "serial_correlation_z",
     "two_sided_z",
     "uniform_samples_problems",
     "uniformity_problem",

@@ -74,6 +74,14 @@ class Sizing:
     sweep_matmul: tuple[tuple[int, int, int], ...] = (
         (0, 3, 2), (2, 0, 3), (1, 1, 1), (2, 3, 4), (4, 3, 2), (3, 5, 1), (1, 33, 2),
         (17, 9, 33))
+    #: The repeat check's sizes (``conformance/harness.py``: one case run twice, and under
+    #: two thread counts where the backend has a thread pool): large enough that a pool's
+    #: threads overlap (a prange loop that races into ``out[0]`` lost updates in 50 of 50
+    #: runs at 2**14 elements on 2 loaded cores, in none at 1031), odd so a chunk is partial.
+    repeat_size: int = 65537
+    repeat_shape_2d: tuple[int, int] = (256, 257)
+    repeat_shape_3d: tuple[int, int, int] = (32, 41, 50)
+    repeat_matmul: tuple[int, int, int] = (48, 33, 40)
 
     @property
     def sweep_sizes(self) -> tuple[int, ...]:
@@ -118,6 +126,11 @@ SIMULATOR = Sizing(
     sweep_shapes_3d=((0, 2, 3), (1, 1, 1), (2, 3, 5), (5, 3, 2), (3, 5, 2)),
     sweep_matmul=((0, 3, 2), (2, 0, 3), (1, 1, 1), (2, 3, 4), (4, 3, 2), (3, 5, 1), (5, 9, 3),
                   (7, 2, 9)),
+    # Two blocks of 32 threads and a partial third: the block's Python threads interleave.
+    repeat_size=67,
+    repeat_shape_2d=(9, 11),
+    repeat_shape_3d=(3, 5, 7),
+    repeat_matmul=(5, 9, 7),
 )
 
 

@@ -115,6 +115,36 @@ def broken_monte_carlo_15_bit(seed: int, out: Any) -> None:
     out[...] = np.random.default_rng(seed).integers(0, 2**15, out.shape) / 2.0**15
 
 
+# Samples that are not independent: each passes pi, the bins, the resolution and the 4 x 4
+# pairings; the independence tests (serial correlation, overlapping pairs) reject them.
+@implements("monte_carlo_pi", backend="numpy", name="broken_reused_seed")
+def broken_monte_carlo_reused_seed(seed: int, out: Any) -> None:
+    """Sample ``i`` takes draws ``i`` and ``i + 1`` of one stream (a counter reused by the
+    next sample, as when each sample seeds with ``seed + i`` a generator whose key is an
+    offset): successive samples share a random number, ``v[i] == u[i+1]``."""
+    x = np.random.default_rng(seed).random(out.shape[0] + 1)
+    out[:, 0] = x[:-1]
+    out[:, 1] = x[1:]
+
+
+@implements("monte_carlo_pi", backend="numpy", name="broken_offset_streams")
+def broken_monte_carlo_offset_streams(seed: int, out: Any) -> None:
+    """Two workers, each filling half of ``out``, skip ahead in one stream by their index (one
+    draw) instead of by their share of it: the second half repeats the first, shifted."""
+    n = out.shape[0]
+    base = np.random.default_rng(seed).random(2 * n + 1)
+    half = n // 2
+    out[:half] = base[: 2 * half].reshape(-1, 2)
+    out[half:] = base[1 : 1 + 2 * (n - half)].reshape(-1, 2)
+
+
+@implements("monte_carlo_pi", backend="numpy", name="broken_short_period")
+def broken_monte_carlo_short_period(seed: int, out: Any) -> None:
+    """Cycles through a table of 4099 random numbers (a generator of period 4099), fewer
+    than the 2n draws the suite asks for."""
+    table = np.random.default_rng(seed).random(4099)
+    out[...] = np.resize(table, out.size).reshape(out.shape)
+
 # -- numpy: heat steps and halos -----------------------------------------------------------------
 @implements("heat_step_1d", backend="numpy", name="good")
 def good_heat_step(u: Any, alpha: Any, out: Any) -> None:
@@ -224,6 +254,38 @@ def broken_sum_cpu_twice(x: Any, out: Any) -> None:
     added twice."""
     _, chunked_sum = _numba_cpu()
     out[0] = chunked_sum(x, 32, 1)
+
+
+# -- numba-cpu: a data race between threads, and its correct twin --------------------------------
+@functools.cache
+def _numba_parallel() -> Any:
+    from numba import njit, prange
+
+    @njit(parallel=True, cache=False)
+    def racy_sum(x: Any, out: Any) -> None:
+        for i in prange(x.shape[0]):
+            out[0] += x[i]  # every thread reads, adds and writes out[0]: updates are lost
+
+    @njit(parallel=True, cache=False)
+    def reduced_sum(x: Any, out: Any) -> None:
+        acc = out[0]
+        for i in prange(x.shape[0]):
+            acc += x[i]  # a prange reduction: each thread sums privately, combined once
+        out[0] = acc
+
+    return racy_sum, reduced_sum
+
+
+@implements("sum", backend="numba-cpu", name="broken_race")
+def broken_sum_cpu_race(x: Any, out: Any) -> None:
+    """A ``prange`` loop that accumulates into ``out[0]``: threads race on it."""
+    _numba_parallel()[0](x, out)
+
+
+@implements("sum", backend="numba-cpu", name="good_parallel")
+def good_sum_cpu_parallel(x: Any, out: Any) -> None:
+    """The same loop as a ``prange`` reduction."""
+    _numba_parallel()[1](x, out)
 
 
 # -- numba-cudasim: real @cuda.jit kernels on the simulator ------------------------------------

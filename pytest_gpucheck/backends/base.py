@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
@@ -96,6 +97,21 @@ class Backend:
     def __init__(self, device_index: int = 0) -> None:
         self.device_index = device_index
         self._probe_result: Probe | None = None
+
+    def thread_counts(self) -> tuple[int, ...]:
+        """The thread counts the conformance suites' repeat check runs a case under, the
+        largest first, where the backend's kernels run on a pool of CPU threads whose size
+        can be set (Numba's ``parallel=True``); empty where it has no such pool."""
+        return ()
+
+    def using_threads(self, count: int) -> AbstractContextManager[None]:
+        """Run the enclosed kernels on ``count`` threads (one of :meth:`thread_counts`)."""
+        return nullcontext()
+
+    def threads_overlap(self) -> bool | None:
+        """Whether the pool's threads ran at the same time just now: a probe kernel of the
+        pool's own that races on purpose, a few calls in a row.  None without a pool."""
+        return None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} device={self.device_index}>"

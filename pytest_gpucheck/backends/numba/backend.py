@@ -13,8 +13,11 @@ Numba's event timer and the MPI array operations on its device arrays
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.util
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,6 +53,50 @@ class NumbaCpuBackend(HostArrays):
     def _probe(self) -> Probe:
         numba = self._import("numba")
         return Probe(True, version=numba.__version__, device="cpu")
+
+    def thread_counts(self) -> tuple[int, ...]:
+        """Numba's whole pool, then one thread (which cannot race), where the pool has
+        more than one: kernels compiled with ``parallel=True`` split their ``prange``
+        loops over it."""
+        import numba
+
+        most = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
+        return (most, 1) if most > 1 else (1,)
+
+    @contextlib.contextmanager
+    def using_threads(self, count: int) -> Iterator[None]:
+        """``numba.set_num_threads(count)`` for the enclosed calls (it applies to the
+        calling thread), then the count before."""
+        import numba
+
+        before = numba.get_num_threads()
+        numba.set_num_threads(count)
+        try:
+            yield
+        finally:
+            numba.set_num_threads(before)
+
+    def threads_overlap(self) -> bool | None:
+        """Eight calls in a row of a ``prange`` loop that adds 65537 ones into ``out[0]``
+        from every thread: a total short of 65537 means two threads ran at once."""
+        probe = _overlap_probe()
+        ones = np.ones(65537, dtype=np.int64)
+        totals = np.zeros(8, dtype=np.int64)
+        for index in range(totals.size):
+            probe(ones, totals[index:index + 1])
+        return bool(np.any(totals != ones.size))
+
+
+@functools.cache
+def _overlap_probe() -> Any:
+    """The racing probe of :meth:`NumbaCpuBackend.threads_overlap` (compiled on first use)."""
+    import numba
+
+    def racing_count(ones: Any, out: Any) -> None:
+        for i in numba.prange(ones.shape[0]):
+            out[0] += ones[i]  # a race on purpose: lost updates show that threads overlapped
+
+    return numba.njit(parallel=True, cache=True)(racing_count)
 
 
 class _NumbaCudaArrays(Backend):
