@@ -23,12 +23,7 @@ from .child_env import (
     apply_jax_memory_policy,
 )
 from .options import add_options
-from .selection import (
-    MARKER_ERRORS_KEY,
-    configure_selection,
-    get_selection,
-    parametrize_backends,
-)
+from .selection import configure_selection, get_selection, parametrize_backends
 from .terminal_width import fit, terminal_width
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
@@ -204,11 +199,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         parametrize_backends(metafunc, "gpu_backend")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    errors = config.stash.get(MARKER_ERRORS_KEY, [])
-    if errors:
-        raise pytest.UsageError(errors[0])
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> Generator[None, None, None]:
+    """Stop the run on the usage errors collection found (malformed markers), all of them
+    in one error, before any other plugin acts on the items (a wrapper runs first)."""
+    from . import usage_errors
+
+    errors = usage_errors.found(config)
+    if errors and hasattr(config, "workerinput"):
+        usage_errors.hand_to_controller(config, items)
+    elif errors:
+        from .launch_env import launched_rank
+
+        rank = launched_rank()
+        # Under a launcher every rank finds them; rank 0 prints them (an error without
+        # lines prints nothing and still exits 4).
+        raise pytest.UsageError(*errors) if rank is None or rank.rank == 0 else pytest.UsageError()
     from .devices import cuda_driver
 
     for item in items:
@@ -218,6 +226,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             driver = cuda_driver()
             if not driver.available:
                 item.add_marker(pytest.mark.skip(reason=f"requires a GPU: {driver.reason}"))
+    return (yield)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's controller: a worker that found usage errors hands them over here."""
+    from . import usage_errors
+
+    usage_errors.raise_from_worker(node)
 
 
 NO_USER_IMPLEMENTATIONS = (

@@ -36,8 +36,6 @@ from .options import (
 )
 
 SELECTION_KEY = pytest.StashKey["Selection"]()
-#: Bad ``gpu_backends`` markers found while parametrizing (reported after collection).
-MARKER_ERRORS_KEY = pytest.StashKey[list[str]]()
 
 
 class Selection:
@@ -140,8 +138,9 @@ def parametrize_backends(metafunc: pytest.Metafunc, argname: str,
     except pytest.UsageError as exc:
         # Raised here it would be a collection traceback; kept for the end of collection,
         # where it stops the run as the one-line usage error it is.
-        metafunc.config.stash.setdefault(MARKER_ERRORS_KEY, []).append(
-            f"{metafunc.definition.nodeid}: {exc}")
+        from . import usage_errors
+
+        usage_errors.add(metafunc.config, f"{metafunc.definition.nodeid}: {exc}")
         allowed = set()
     names = [name for name in selection.names if allowed is None or name in allowed]
     params: list[Any] = []
