@@ -55,11 +55,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     from . import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
-    for name in FEATURE_PLUGINS:
-        pluginmanager.import_plugin(name)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     add_options(parser)
     ci.add_options(parser.getgroup("gpucheck"))
     from .processes import add_isolation_options
@@ -68,18 +66,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from .sanitizer import add_options as add_sanitizer_options
 
     add_sanitizer_options(parser.getgroup("gpucheck"))
+    # The feature plugins register here, after the core's options, so `pytest --help`
+    # lists --gpu-backends first: a plugin registered now gets this (historic) hook
+    # at once, its options after these (registered in pytest_addhooks, they came first).
+    # register(import_module) rather than import_plugin: the sanitizer module is imported
+    # above, and import_plugin would warn that it cannot rewrite its asserts.
+    import importlib
+
+    for name in FEATURE_PLUGINS:
+        if not pluginmanager.is_blocked(name) and pluginmanager.get_plugin(name) is None:
+            pluginmanager.register(importlib.import_module(name), name)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests(early_config: pytest.Config,
                                   args: list[str]) -> Generator[None, None, None]:
     """In a child process of this plugin, also load the conftest.py files of its parent.
-    Every run keeps the arguments pytest parsed (addopts included): children get theirs
-    from them (:mod:`pytest_gpucheck.processes.child_options`)."""
+    A registration error in a conftest.py stops the run in one line. Every run keeps the
+    arguments pytest parsed (addopts included): children get theirs from them
+    (:mod:`pytest_gpucheck.processes.child_options`)."""
     from .processes import record_args
 
     record_args(early_config, args)
-    yield
+    try:
+        yield
+    except Exception as exc:
+        # A registration error in a conftest.py is bad input: one line, exit 4, not
+        # pytest's "ImportError while loading conftest" with a frame in the registry.
+        # --help still shows the help (pytest then only warns about the conftest).
+        from .usage_errors import conftest_line
+
+        line = conftest_line(exc, early_config.rootpath)
+        if line is None or early_config.known_args_namespace.help:
+            raise
+        raise pytest.UsageError(line) from None
     if os.environ.get(CONFTESTS_VARIABLE):
         from .processes import load_parent_conftests
 

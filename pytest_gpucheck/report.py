@@ -51,6 +51,16 @@ LEGEND = (
 )
 
 
+#: Items that are no conformance check (a benchmark): no cell, even with a ``gpu_backend``.
+OUT_OF_MATRIX_KEY = pytest.StashKey[bool]()
+
+
+def leave_out_of_matrix(item: pytest.Item) -> None:
+    """Give ``item`` no cell: a benchmark measures, it checks nothing the matrix could show
+    (a benchmark-only run printed a "conformance matrix" with a row of its test file)."""
+    item.stash[OUT_OF_MATRIX_KEY] = True
+
+
 def set_cell(item: pytest.Item, *, backend: str, family: str) -> None:
     """Put ``item`` in the matrix at (``family``, ``backend``)."""
     item.stash[CELL_KEY] = {"backend": backend, "family": family}
@@ -61,6 +71,8 @@ def cell_of(item: pytest.Item) -> dict[str, str] | None:
     cell = item.stash.get(CELL_KEY, None)
     if cell is not None:
         return cell
+    if item.stash.get(OUT_OF_MATRIX_KEY, False):
+        return None
     callspec = getattr(item, "callspec", None)
     if callspec is None or callspec.params.get("gpu_backend") is None:
         return None

@@ -15,6 +15,8 @@ their parent collected first, so the parent has stopped the run before they star
 
 from __future__ import annotations
 
+import traceback
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,4 +57,30 @@ def raise_from_worker(node: Any) -> None:
         raise pytest.UsageError(*errors)
 
 
-__all__ = ["WORKER_OUTPUT_KEY", "add", "found", "hand_to_controller", "raise_from_worker"]
+def conftest_line(failure: BaseException, rootpath: Path) -> str | None:
+    """One usage line for a ``conftest.py`` that failed to load on a registration error,
+    or None for any other failure (pytest's own report, with the traceback, fits those).
+
+    ``failure`` is pytest's ``ConftestImportFailure`` (read by its ``path`` and ``cause``,
+    pytest's class being private): a :class:`~pytest_gpucheck.registry.RegistrationError`
+    (``@implements`` with an unknown kernel, a signature off the contract ...) or a
+    :class:`pytest.UsageError` (an interop converter's registration) becomes
+    ``conftest.py:LINE: message``, the line of the conftest that registered.
+    """
+    from .registry import RegistrationError
+
+    cause, path = getattr(failure, "cause", None), getattr(failure, "path", None)
+    if not isinstance(cause, (RegistrationError, pytest.UsageError)) or path is None:
+        return None
+    lines = [frame.lineno for frame in traceback.extract_tb(cause.__traceback__)
+             if Path(frame.filename) == Path(path)]
+    try:
+        shown = str(Path(path).relative_to(rootpath))
+    except ValueError:
+        shown = str(path)
+    where = f"{shown}:{lines[-1]}" if lines else shown
+    return f"{where}: {cause}"
+
+
+__all__ = ["WORKER_OUTPUT_KEY", "add", "conftest_line", "found", "hand_to_controller",
+           "raise_from_worker"]

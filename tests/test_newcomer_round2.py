@@ -1,0 +1,135 @@
+"""What a second new user met, each step redone as they did it: a project of their own,
+the command they typed, and the line they should have read.
+
+Bad option values and registration errors are one ``ERROR:`` line and exit 4; a run
+of benchmarks alone prints no conformance matrix.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+A_TEST = "def test_something():\n    pass\n"
+
+
+def one_usage_line(result: pytest.RunResult) -> str:
+    """The run stopped with exit 4 and one ERROR line, no traceback; that line."""
+    text = "\n".join(result.outlines + result.errlines)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    errors = [line for line in result.errlines if line.startswith("ERROR: ")]
+    assert len(errors) == 1, text
+    assert "Traceback" not in text, text
+    assert "ImportError" not in text, text
+    return errors[0]
+
+
+@pytest.mark.parametrize("value", ["maybe", "on", "yes"])
+def test_a_summary_keyword_that_is_not_one_stops_the_run(pytester: pytest.Pytester,
+                                                         value: str) -> None:
+    """``--gpu-summary=maybe`` was taken as a file name and written in the project."""
+    pytester.makepyfile(A_TEST)
+    line = one_usage_line(pytester.runpytest("-p", "no:cacheprovider", f"--gpu-summary={value}"))
+    assert line == (f"ERROR: --gpu-summary='{value}' is not valid; use auto, off or a file path "
+                    "(one with a '/' or ending in .md), e.g. --gpu-summary=gpucheck-summary.md")
+    assert not (pytester.path / value).exists()
+
+
+@pytest.mark.parametrize("value", ["summary.md", "out/summary.txt"])
+def test_a_summary_path_is_written(pytester: pytest.Pytester, value: str) -> None:
+    """The twin: what looks like a path is one, and the summary is appended to it."""
+    pytester.makepyfile("def test_cell(gpu_backend):\n    pass\n")
+    (pytester.path / "out").mkdir()
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gpu-backends=numpy",
+                                f"--gpu-summary={value}")
+    assert result.ret == pytest.ExitCode.OK, result.outlines + result.errlines
+    assert (pytester.path / value).read_text(encoding="utf-8").strip()
+
+
+@pytest.mark.parametrize("value", ["-1", "2.5", "four"])
+def test_a_host_device_count_below_one_says_what_is_accepted(pytester: pytest.Pytester,
+                                                             value: str) -> None:
+    """``--gpu-host-devices=-1`` said "not a whole number"."""
+    pytester.makepyfile(A_TEST)
+    line = one_usage_line(pytester.runpytest("-p", "no:cacheprovider",
+                                             f"--gpu-host-devices={value}"))
+    assert line == (f"ERROR: --gpu-host-devices='{value}': the device count must be a whole "
+                    "number >= 1, e.g. --gpu-host-devices=4, or 0 to leave XLA_FLAGS alone")
+
+
+#: Registrations a user's conftest.py gets wrong, and the one line each must give.
+BAD_REGISTRATIONS = {
+    "unknown kernel": (
+        '@pytest_gpucheck.implements("nonexistent_kernel", backend="numpy", name="mine")\n'
+        "def f(a, b, out):\n    out[...] = a + b\n",
+        "ERROR: conftest.py:4: unknown kernel 'nonexistent_kernel'; valid kernels: "),
+    "unknown backend": (
+        '@pytest_gpucheck.implements("vector_add", backend="cuda", name="mine")\n'
+        "def f(a, b, out):\n    out[...] = a + b\n",
+        "ERROR: conftest.py:4: unknown backend 'cuda'; valid backends: numpy, "),
+    "off the contract": (
+        '@pytest_gpucheck.implements("vector_add", backend="numpy", name="mine")\n'
+        "def f(a, out):\n    out[...] = a\n",
+        "ERROR: conftest.py:4: vector_add on numpy: f(a, out) does not match the contract "),
+    "not applicable to an unknown kernel": (
+        'pytest_gpucheck.not_applicable("vector_sub", "numpy", "no reason")\n',
+        "ERROR: conftest.py:4: unknown kernel 'vector_sub'; valid kernels: "),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_REGISTRATIONS))
+def test_a_registration_error_in_a_conftest_is_one_line(pytester: pytest.Pytester,
+                                                        case: str) -> None:
+    """kernels.md: a registration that cannot be used stops the run with one line and
+    exit 4. It was 5 to 7 lines of "ImportError while loading conftest" with a frame
+    inside the registry."""
+    code, start = BAD_REGISTRATIONS[case]
+    pytester.makeconftest(f"import pytest_gpucheck\n\n\n{code}")
+    pytester.makepyfile(A_TEST)
+    line = one_usage_line(pytester.runpytest("-p", "no:cacheprovider"))
+    assert line.startswith(start), line
+
+
+def test_an_error_of_the_conftest_itself_keeps_pytest_s_report(pytester: pytest.Pytester) -> None:
+    """The twin: a conftest that fails for another reason keeps pytest's traceback (its
+    line alone would hide where the error is)."""
+    pytester.makeconftest("import pytest_gpucheck\n\n1 / 0\n")
+    pytester.makepyfile(A_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ZeroDivisionError" in "\n".join(result.errlines)
+
+
+BENCHMARK_ONLY = """
+import numpy as np
+
+
+def test_scale(gpu_benchmark, gpu_backend):
+    x = gpu_backend.to_device(np.arange(256, dtype=np.float32))
+    gpu_benchmark(lambda: x * 2)
+"""
+
+
+def test_a_benchmark_only_run_prints_no_conformance_matrix(pytester: pytest.Pytester) -> None:
+    """A benchmark is a measurement, no conformance check: its run printed a
+    "gpucheck conformance matrix" with a row named after the test file."""
+    pytester.makepyfile(test_bench=BENCHMARK_ONLY)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gpu-backends=numpy",
+                                "--benchmark-disable-gc", "--benchmark-min-rounds=1")
+    result.assert_outcomes(passed=1)
+    out = "\n".join(result.outlines)
+    assert "gpucheck benchmarks" in out, out
+    assert "conformance matrix" not in out, out
+    assert not any(line.startswith("bench ") for line in result.outlines), out
+
+
+def test_a_conformance_test_beside_a_benchmark_keeps_its_cell(pytester: pytest.Pytester) -> None:
+    """The twin: a ``gpu_backend`` test without the benchmark still counts in the matrix."""
+    pytester.makepyfile(test_bench=BENCHMARK_ONLY + """
+
+def test_plain(gpu_backend):
+    assert gpu_backend.name == "numpy"
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gpu-backends=numpy",
+                                "--benchmark-min-rounds=1")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*gpucheck conformance matrix*", "bench*pass 1*"])
