@@ -319,10 +319,21 @@ class MatrixRecorder:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if get_selection(config).in_simulator_child:
+        return
+    _write_summary(terminalreporter, config)
+    from .selection import nothing_could_run
+
+    # Last, where the eye lands: a green run that checked nothing it was asked to.
+    line = nothing_could_run(config)
+    if line is not None:
+        terminalreporter.write_line(fit(line, terminal_width(config)), yellow=True)
+
+
+def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The matrix, the features' sections, the failures, the report and the job summary."""
     selection = get_selection(config)
     path = config.getoption("gpu_report")
-    if selection.in_simulator_child:
-        return
     from .hookspecs import report_sections
 
     sections = report_sections(config)

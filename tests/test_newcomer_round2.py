@@ -133,3 +133,69 @@ def test_plain(gpu_backend):
                                 "--benchmark-min-rounds=1")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*gpucheck conformance matrix*", "bench*pass 1*"])
+
+
+BACKEND_TEST = "def test_a(gpu_backend):\n    pass\n"
+
+
+def test_a_required_backend_left_out_of_the_selection_is_a_usage_error(
+        pytester: pytest.Pytester) -> None:
+    """``--gpu-require=jax-cpu`` with the default selection passed without running anything
+    on jax-cpu. Requiring is not selecting: the line names the option that selects it."""
+    pytest.importorskip("jax")
+    pytester.makepyfile(BACKEND_TEST)
+    line = one_usage_line(pytester.runpytest("-p", "no:cacheprovider", "--gpu-require=jax-cpu"))
+    assert line == ("ERROR: --gpu-require=jax-cpu: jax-cpu is not selected (--gpu-backends=numpy, "
+                    "the default), so the run would not check it; select it: "
+                    "--gpu-backends=numpy,jax-cpu")
+    # The twin: selected, it is checked.
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gpu-backends=numpy,jax-cpu",
+                                "--gpu-require=jax-cpu", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_a?jax-cpu? PASSED*"])
+
+
+def test_require_gpu_with_no_gpu_backend_selected(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU machine (faked: a driver and an available GPU backend), ``--gpu-require=gpu``
+    with a selection of host backends would check no GPU: a usage error; with ``gpu``
+    selected it passes."""
+    from types import SimpleNamespace
+
+    from pytest_gpucheck import selection as selection_module
+    from pytest_gpucheck.backends.base import Probe
+    from pytest_gpucheck.options import parse_backend_spec
+
+    monkeypatch.setattr(selection_module, "cuda_driver", lambda: SimpleNamespace(available=True))
+    monkeypatch.setattr(selection_module.Selection, "backend", lambda self, name: SimpleNamespace(
+        probe=lambda: Probe(available=name in ("numpy", "cupy"), reason="faked")))
+
+    def check(spec: str) -> None:
+        chosen = selection_module.Selection(parse_backend_spec(spec), "auto",
+                                            explicit_option=True)
+        selection_module._check_required(chosen, "gpu")
+
+    with pytest.raises(pytest.UsageError, match=(
+            r"^--gpu-require=gpu: no available GPU backend is selected \(--gpu-backends=cpu\), "
+            r"so the run would check no GPU; select them: --gpu-backends=gpu \(or all\)$")):
+        check("cpu")
+    check("gpu")
+    check("numpy,cupy")
+
+
+def test_a_run_where_no_selected_backend_could_run_says_so_last(
+        pytester: pytest.Pytester) -> None:
+    """``--gpu-backends=gpu`` on a machine without a GPU ended "5 skipped", exit 0, with no
+    hint: a CI job written that way is green on a runner that lost its GPU."""
+    from pytest_gpucheck.devices import cuda_driver
+
+    if cuda_driver().available:
+        pytest.skip("this machine has a GPU")
+    pytester.makepyfile(BACKEND_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gpu-backends=gpu")
+    assert result.ret == pytest.ExitCode.OK
+    hint = ("gpucheck: none of --gpu-backends=gpu could run here; --gpu-require=gpu makes that "
+            "an error")
+    assert result.outlines[-2] == hint, result.outlines
+    # The twin: when something ran, no such line.
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gpu-backends=numpy,gpu")
+    assert not any("could run here" in line for line in result.outlines), result.outlines
