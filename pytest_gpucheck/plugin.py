@@ -318,6 +318,7 @@ class MatrixRecorder:
             get_matrix(self.config).record(report)
 
 
+@pytest.hookimpl(trylast=True)  # after the other plugins' summaries (pytest-benchmark's table)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if get_selection(config).in_simulator_child:
         return
@@ -356,20 +357,25 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     order = list(BACKENDS)
     width = terminal_width(config)
     lines = matrix.terminal_lines(order, width)
-    if lines:
-        terminalreporter.write_sep("=", "gpucheck conformance matrix")
-        for line in lines:
-            terminalreporter.write_line(line)
-    for section in matrix.sections.values():
+    # The features' longer sections first (the interop pair matrix with its known defects,
+    # the benchmarks...), the conformance matrix last: the run ends with what the user
+    # came for, then one line per section (a pointer back to a longer one). Without a
+    # matrix, the sections are all there is.
+    for section in matrix.long_sections() if lines else matrix.sections.values():
         # Each feature's lines (the benchmark figures were 180 columns), wrapped here,
         # where the width is known, the way the matrix wraps its reasons.
         for line in section.terminal_lines:
             terminalreporter.write_line(fit(line, width))
     if lines:
+        terminalreporter.write_sep("=", "gpucheck conformance matrix")
+        for line in lines:
+            terminalreporter.write_line(line)
         for line in matrix.failure_lines():
             # A rerun command stays one line, to be copied from the terminal whole.
             terminalreporter.write_line(line if line.startswith("  rerun: ") else fit(line, width))
         terminalreporter.write_line(fit(matrix.headline(terminal=True), width))
+        for line in matrix.lines_after_the_matrix(path):
+            terminalreporter.write_line(fit(line, width))
     if path:
         try:
             write_report(matrix, Path(path), order)

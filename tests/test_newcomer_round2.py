@@ -199,3 +199,46 @@ def test_a_run_where_no_selected_backend_could_run_says_so_last(
     # The twin: when something ran, no such line.
     result = pytester.runpytest("-p", "no:cacheprovider", "--gpu-backends=numpy,gpu")
     assert not any("could run here" in line for line in result.outlines), result.outlines
+
+
+SECTIONS_CONFTEST = '''
+from pytest_gpucheck.hookspecs import ReportSection
+
+
+def pytest_gpucheck_report_sections(config):
+    return [
+        ReportSection("pairs", {}, "## My pair matrix\\n\\n...\\n",
+                      ["my pair matrix", "  a x b: zero-copy", "  known defect: x"]),
+        ReportSection("note", {}, "one note\\n", ["gpucheck: one note"]),
+    ]
+'''
+
+
+def test_the_run_ends_with_the_matrix_then_one_line_per_section(
+        pytester: pytest.Pytester) -> None:
+    """The main job's matrix started 223 lines before pytest's last line: the interop pair
+    matrix, its known defects and "interop not available" came after it, and the GPU
+    backends' columns (all skip on a CPU machine) took 28 lines."""
+    from pytest_gpucheck.devices import cuda_driver
+
+    if cuda_driver().available:
+        pytest.skip("the GPU backends run here: no columns to fold")
+    pytester.makeconftest(SECTIONS_CONFTEST)
+    pytester.makepyfile(BACKEND_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gpu-backends=numpy,gpu",
+                                "--gpu-report=report.md")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    lines = result.outlines
+    matrix = next(i for i, line in enumerate(lines) if "gpucheck conformance matrix" in line)
+    # The longer section before the matrix, the one-line one after it.
+    assert lines.index("  known defect: x") < matrix
+    assert lines[matrix + 1].split() == ["family", "numpy"]  # the GPU columns folded...
+    assert lines[matrix + 3].startswith(  # ...into one line with the reasons
+        "  skip in every family (columns left out): numba-cuda, "), lines[matrix + 3]
+    assert lines[-5:-1] == [
+        "gpucheck: 1 pass, 5 skip (items in the matrix's cells; pytest's line below counts "
+        "every test)",
+        "gpucheck: My pair matrix: above the matrix and in report.md",
+        "gpucheck: one note",
+        "gpucheck: report written to report.md",
+    ], lines
