@@ -46,10 +46,11 @@ def add_options(group: Any) -> None:
         SUMMARY_OPTION,
         dest="gpu_summary",
         default="auto",
+        type=summary_value,
         metavar="auto|off|PATH",
-        help="append a short Markdown summary (failures first, details collapsed) to PATH. "
-        "auto (default): to $GITHUB_STEP_SUMMARY when it is set (the GitHub Actions job "
-        "summary); off: never.",
+        help="append a short Markdown summary (failures first, details collapsed) to PATH "
+        "(a path with a '/' or a name ending in .md). auto (default): to "
+        "$GITHUB_STEP_SUMMARY when it is set (the GitHub Actions job summary); off: never.",
     )
     group.addoption(
         ANNOTATIONS_OPTION,
@@ -60,6 +61,19 @@ def add_options(group: Any) -> None:
         help="print each failure as a GitHub Actions ::error annotation at the registered "
         "implementation (or the test). auto (default): when GITHUB_ACTIONS=true.",
     )
+
+
+def summary_value(text: str) -> str:
+    """``--gpu-summary``'s value: ``auto``, ``off`` or something that looks like a path.
+
+    A path has a separator or ends in ``.md``: a bare word (``--gpu-summary=maybe``,
+    ``=on``, ``=yes``) is a mistaken keyword, not a file to create in the working folder.
+    """
+    if text in ("auto", "off") or os.sep in text or "/" in text or text.endswith(".md"):
+        return text
+    raise pytest.UsageError(
+        f"{SUMMARY_OPTION}={text!r} is not valid; use auto, off or a file path (one with a "
+        f"'/' or ending in .md), e.g. {SUMMARY_OPTION}=gpucheck-summary.md")
 
 
 def summary_path(config: pytest.Config) -> Path | None:

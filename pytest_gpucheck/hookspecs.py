@@ -25,8 +25,10 @@ class ReportSection:
     with the same key replaces an earlier one); ``data`` is what the JSON holds (anything
     :func:`json.dumps` takes); ``markdown`` is appended to the Markdown report and
     becomes a collapsed block of the GitHub job summary (titled by its first ``#``
-    heading, else by ``key``); ``terminal_lines`` are printed after the conformance
-    matrix.  Empty parts are left out where they would show.
+    heading, else by ``key``); ``terminal_lines`` go to the terminal summary, which
+    ends with the conformance matrix: a section of one line is printed after the
+    matrix, a longer one before it, with a line after the matrix pointing back to it
+    (named by the Markdown's heading).  Empty parts are left out where they would show.
     """
 
     key: str

@@ -44,8 +44,10 @@ def host_devices(config: pytest.Config) -> int:
     """The validated ``--gpu-host-devices`` value (a usage error names the fix)."""
     text = str(config.getoption("gpu_host_devices"))
     if not text.isdigit():
-        raise pytest.UsageError(f"{HOST_DEVICES_OPTION}={text!r} is not a whole number; use "
-                                f"e.g. {HOST_DEVICES_OPTION}=4, or 0 to leave XLA_FLAGS alone")
+        # One message for '-1', '2.5' and 'four': what is accepted, not what '-1' is not.
+        raise pytest.UsageError(f"{HOST_DEVICES_OPTION}={text!r}: the device count must be a "
+                                f"whole number >= 1, e.g. {HOST_DEVICES_OPTION}=4, or 0 to "
+                                "leave XLA_FLAGS alone")
     return int(text)
 
 

@@ -23,12 +23,7 @@ from .child_env import (
     apply_jax_memory_policy,
 )
 from .options import add_options
-from .selection import (
-    MARKER_ERRORS_KEY,
-    configure_selection,
-    get_selection,
-    parametrize_backends,
-)
+from .selection import configure_selection, get_selection, parametrize_backends
 from .terminal_width import fit, terminal_width
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
@@ -60,11 +55,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     from . import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
-    for name in FEATURE_PLUGINS:
-        pluginmanager.import_plugin(name)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     add_options(parser)
     ci.add_options(parser.getgroup("gpucheck"))
     from .processes import add_isolation_options
@@ -73,18 +66,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from .sanitizer import add_options as add_sanitizer_options
 
     add_sanitizer_options(parser.getgroup("gpucheck"))
+    # The feature plugins register here, after the core's options, so `pytest --help`
+    # lists --gpu-backends first: a plugin registered now gets this (historic) hook
+    # at once, its options after these (registered in pytest_addhooks, they came first).
+    # register(import_module) rather than import_plugin: the sanitizer module is imported
+    # above, and import_plugin would warn that it cannot rewrite its asserts.
+    import importlib
+
+    for name in FEATURE_PLUGINS:
+        if not pluginmanager.is_blocked(name) and pluginmanager.get_plugin(name) is None:
+            pluginmanager.register(importlib.import_module(name), name)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests(early_config: pytest.Config,
                                   args: list[str]) -> Generator[None, None, None]:
     """In a child process of this plugin, also load the conftest.py files of its parent.
-    Every run keeps the arguments pytest parsed (addopts included): children get theirs
-    from them (:mod:`pytest_gpucheck.processes.child_options`)."""
+    A registration error in a conftest.py stops the run in one line. Every run keeps the
+    arguments pytest parsed (addopts included): children get theirs from them
+    (:mod:`pytest_gpucheck.processes.child_options`)."""
     from .processes import record_args
 
     record_args(early_config, args)
-    yield
+    try:
+        yield
+    except Exception as exc:
+        # A registration error in a conftest.py is bad input: one line, exit 4, not
+        # pytest's "ImportError while loading conftest" with a frame in the registry.
+        # --help still shows the help (pytest then only warns about the conftest).
+        from .usage_errors import conftest_line
+
+        line = conftest_line(exc, early_config.rootpath)
+        if line is None or early_config.known_args_namespace.help:
+            raise
+        raise pytest.UsageError(line) from None
     if os.environ.get(CONFTESTS_VARIABLE):
         from .processes import load_parent_conftests
 
@@ -204,11 +219,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         parametrize_backends(metafunc, "gpu_backend")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    errors = config.stash.get(MARKER_ERRORS_KEY, [])
-    if errors:
-        raise pytest.UsageError(errors[0])
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> Generator[None, None, None]:
+    """Stop the run on the usage errors collection found (malformed markers), all of them
+    in one error, before any other plugin acts on the items (a wrapper runs first)."""
+    from . import usage_errors
+
+    errors = usage_errors.found(config)
+    if errors and hasattr(config, "workerinput"):
+        usage_errors.hand_to_controller(config, items)
+    elif errors:
+        from .launch_env import launched_rank
+
+        rank = launched_rank()
+        # Under a launcher every rank finds them; rank 0 prints them (an error without
+        # lines prints nothing and still exits 4).
+        raise pytest.UsageError(*errors) if rank is None or rank.rank == 0 else pytest.UsageError()
     from .devices import cuda_driver
 
     for item in items:
@@ -218,6 +246,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             driver = cuda_driver()
             if not driver.available:
                 item.add_marker(pytest.mark.skip(reason=f"requires a GPU: {driver.reason}"))
+    return (yield)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's controller: a worker that found usage errors hands them over here."""
+    from . import usage_errors
+
+    usage_errors.raise_from_worker(node)
 
 
 NO_USER_IMPLEMENTATIONS = (
@@ -281,11 +318,23 @@ class MatrixRecorder:
             get_matrix(self.config).record(report)
 
 
+@pytest.hookimpl(trylast=True)  # after the other plugins' summaries (pytest-benchmark's table)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if get_selection(config).in_simulator_child:
+        return
+    _write_summary(terminalreporter, config)
+    from .selection import nothing_could_run
+
+    # Last, where the eye lands: a green run that checked nothing it was asked to.
+    line = nothing_could_run(config)
+    if line is not None:
+        terminalreporter.write_line(fit(line, terminal_width(config)), yellow=True)
+
+
+def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The matrix, the features' sections, the failures, the report and the job summary."""
     selection = get_selection(config)
     path = config.getoption("gpu_report")
-    if selection.in_simulator_child:
-        return
     from .hookspecs import report_sections
 
     sections = report_sections(config)
@@ -308,20 +357,25 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     order = list(BACKENDS)
     width = terminal_width(config)
     lines = matrix.terminal_lines(order, width)
-    if lines:
-        terminalreporter.write_sep("=", "gpucheck conformance matrix")
-        for line in lines:
-            terminalreporter.write_line(line)
-    for section in matrix.sections.values():
+    # The features' longer sections first (the interop pair matrix with its known defects,
+    # the benchmarks...), the conformance matrix last: the run ends with what the user
+    # came for, then one line per section (a pointer back to a longer one). Without a
+    # matrix, the sections are all there is.
+    for section in matrix.long_sections() if lines else matrix.sections.values():
         # Each feature's lines (the benchmark figures were 180 columns), wrapped here,
         # where the width is known, the way the matrix wraps its reasons.
         for line in section.terminal_lines:
             terminalreporter.write_line(fit(line, width))
     if lines:
+        terminalreporter.write_sep("=", "gpucheck conformance matrix")
+        for line in lines:
+            terminalreporter.write_line(line)
         for line in matrix.failure_lines():
             # A rerun command stays one line, to be copied from the terminal whole.
             terminalreporter.write_line(line if line.startswith("  rerun: ") else fit(line, width))
         terminalreporter.write_line(fit(matrix.headline(terminal=True), width))
+        for line in matrix.lines_after_the_matrix(path):
+            terminalreporter.write_line(fit(line, width))
     if path:
         try:
             write_report(matrix, Path(path), order)

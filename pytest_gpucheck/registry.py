@@ -137,6 +137,14 @@ def contract_problem(kernel: str, func: Callable[..., Any]) -> str | None:
 
 _PLACEHOLDER = object()
 
+
+class RegistrationError(TypeError, ValueError):
+    """A registration that cannot be used: an unknown kernel or backend, a callable off the
+    kernel's contract, a name taken.  A ``TypeError`` and a ``ValueError`` (what these
+    checks raised before it existed); raised while pytest loads a ``conftest.py``, the
+    plugin reports it as one usage line (:func:`pytest_gpucheck.usage_errors.conftest_line`).
+    """
+
 _implementations: dict[tuple[str, str, str], Implementation] = {}
 _not_applicable: dict[tuple[str, str], str] = {}
 
@@ -147,9 +155,11 @@ def _validate(kernel: str, backend: str) -> None:
     from .backends import BACKENDS
 
     if kernel not in CATALOG:
-        raise ValueError(f"unknown kernel {kernel!r}; valid kernels: {', '.join(sorted(CATALOG))}")
+        raise RegistrationError(
+            f"unknown kernel {kernel!r}; valid kernels: {', '.join(sorted(CATALOG))}")
     if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
+        raise RegistrationError(
+            f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
 
 
 def implements(
@@ -174,7 +184,7 @@ def implements(
         problem = contract_problem(kernel, func)
         if problem is not None:
             shown = f"{getattr(func, '__qualname__', impl_name)}{_signature_text(func)}"
-            raise TypeError(
+            raise RegistrationError(
                 f"{kernel} on {backend}: {shown} does not match the contract ({problem}); "
                 f"expected {_describe(kernel)} (docs/kernels.md)"
             )
@@ -184,7 +194,7 @@ def implements(
         # The same function registered again (a conftest imported twice) replaces
         # itself; another function under the same name is a mistake.
         if existing is not None and existing.func is not func and existing.where != new.where:
-            raise ValueError(
+            raise RegistrationError(
                 f"{kernel} on {backend} already has an implementation named {impl_name!r} "
                 f"({existing.where}); pass name=... to register another"
             )

@@ -51,6 +51,16 @@ LEGEND = (
 )
 
 
+#: Items that are no conformance check (a benchmark): no cell, even with a ``gpu_backend``.
+OUT_OF_MATRIX_KEY = pytest.StashKey[bool]()
+
+
+def leave_out_of_matrix(item: pytest.Item) -> None:
+    """Give ``item`` no cell: a benchmark measures, it checks nothing the matrix could show
+    (a benchmark-only run printed a "conformance matrix" with a row of its test file)."""
+    item.stash[OUT_OF_MATRIX_KEY] = True
+
+
 def set_cell(item: pytest.Item, *, backend: str, family: str) -> None:
     """Put ``item`` in the matrix at (``family``, ``backend``)."""
     item.stash[CELL_KEY] = {"backend": backend, "family": family}
@@ -61,6 +71,8 @@ def cell_of(item: pytest.Item) -> dict[str, str] | None:
     cell = item.stash.get(CELL_KEY, None)
     if cell is not None:
         return cell
+    if item.stash.get(OUT_OF_MATRIX_KEY, False):
+        return None
     callspec = getattr(item, "callspec", None)
     if callspec is None or callspec.params.get("gpu_backend") is None:
         return None
@@ -357,9 +369,11 @@ class Matrix:
         that fit, each with the family column (a wrapped row would scramble its
         columns); reason and legend lines wrap with an indent.
         """
-        backends = self.backends(order)
-        if not backends:
+        every = self.backends(order)
+        if not every:
             return []
+        folded = self.folded_backends(every)
+        backends = [b for b in every if b not in folded]
         first = max([len("family"), *map(len, self.families)])
         cols = {b: max(len(b), 10, *(len(self.summary(f, b)) for f in self.families))
                 for b in backends}
@@ -372,7 +386,7 @@ class Matrix:
             chunks[-1].append(backend)
             used += 2 + cols[backend]
         lines: list[str] = []
-        for number, chunk in enumerate(chunks):
+        for number, chunk in enumerate(chunk for chunk in chunks if chunk):
             if number:
                 lines.append("")
             lines.append(("family".ljust(first) + "  "
@@ -380,9 +394,22 @@ class Matrix:
             for family in self.families:
                 cells = [self.summary(family, b).ljust(cols[b]) for b in chunk]
                 lines.append((family.ljust(first) + "  " + "  ".join(cells)).rstrip())
+        if folded:
+            lines.append(fit(_folded_line(folded), width))
         lines.extend(fit(line, width) for line in self.reason_lines(backends))
         lines.append(fit(f"legend: {LEGEND}", width))
         return lines
+
+    def folded_backends(self, backends: list[str]) -> dict[str, str]:
+        """Backends that could not run here (their probe's reason in ``backends_info``) and
+        skipped every item for that reason, with it: in the terminal their columns, all
+        ``skip``, are folded into one line (on a CPU machine the five GPU backends'
+        columns took 28 lines of an 80-column terminal)."""
+        unavailable = {name: str(info.get("reason") or "")
+                       for name, info in self.backends_info.items()}
+        return {backend: reason for backend, family, reason, _ in self._reason_cells(backends)
+                if family is None and reason == unavailable.get(backend)
+                and all(self.status(f, backend) in ("skip", "-") for f in self.families)}
 
     def reason_lines(self, backends: list[str]) -> list[str]:
         """Why items did not run, each reason once with the cells it covers: a
@@ -421,6 +448,27 @@ class Matrix:
                     lines.append((backend, family, reason, count))
         return lines
 
+    def long_sections(self) -> list[ReportSection]:
+        """The feature sections of more than one terminal line (the interop pair matrix,
+        the benchmarks): printed before the conformance matrix, so the run ends with it."""
+        return [section for section in self.sections.values()
+                if sum(1 for line in section.terminal_lines if line.strip()) > 1]
+
+    def lines_after_the_matrix(self, report_path: str | None = None) -> list[str]:
+        """One line per feature section, after the matrix: a one-line section itself
+        (the JAX compilations), a longer one a line pointing back to it (and to the
+        report file, which holds it too)."""
+        long = {id(section) for section in self.long_sections()}
+        also = f" and in {report_path}" if report_path else ""
+        lines: list[str] = []
+        for key, section in self.sections.items():
+            if id(section) in long:
+                lines.append(f"gpucheck: {_section_title(key, section.markdown)}: above the "
+                             f"matrix{also}")
+            else:
+                lines.extend(line for line in section.terminal_lines if line.strip())
+        return lines
+
     def failure_lines(self) -> list[str]:
         """Terminal lines: each failure with its one-line reason and rerun command."""
         lines = []
@@ -428,6 +476,15 @@ class Matrix:
             lines.append(f"FAIL {failure.nodeid}: {failure.reason}")
             lines.append(f"  rerun: {failure.rerun}")
         return lines
+
+
+def _folded_line(folded: dict[str, str]) -> str:
+    """``  skip in every family (columns left out): numba-cuda, cupy: no NVIDIA driver``."""
+    by_reason: dict[str, list[str]] = {}
+    for backend, reason in folded.items():
+        by_reason.setdefault(reason, []).append(backend)
+    return "  skip in every family (columns left out): " + "; ".join(
+        f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
 
 
 def _label(reason: str) -> str:

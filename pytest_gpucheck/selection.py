@@ -36,8 +36,6 @@ from .options import (
 )
 
 SELECTION_KEY = pytest.StashKey["Selection"]()
-#: Bad ``gpu_backends`` markers found while parametrizing (reported after collection).
-MARKER_ERRORS_KEY = pytest.StashKey[list[str]]()
 
 
 class Selection:
@@ -140,8 +138,9 @@ def parametrize_backends(metafunc: pytest.Metafunc, argname: str,
     except pytest.UsageError as exc:
         # Raised here it would be a collection traceback; kept for the end of collection,
         # where it stops the run as the one-line usage error it is.
-        metafunc.config.stash.setdefault(MARKER_ERRORS_KEY, []).append(
-            f"{metafunc.definition.nodeid}: {exc}")
+        from . import usage_errors
+
+        usage_errors.add(metafunc.config, f"{metafunc.definition.nodeid}: {exc}")
         allowed = set()
     names = [name for name in selection.names if allowed is None or name in allowed]
     params: list[Any] = []
@@ -269,11 +268,26 @@ def _user_backends() -> tuple[str, ...]:
 
 
 def _check_required(selection: Selection, text: str) -> None:
+    """``--gpu-require``: each backend it names must be available and selected; ``gpu``
+    needs a visible device, an available GPU backend and a GPU backend in the selection.
+
+    A required backend the run does not select is a usage error, not a selection: the
+    run would pass without checking it (``--gpu-require=jax-cpu`` with the default
+    ``numpy`` ran nothing on jax-cpu), and adding it silently would override an explicit
+    ``--gpu-backends``.  Availability is checked first: on a runner that lost its GPU the
+    line names the cause.
+    """
     needs_gpu, names = parse_require_spec(text)
+    selected = f"{BACKENDS_OPTION}={selection.spec.text}" + (
+        "" if selection.explicit_option else ", the default")
     for name in names:
         probe = selection.backend(name).probe()
         if not probe.available:
             raise pytest.UsageError(f"--gpu-require: {name} is not available: {probe.reason}")
+        if name not in selection.names:
+            raise pytest.UsageError(
+                f"--gpu-require={text}: {name} is not selected ({selected}), so the run would "
+                f"not check it; select it: {BACKENDS_OPTION}={selection.spec.text},{name}")
     if needs_gpu:
         driver = cuda_driver()
         if not driver.available:
@@ -282,3 +296,21 @@ def _check_required(selection: Selection, text: str) -> None:
         if not any(probe.available for probe in gpu_probes.values()):
             reasons = "; ".join(f"{name}: {probe.reason}" for name, probe in gpu_probes.items())
             raise pytest.UsageError(f"--gpu-require=gpu: no GPU backend is available ({reasons})")
+        if not any(gpu_probes[name].available for name in selection.names if name in gpu_probes):
+            raise pytest.UsageError(
+                f"--gpu-require=gpu: no available GPU backend is selected ({selected}), so the "
+                f"run would check no GPU; select them: {BACKENDS_OPTION}=gpu (or all)")
+
+
+def nothing_could_run(config: pytest.Config) -> str | None:
+    """One line when the run selected backends and none of them could run here (a run of
+    ``--gpu-backends=gpu`` on a machine without one: every backend item skipped, exit 0),
+    naming ``--gpu-require`` as the way to make that an error; else None."""
+    selection = get_selection(config)
+    if (not selection.explicit_option or selection.in_simulator_child
+            or config.getoption("gpu_require") is not None or selection.available_names):
+        return None
+    names = selection.names
+    require = "gpu" if all(name in GPU_BACKENDS for name in names) else ",".join(names)
+    return (f"gpucheck: none of {BACKENDS_OPTION}={selection.spec.text} could run here; "
+            f"--gpu-require={require} makes that an error")

@@ -86,3 +86,24 @@ def test_getting_started_sample_output_is_a_real_run(pytester: pytest.Pytester,
     real = {_normalised(line) for line in result.stdout.lines}
     missing = [line for line in lines if line.strip() != "..." and _normalised(line) not in real]
     assert not missing, "\n".join(["not in the real run:", *missing, "", *result.stdout.lines])
+
+
+def test_getting_started_installs_from_a_checkout() -> None:
+    """The package is not on PyPI: ``pip install 'pytest-gpucheck[cpu]'`` found nothing.
+    Every install command of getting-started's Install section names a local path
+    (``.`` in the checkout), with extras pyproject.toml declares."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+
+    document = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    section = document.split("## Install", 1)[1].split("\n## ", 1)[0]
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+                 ["project"]["optional-dependencies"])
+    commands = re.findall(r"^pip install (-e )?'([^']+)'", section, re.MULTILINE)
+    assert len(commands) >= 4, section
+    for _, target in commands:
+        where, _, wanted = target.partition("[")
+        assert where in (".", "/path/to/pytest-gpucheck"), target
+        assert set(wanted.rstrip("]").split(",")) <= extras, target

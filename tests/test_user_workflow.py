@@ -63,10 +63,13 @@ def test_a_signature_off_the_contract_fails_at_registration(
                 f"backend='numpy', name='mine')\n{definition}")
     result = run_pytest(project(tmp_path, conftest), "--gpu-conformance", "--gpu-impls=user")
     assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+    # One line, at the conftest's registration (line 3), no traceback.
     errors = [line for line in (result.stdout + result.stderr).splitlines()
-              if line.startswith("E ")]
+              if line.startswith("ERROR: ")]
     assert len(errors) == 1, result.stdout + result.stderr
+    assert errors[0].startswith(f"ERROR: conftest.py:3: {kernel} on numpy: "), errors[0]
     assert fragment in errors[0]
+    assert "Traceback" not in result.stdout + result.stderr
 
 
 def test_the_readme_command_checks_every_backend_the_user_registered(tmp_path: Path) -> None:

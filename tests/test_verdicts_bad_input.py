@@ -119,7 +119,8 @@ BAD_VALUES: dict[str, tuple[str, str, str | None] | None] = {
     "--gpu-isolate": ("sometimes", "--gpu-isolate='sometimes' is not valid; use auto, none, "
                                    "backend or test", "none"),
     "--gpu-sanitize": ("valgrind", "--gpu-sanitize='valgrind': unknown tool 'valgrind'", None),
-    "--gpu-host-devices": ("four", "--gpu-host-devices='four' is not a whole number", None),
+    "--gpu-host-devices": ("-1", "--gpu-host-devices='-1': the device count must be a whole "
+                                 "number >= 1, e.g. --gpu-host-devices=4, or 0", "2"),
     "--gpu-mpi-launcher": ("no-such-mpiexec", "--gpu-mpi-launcher='no-such-mpiexec': ", None),
     "--gpu-mpi-timeout": ("soon", "--gpu-mpi-timeout=soon: it must be a number of seconds",
                           "60"),
@@ -129,9 +130,10 @@ BAD_VALUES: dict[str, tuple[str, str, str | None] | None] = {
     "--gpu-bench-against": ("no-such-folder", "--gpu-bench-against=no-such-folder: no such "
                                               "folder", None),
     "--gpu-bench-plot": ("plot.png", "--gpu-bench-plot=plot.png: the plot is HTML", None),
-    # auto, off or a path; a path that cannot be written is reported where the summary
-    # is appended, at the end, and leaves the verdict as it is (docs/ci.md).
-    "--gpu-summary": None,
+    # auto, off or a path (a '/' or .md); a path that cannot be written is reported where
+    # the summary is appended, at the end, and leaves the verdict as it is (docs/ci.md).
+    "--gpu-summary": ("maybe", "--gpu-summary='maybe' is not valid; use auto, off or a file "
+                               "path", "summary.md"),
 }
 
 
@@ -145,9 +147,16 @@ def help_options(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The options of the gpucheck section of ``pytest --help`` that take a value."""
     code, out = _user_run(tmp_path_factory.mktemp("help"), "--help")
     assert code == 0, out
-    section = out.split("\ngpucheck:\n", 1)[1].split("\n\n", 1)[0]
+    section = out.split("\nGPU kernel checks (pytest-gpucheck):\n", 1)[1].split("\n\n", 1)[0]
     return [line.split()[0].split("=")[0] for line in section.splitlines()
             if line.startswith("  --") and "=" in line.split()[0]]
+
+
+@pytest.mark.slow
+def test_help_lists_the_selection_first(help_options: list[str]) -> None:
+    """``pytest --help``: the plugin's section opens with --gpu-backends (the benchmark and
+    MPI options came first when the feature plugins registered before the core's options)."""
+    assert help_options[:2] == ["--gpu-backends", "--gpu-require"], help_options
 
 
 @pytest.mark.slow

@@ -151,6 +151,15 @@ class BenchFeature:
             self._session.finish(session)
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A benchmark is no conformance check: it has no cell in the matrix (its figures are
+    in the benchmarks section; a failure is still listed with its rerun command)."""
+    if "gpu_benchmark" in getattr(item, "fixturenames", ()):
+        from ..report import leave_out_of_matrix
+
+        leave_out_of_matrix(item)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     peer_fd = config.getoption("gpu_bench_peer", None)

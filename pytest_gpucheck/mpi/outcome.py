@@ -16,6 +16,20 @@ from typing import Any
 import pytest
 
 
+def cause_of(text: str) -> str:
+    """A failure's cause in one line, from its traceback text: the exception line (the
+    first ``E`` line of the last run of them, as pytest prints ``E   Error: message``),
+    else the text's last line."""
+    lines = text.rstrip().splitlines()
+    end = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("E ")), None)
+    if end is None:
+        return lines[-1].strip() if lines else ""
+    start = end
+    while start > 0 and lines[start - 1].startswith("E "):
+        start -= 1
+    return lines[start][1:].strip()
+
+
 @dataclass(frozen=True)
 class RankOutcome:
     """The picklable essentials of one rank's report of one phase."""
@@ -23,15 +37,18 @@ class RankOutcome:
     rank: int
     outcome: str  # passed / failed / skipped
     text: str  # the failure's traceback text, the skip reason, or ""
+    cause: str = ""  # a failure's exception type and the first line of its message
 
     @classmethod
     def of(cls, rank: int, report: pytest.TestReport) -> RankOutcome:
-        text = ""
+        text = cause = ""
         if report.failed:
             text = str(report.longrepr)
+            crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "")
+            cause = str(crash).strip().split("\n", 1)[0] if crash else cause_of(text)
         elif report.skipped and isinstance(report.longrepr, tuple):
             text = str(report.longrepr[2])
-        return cls(rank, report.outcome, text)
+        return cls(rank, report.outcome, text, cause)
 
 
 def banner(rank: int) -> str:
@@ -39,12 +56,21 @@ def banner(rank: int) -> str:
 
 
 def failure_text(outcomes: list[RankOutcome], size: int, context: str = "") -> str:
-    """The combined failure message: which ranks failed, then each one's traceback."""
+    """The combined failure message: the first failing rank and its cause (the line
+    pytest's short summary shows), which ranks failed, then each one's traceback."""
     failed = [o for o in outcomes if o.outcome == "failed"]
     ranks = ", ".join(str(o.rank) for o in failed)
     head = f"MPI test failed on rank(s) {ranks} of {size}{context}"
     body = [f"{banner(o.rank)}\n{o.text}" for o in failed]
-    return "\n".join([head, *body])
+    cause = [cause_line(failed[0], len(failed), size)] if failed and failed[0].cause else []
+    return "\n".join([*cause, head, *body])
+
+
+def cause_line(first: RankOutcome, failed: int, size: int) -> str:
+    """``rank 1 of 2: AssertionError: rank 1 disagrees`` (``rank 0 and 1 more of 4: ...``
+    when several failed): short, so the short summary's width keeps the cause."""
+    more = f" and {failed - 1} more" if failed > 1 else ""
+    return f"rank {first.rank}{more} of {size}: {first.cause}"
 
 
 def apply_collective(

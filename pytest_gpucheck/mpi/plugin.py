@@ -21,7 +21,7 @@ from .launcher import (
     missing_launcher_reason,
     parse_launcher,
 )
-from .marker import MARKER_HELP, mpi_spec, timeout_problem
+from .marker import MARKER, MARKER_HELP, mpi_spec, parse_mpi_mark, timeout_problem
 
 LAUNCHER_OPTION = "--gpu-mpi-launcher"
 TIMEOUT_OPTION = "--gpu-mpi-timeout"
@@ -139,6 +139,23 @@ def pytest_configure(config: pytest.Config) -> None:
         unusable = "this is a helper process of an MPI rank; mpi tests run in the rank itself"
     config.pluginmanager.register(
         _SpawnRouterLoader(config, launcher, timeout, unusable), "gpucheck-mpi-spawn-loader")
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Check the item's ``mpi`` marker as it is collected: a malformed one is kept as a
+    usage error, reported with every other one at the end of collection (see
+    :mod:`pytest_gpucheck.usage_errors`), once per test function, not per parameter."""
+    mark = item.get_closest_marker(MARKER)
+    if mark is None:
+        return
+    function = getattr(item, "originalname", item.name)
+    nodeid = f"{item.parent.nodeid}::{function}" if item.parent is not None else item.nodeid
+    try:
+        parse_mpi_mark(mark, nodeid)
+    except pytest.UsageError as exc:
+        from .. import usage_errors
+
+        usage_errors.add(item.config, str(exc))
 
 
 class _SpawnRouterLoader:

@@ -38,7 +38,7 @@ from ..processes import (
 from ..terminal_width import fit, terminal_width
 from .launcher import Launcher
 from .marker import MpiSpec, mpi_spec
-from .watchdog import extract_report, reported_test
+from .watchdog import extract_report, reported_test, stop_reason
 
 #: Seconds a job may take beyond its tests' timeouts (start-up, imports, JIT).
 STARTUP_ALLOWANCE = 120.0
@@ -293,7 +293,10 @@ class SpawnRouter:
                 self.runs[item.nodeid].reports[count] = reports
             elif stopped is not None and reported_test(stopped) == item.nodeid:
                 crashed = item
-                self.runs[item.nodeid].reports[count] = [*reports, self._failed(item, stopped)]
+                # The reason first: it is the line pytest's short summary shows.
+                reason = stop_reason(stopped) or "the MPI job was stopped"
+                failure = self._failed(item, f"{reason}\n{stopped}")
+                self.runs[item.nodeid].reports[count] = [*reports, failure]
             elif ranks and crashed is None:  # started, never finished, no report of why
                 crashed = item
                 text = crash_text(item, run, what, launcher=True, ranks=ranks)
@@ -355,7 +358,9 @@ class SpawnRouter:
             )
         for report in reports:
             if report.failed:
-                report.longrepr = f"[{note}]\n{report.longrepr}"
+                # After the first line, the cause, which pytest's short summary shows.
+                first, _, rest = str(report.longrepr).partition("\n")
+                report.longrepr = f"{first}\n[{note}]\n{rest}" if rest else f"{first}\n[{note}]"
         if reports:
             call = next((r for r in reports if r.when == "call"), reports[-1])
             call.sections.append(("gpucheck mpi", note))

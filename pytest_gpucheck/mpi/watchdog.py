@@ -41,9 +41,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from .outcome import cause_of
+
 BEGIN_MARK = "=" * 20 + " gpucheck mpi: job stopped " + "=" * 20
 END_MARK = "=" * 20 + " end of gpucheck mpi report " + "=" * 20
 TEST_LINE = "test: "
+#: The report's line of why the job stopped, short: the failure's first line in spawned
+#: mode, the one pytest's short summary shows (:func:`stop_reason`).
+CAUSE_LINE = "cause: "
 _ALERT, _SNAPSHOT, _ACK = 7301, 7302, 7303
 _POLL = 0.05
 
@@ -65,13 +70,21 @@ class Snapshot:
     mpi_call: str = ""  # the mpi4py method the test's current line calls (blocked in MPI?)
 
 
+#: The names of the plugin's own threads start so (the orphan guard, the watchdog):
+#: their stacks are the same in every report and say nothing about the test.
+OWN_THREADS = "gpucheck-"
+
+
 def other_threads_stacks() -> str:
-    """The Python stack of every thread but the calling one, the main thread first."""
+    """The Python stack of every thread but the calling one and the plugin's own, the
+    main thread first."""
     frames = sys._current_frames()
     me = threading.get_ident()
     main = threading.main_thread().ident
     names = {t.ident: t.name for t in threading.enumerate()}
-    order = sorted((ident for ident in frames if ident != me), key=lambda i: i != main)
+    order = sorted((ident for ident in frames if ident != me
+                    and not str(names.get(ident, "")).startswith(OWN_THREADS)),
+                   key=lambda i: i != main)
     return "".join(
         f"Thread {names.get(i, i)} (most recent call last):\n"
         + "".join(traceback.format_list(_user_frames(traceback.extract_stack(frames[i]))))
@@ -141,12 +154,17 @@ def format_report(nodeid: str, timeout: float, grace: float, size: int,
     waiting = [s.rank for s in snapshots if not s.failure and not s.state.startswith(RUNNING)]
     silent = [r for r in range(size) if r not in by_rank]
     if failed:
+        first = by_rank[failed[0]]
+        more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
+        cause = f"rank {first.rank}{more} failed: {cause_of(first.failure)}"
         why = (f"rank(s) {_ranks(failed)} failed and rank(s) {_ranks(stuck)} did not reach the "
                f"end of the test within {grace:g} s (blocked waiting for the failed rank?)")
     else:
+        cause = (f"timeout of {timeout:g} s, rank(s) {_ranks(stuck)} hung" if stuck or not silent
+                 else f"timeout of {timeout:g} s, rank(s) {_ranks(silent)} not answering")
         why = (f"the test did not finish within its timeout of {timeout:g} s; "
                f"hung (still running the test): rank(s) {_ranks(stuck)}")
-    lines = [BEGIN_MARK, f"{TEST_LINE}{nodeid}", why]
+    lines = [BEGIN_MARK, f"{TEST_LINE}{nodeid}", f"{CAUSE_LINE}{cause}", why]
     if in_mpi:
         calls = ", ".join(f"{s.rank} ({s.mpi_call})" for s in in_mpi)
         lines.append(f"blocked in an MPI call of the test, most likely waiting for them: "
@@ -178,6 +196,15 @@ def extract_report(output: str) -> str | None:
     # Everything from there on: a rank whose watchdog could not run adds its
     # faulthandler dump after the report.
     return output[start:].rstrip()
+
+
+def stop_reason(report: str) -> str:
+    """Why the job was stopped, in one short line: ``timeout of 5 s, rank(s) 1 hung`` or
+    ``rank 1 failed: ZeroDivisionError: ...`` (the report's ``cause:`` line)."""
+    for line in report.splitlines():
+        if line.startswith(CAUSE_LINE):
+            return line[len(CAUSE_LINE):]
+    return ""
 
 
 def reported_test(report: str) -> str:
