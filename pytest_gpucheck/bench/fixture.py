@@ -19,7 +19,7 @@ import pytest
 from .ceiling import copy_ceiling
 from .device_copy import L2Flusher, default_flush_bytes
 from .environment import Environment, describe, environment_from_dict
-from .gate import GateSettings, blocks_for_alpha, planned_rounds
+from .gate import GateSettings, planned_rounds
 from .interleave import BaselinePeer, PeerError, PeerServer, plug_heap_holes, shared_cpu
 from .measure import DeviceClock, RoundRunner, calibrate_iterations, copy_reference, warm_up
 from .records import BenchmarkRecord
@@ -29,6 +29,7 @@ from .settings import (
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
     MEASURE_KEYS,
+    MIN_BLOCKS_PER_PAIR,
     SETTING_NAMES,
 )
 from .timing import timer_for
@@ -265,10 +266,10 @@ class GpuBenchmark:
         except PeerError as exc:
             pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
         replicates = self._defaults.replicates
-        # Whole blocks (two pairs of rounds) per replicate, ``rounds`` per side in all,
-        # and enough blocks for the test to reach alpha.
-        per = 2 * max(math.ceil(rounds / (2 * replicates)),
-                      math.ceil(blocks_for_alpha(self._gate.alpha) / replicates), 1)
+        # Whole blocks (two pairs of rounds) per pair of processes, ``rounds`` per side
+        # in all: the pairs are the evidence (their number decides the interval), the
+        # blocks only make each pair's figure steadier.
+        per = 2 * max(math.ceil(rounds / (2 * replicates)), MIN_BLOCKS_PER_PAIR)
         base_samples: list[float] = []
         cand_samples: list[float] = []
         facts: dict[str, Any] = {}

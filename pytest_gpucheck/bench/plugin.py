@@ -18,6 +18,7 @@ from .settings import (
     DEFAULT_ALPHA,
     DEFAULT_BASELINE_DIR,
     DEFAULT_DETECT_EFFECT,
+    DEFAULT_FAMILY_LEVEL,
     DEFAULT_KEEP_FRACTION,
     DEFAULT_MAX_ROUNDS,
     DEFAULT_MIN_EFFECT,
@@ -50,7 +51,7 @@ PEER_KEY: pytest.StashKey[PeerServer] = pytest.StashKey()
 VERDICT_KEY: pytest.StashKey[Verdict] = pytest.StashKey()
 #: Options that make a run use the feature from the start (and validate it up front).
 EAGER_OPTIONS = ("gpu_bench_save", "gpu_bench_compare", "gpu_bench_plot", "gpu_bench_baseline",
-                 "gpu_bench_l2_flush", "gpu_bench_against")
+                 "gpu_bench_l2_flush", "gpu_bench_against", "gpu_bench_family_level")
 
 
 class BenchmarkRegression(Exception):
@@ -72,6 +73,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "a checkout of the baseline code (git worktree add DIR origin/main), timed "
                     "round by round beside it in this job; fail on significant regressions. "
                     "The gate for shared CI runners.")
+    group.addoption("--gpu-bench-family-level", dest="gpu_bench_family_level",
+                    metavar="LEVEL", default=None,
+                    help="--gpu-bench-against: the chance that identical code fails the run "
+                    "anywhere, over all its benchmarks (Holm's method; default ini "
+                    f"gpu_bench_family_level, {DEFAULT_FAMILY_LEVEL}).")
     # Internal: the baseline checkout's process, started by --gpu-bench-against.
     group.addoption("--gpu-bench-peer", dest="gpu_bench_peer", type=int, default=None,
                     help=argparse.SUPPRESS)
@@ -105,9 +111,12 @@ INI_KEYS: dict[str, tuple[str, Any]] = {
                                 str(DEFAULT_DETECT_EFFECT)),
     "gpu_bench_power": ("gate: probability of catching it; below it a comparison is "
                         "inconclusive", str(DEFAULT_POWER)),
-    "gpu_bench_replicates": ("--gpu-bench-against: runs of each benchmark's test per side "
-                             "(fresh arrays each), over which the gate averages",
+    "gpu_bench_replicates": ("--gpu-bench-against: pairs of processes (one per checkout), "
+                             "each timing every benchmark once; the gate's evidence",
                              str(DEFAULT_REPLICATES)),
+    "gpu_bench_family_level": ("--gpu-bench-against: chance that identical code fails the "
+                               "run anywhere (Holm's method over its benchmarks)",
+                               str(DEFAULT_FAMILY_LEVEL)),
     "gpu_bench_warmup_rounds": ("untimed rounds after the first call",
                                 str(DEFAULT_WARMUP_ROUNDS)),
     "gpu_bench_cpu_clock": ("clock of CPU-tier benchmarks: auto (CPU time for single-threaded "
@@ -199,6 +208,9 @@ def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
         value = config.getoption(dest, None)
         if value is not None:
             args.append(f"{flag}={Path(value).resolve()}")
+    level = config.getoption("gpu_bench_family_level", None)
+    if level is not None:
+        args.append(f"--gpu-bench-family-level={level}")
     # pytest-benchmark's profile dumps are written where the test runs (the child).
     for prefix in config.getoption("benchmark_cprofile_dump", None) or ():
         args.append(f"--benchmark-cprofile-dump={Path(prefix).resolve()}")
