@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from pytest_gpucheck.bench.baseline import BaselineStore
 from pytest_gpucheck.bench.environment import Environment
+from pytest_gpucheck.bench.fixture import MeasureDefaults
 from pytest_gpucheck.bench.gate import (
     INTERLEAVED,
     GateSettings,
@@ -27,8 +30,10 @@ from pytest_gpucheck.bench.gate import (
     format_verdict,
     interleaved_blocks,
     judge_family,
+    judge_pairs,
 )
 from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.bench.session import BenchSession
 from pytest_gpucheck.bench.settings import DEFAULT_FAMILY_LEVEL, DEFAULT_REPLICATES
 from pytest_gpucheck.bench.stats import (
     holm_levels,
@@ -38,6 +43,7 @@ from pytest_gpucheck.bench.stats import (
     t_two_sided_p,
     wilcoxon_signed_rank,
 )
+from pytest_gpucheck.bench.summary import gate_terminal_lines
 
 ENV = Environment("AMD EPYC", "", "", "", "numpy", "2.2", "3.11.9")
 #: Rounds per side per pair at the defaults: 60 rounds over 10 pairs, 3 blocks each.
@@ -215,3 +221,58 @@ def test_below_the_floor_a_certain_change_is_not_a_regression() -> None:
     assert verdict.interval is not None
     assert verdict.interval[0] > 0.0
     assert verdict.status == "unchanged"
+
+
+# -- the run as one family ------------------------------------------------------------
+def pairs_with_p(pvalue: float, mean: float = 0.08, pairs: int = 5) -> tuple[float, ...]:
+    """Pair figures (log changes) around ``mean`` whose t test gives exactly ``pvalue``."""
+    spread = np.array([-1.0, -0.5, 0.0, 0.5, 1.0][:pairs])
+    spread = spread / spread.std(ddof=1)
+    sd = mean * math.sqrt(pairs) / t_critical(pvalue, pairs - 1)
+    return tuple(float(v) for v in mean + sd * spread)
+
+
+def test_a_regression_only_holms_step_down_finds_fails_the_run_by_name(tmp_path: Path) -> None:
+    """Two benchmarks in the family at 1%: p = 0.001 fails its test as it ends (at
+    1% / 2), p = 0.008 passes there; Holm's second step (1% / 1) finds it at the end of
+    the run, which then fails, naming it; the summary says how many were compared."""
+    state = BenchSession(store=BaselineStore(tmp_path), save=False, compare=False, plot=None,
+                         gate=GateSettings(), overrides=[], measure=MeasureDefaults(),
+                         run_id="r", process="main", is_worker=False, against=tmp_path)
+    base, _ = records(np.random.default_rng(0), 0.0)
+    template = Verdict("t.py::test_a", "numpy", "AMD EPYC", "not-comparable",
+                       relative_to=INTERLEAVED)
+    first, second = (
+        judge_pairs(dataclasses.replace(template, name=name, pair_figures=pairs_with_p(p)),
+                    DEFAULT_FAMILY_LEVEL / 2, 2)
+        for name, p in (("t.py::test_a", 0.001), ("t.py::test_b", 0.008)))
+    assert first.pvalue == pytest.approx(0.001)
+    assert first.status == "regression"
+    assert second.status in ("unchanged", "inconclusive")
+    state.results = [(base, first), (base, second)]
+    state.judge_the_family()
+    assert [v.status for _, v in state.results] == ["regression", "regression"]
+    assert [v.name for v in state.family_regressions] == ["t.py::test_b"]
+    lines = gate_terminal_lines(state.results, compared=True, family_level=0.01)
+    assert "gpucheck benchmark gate: 2 regression" in lines
+    assert ("gpucheck benchmark gate: 2 benchmark(s) compared as one family (Holm's method): "
+            "a run of identical code fails with probability at most 0.01") in lines
+    assert any("REGRESSION t.py::test_b" in line and "Holm-adjusted p=0.008" in line
+               for line in lines)
+
+
+@pytest.mark.parametrize(("args", "ini", "shown"), [
+    (["--gpu-bench-family-level=1.5"], "", "--gpu-bench-family-level = '1.5'"),
+    (["--gpu-bench-family-level=x"], "", "--gpu-bench-family-level = 'x'"),
+    ([], "gpu_bench_family_level = 0", "ini gpu_bench_family_level = '0'"),
+])
+def test_a_family_level_outside_0_1_is_one_line_and_exit_4(
+        pytester: pytest.Pytester, args: list[str], ini: str, shown: str) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile(test_x="def test_a():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    assert result.ret == 4
+    errors = [line for line in result.errlines if line.startswith("ERROR:")]
+    assert len(errors) == 1, result.errlines
+    assert shown in errors[0]
+    assert "must be a number in (0, 1)" in errors[0]

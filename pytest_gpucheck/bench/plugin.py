@@ -217,6 +217,26 @@ def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
     return args
 
 
+def pytest_gpucheck_rerun_args(config: pytest.Config) -> list[str]:
+    """The gate's options for a failed item's ``rerun:`` command: the baseline (its
+    checkout, or the stored folder), the family level and the pairs, so that pasting it
+    judges the benchmark against the same baseline and shows the regression again."""
+    args: list[str] = []
+    against = config.getoption("gpu_bench_against", None)
+    if against is not None:
+        args.append(f"--gpu-bench-against={Path(against).resolve()}")
+        level = config.getoption("gpu_bench_family_level", None) or \
+            config.getini("gpu_bench_family_level")
+        args.append(f"--gpu-bench-family-level={level}")
+        args += ["-o", f"gpu_bench_replicates={config.getini('gpu_bench_replicates')}"]
+    if config.getoption("gpu_bench_compare", False):
+        folder = config.getoption("gpu_bench_baseline", None) or \
+            config.getini("gpu_bench_baseline") or Path(config.rootpath) / DEFAULT_BASELINE_DIR
+        # Resolved as the session resolves it (bench/session.py: relative to here).
+        args += ["--gpu-bench-compare", f"--gpu-bench-baseline={Path(folder).resolve()}"]
+    return args
+
+
 @pytest.fixture
 def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmark:
     """pytest-benchmark's ``benchmark``, timed on the device of the test's backend.
