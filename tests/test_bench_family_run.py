@@ -75,6 +75,10 @@ def test_a_planted_slowdown_among_identical_benchmarks_fails_the_run_by_name(
     assert "6 pairs, between-pair SD" in regressions[0]
     assert ("gpucheck benchmark gate: 3 benchmark(s) compared as one family (Holm's method): "
             "a run of identical code fails with probability at most 1e-05") in run.stdout
+    # A long run says where it stands: each benchmark, its pairs and the interval so far.
+    assert ("gpucheck gate: benchmark 2 of 3 (test_bench.py::test_second[numpy]): 6 of 6 "
+            "pairs done, change so far +") in run.stdout, run.stdout
+    assert "page faults per call" in run.stdout, run.stdout
     # The rerun line keeps the gate: pasted, it fails again.
     reruns = [line.split("rerun: ", 1)[1] for line in run.stdout.splitlines()
               if "rerun: pytest " in line]

@@ -269,7 +269,7 @@ def test_bad_input_is_one_line_and_exit_4(tmp_path: Path, args: tuple[str, ...],
 
 def test_fewer_than_two_replicates_is_one_line_and_exit_4(tmp_path: Path) -> None:
     _, candidate = checkouts(tmp_path, BENCH.format(work=FAST), BENCH.format(work=FAST))
-    (candidate / "pytest.ini").write_text(INI.replace("gpu_bench_replicates = 2",
+    (candidate / "pytest.ini").write_text(INI.replace("gpu_bench_replicates = 3",
                                                       "gpu_bench_replicates = 1"))
     run = gate(candidate)
     assert run.returncode == 4, run.stdout + run.stderr

@@ -31,6 +31,7 @@ from pytest_gpucheck.bench.gate import (
     interleaved_blocks,
     judge_family,
     judge_pairs,
+    progress_line,
 )
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.session import BenchSession
@@ -43,7 +44,7 @@ from pytest_gpucheck.bench.stats import (
     t_two_sided_p,
     wilcoxon_signed_rank,
 )
-from pytest_gpucheck.bench.summary import gate_terminal_lines
+from pytest_gpucheck.bench.summary import derived_figures, gate_terminal_lines
 
 ENV = Environment("AMD EPYC", "", "", "", "numpy", "2.2", "3.11.9")
 #: Rounds per side per pair at the defaults: 60 rounds over 10 pairs, 3 blocks each.
@@ -276,3 +277,54 @@ def test_a_family_level_outside_0_1_is_one_line_and_exit_4(
     assert len(errors) == 1, result.errlines
     assert shown in errors[0]
     assert "must be a number in (0, 1)" in errors[0]
+
+
+def test_the_rerun_command_keeps_the_stored_gate(pytester: pytest.Pytester) -> None:
+    """A failed item's rerun line under --gpu-bench-compare keeps the compare and the
+    baseline folder (without them the pasted command passes, the regression in place);
+    the broken twin is the report without the hook, which printed ``pytest ID`` alone."""
+    from pytest_gpucheck.report import get_matrix
+
+    (pytester.path / "stored").mkdir()
+    config = pytester.parseconfigure("--gpu-bench-compare", "--gpu-bench-baseline=stored")
+    options = get_matrix(config).rerun_options
+    assert options[-2:] == ("--gpu-bench-compare",
+                            f"--gpu-bench-baseline={(pytester.path / 'stored').resolve()}")
+
+
+def test_the_progress_line_shows_the_interval_so_far() -> None:
+    base, cand = records(np.random.default_rng(9), 0.25)
+    line = progress_line("t.py::test_k", 2, 30, 4, 10, base.samples, cand.samples, PER_PAIR,
+                         DEFAULT_FAMILY_LEVEL / 30)
+    assert line.startswith("gpucheck gate: benchmark 2 of 30 (t.py::test_k): 4 of 10 pairs "
+                           "done, change so far +2")
+    assert "[99.967% CI " in line
+    first = progress_line("t.py::test_k", 1, 1, 1, 10, base.samples, cand.samples, PER_PAIR,
+                          0.01)
+    assert first == "gpucheck gate: benchmark 1 of 1 (t.py::test_k): 1 of 10 pairs done"
+
+
+def test_page_faults_per_call_are_named_beside_the_median() -> None:
+    """What inflates --gpu-bench-against's medians against an in-process run (a fixed mmap
+    threshold on both sides: fresh pages on every call) is said where the median is."""
+    base, _ = records(np.random.default_rng(1), 0.0)
+    quiet = derived_figures(base)
+    assert "page faults" not in quiet
+    faulting = dataclasses.replace(base, extra={**base.extra, "page_faults_per_call": 65.0})
+    assert "65 page faults per call (each host array of 128 KiB or more is a fresh mapping " \
+           "under --gpu-bench-against" in derived_figures(faulting)
+
+
+def test_an_interval_beyond_any_float_is_printed_not_raised() -> None:
+    """Two pairs at a strict level: the critical t is about 6e6, the interval's end
+    beyond any float.  A run once failed every benchmark with an OverflowError."""
+    template = Verdict("t.py::test_k", "numpy", "AMD EPYC", "not-comparable",
+                       relative_to=INTERLEAVED, pair_figures=(0.0, 0.05))
+    verdict = judge_pairs(template, 1e-7, 3)
+    assert verdict.interval is not None
+    assert verdict.interval[1] == math.inf
+    assert "+inf%]" in format_verdict(verdict)
+    base, cand = records(np.random.default_rng(2), 0.0, pairs=2, placement=0.3)
+    line = progress_line("t.py::test_k", 1, 3, 2, 2, base.samples, cand.samples, PER_PAIR,
+                         1e-7)
+    assert "+inf%]" in line

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pytest
 
 from .ceiling import copy_ceiling
@@ -86,6 +87,7 @@ class GpuBenchmark:
         against: Callable[[], list[tuple[BaselinePeer, BaselinePeer]]] | None = None,
         on_baseline: Callable[[BenchmarkRecord | str], None] | None = None,
         peer_server: PeerServer | None = None,
+        progress: Callable[[int, int, list[float], list[float], int], None] | None = None,
     ) -> None:
         self.benchmark = benchmark
         self.backend = backend
@@ -109,6 +111,9 @@ class GpuBenchmark:
         self._on_baseline = on_baseline
         #: Set in the baseline checkout's own process: it times rounds when told to.
         self._peer_server = peer_server
+        #: ``--gpu-bench-against``: told after each pair of processes (pairs done, pairs,
+        #: the rounds of each side so far, rounds per pair), for the progress line.
+        self._progress = progress
         self._environment: Environment | None = None
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -272,6 +277,8 @@ class GpuBenchmark:
         per = 2 * max(math.ceil(rounds / (2 * replicates)), MIN_BLOCKS_PER_PAIR)
         base_samples: list[float] = []
         cand_samples: list[float] = []
+        # Minor page faults per call of each side's rounds (bench/interleave.py).
+        faults: dict[str, list[float]] = {"baseline": [], "candidate": []}
         facts: dict[str, Any] = {}
         try:
             for replicate in range(replicates):
@@ -296,11 +303,15 @@ class GpuBenchmark:
                         else:
                             cand_samples.append(cand.round())
                             base_samples.append(base.round())
+                        faults["baseline"].append(base.faults[-1])
+                        faults["candidate"].append(cand.faults[-1])
                 outcome, message = base.end()
                 cand_outcome, cand_message = cand.end()
                 if cand_outcome not in ("passed", "was skipped"):
                     pytest.fail(f"gpucheck benchmark gate: this test {cand_outcome} in the "
                                 f"candidate process: {cand_message}", pytrace=False)
+                if self._progress is not None:
+                    self._progress(replicate + 1, replicates, base_samples, cand_samples, per)
             for pair in pairs:
                 for peer in pair:
                     peer.release()
@@ -320,6 +331,7 @@ class GpuBenchmark:
         self.backend.synchronize()
         ceiling = self._copy_ceiling_at_size(timer) if self.bytes else None
         self.extra["replicates"] = replicates
+        self.extra["page_faults_per_call"] = float(np.median(faults["candidate"]))
         self._keep(cand_samples, timer.method, iterations, warmup, first_call, None, ceiling)
         self._on_baseline(BenchmarkRecord(
             name=self.name, environment=environment_from_dict(dict(facts["environment"])),
@@ -328,7 +340,8 @@ class GpuBenchmark:
             first_call_seconds=float(facts["first_call_seconds"]),
             l2_flushed=bool(facts["l2_flushed"]), bytes=self.bytes, flops=self.flops,
             extra={"checkout": str(base.checkout), "outcome": outcome, "message": message,
-                   "replicates": replicates}))
+                   "replicates": replicates,
+                   "page_faults_per_call": float(np.median(faults["baseline"]))}))
         return result
 
     def _process_ceiling(self) -> tuple[float, int]:

@@ -171,6 +171,8 @@ class Verdict:
     power: float | None = None
     #: ``--gpu-bench-against``: one log change per pair of processes (the evidence).
     pair_figures: tuple[float, ...] | None = None
+    #: ... the median of that pair's blocks (log ratios; the noise within a pair).
+    pair_blocks: tuple[tuple[float, ...], ...] | None = None
     #: The change's two-sided interval at ``level`` (as changes: -0.02 = 2% faster).
     interval: tuple[float, float] | None = None
     #: The two-sided level the interleaved verdict was judged at (family level over the
@@ -202,6 +204,7 @@ class Verdict:
             "change": self.change,
             "pvalue": self.pvalue,
             "pair_figures": list(self.pair_figures) if self.pair_figures else None,
+            "pair_blocks": [list(b) for b in self.pair_blocks] if self.pair_blocks else None,
             "interval": list(self.interval) if self.interval else None,
             "level": self.level,
             "family": self.family,
@@ -402,8 +405,15 @@ def compare_interleaved(baseline: BenchmarkRecord, current: BenchmarkRecord,
         return replace(base, reason=f"{len(runs)} pair(s) of processes with timed blocks; "
                                     "the gate needs at least 2 (ini gpu_bench_replicates)")
     figures = tuple(float(statistics.median(run)) for run in runs)
-    verdict = replace(base, pair_figures=figures, reason=_version_note(baseline, current))
+    verdict = replace(base, pair_figures=figures, pair_blocks=tuple(map(tuple, runs)),
+                      reason=_version_note(baseline, current))
     return judge_pairs(verdict, level, family)
+
+
+def as_change(log_ratio: float) -> float:
+    """A log ratio as a change (+0.10 = 10% slower); an interval's end from few pairs at a
+    strict level can be beyond any float (+inf)."""
+    return math.expm1(log_ratio) if log_ratio < 700.0 else math.inf
 
 
 #: The end of the reason an inconclusive interleaved verdict gives (a later judgement
@@ -430,8 +440,8 @@ def judge_pairs(verdict: Verdict, level: float, family: int) -> Verdict:
     # inconclusive then; only its own note (a framework upgrade) is kept.
     note = verdict.reason.rpartition(_RAISE_PAIRS)[2].removeprefix("; ")
     judged = replace(verdict, status="unchanged", pvalue=test.pvalue,
-                     relative_change=math.expm1(test.mean),
-                     interval=(math.expm1(test.low), math.expm1(test.high)), level=level,
+                     relative_change=as_change(test.mean),
+                     interval=(as_change(test.low), as_change(test.high)), level=level,
                      family=family, noise=test.sd, power=power, reason=note)
     if test.low > 0.0 and test.mean > floor:
         return replace(judged, status="regression")
@@ -443,6 +453,23 @@ def judge_pairs(verdict: Verdict, level: float, family: int) -> Verdict:
                f"{settings.power:.0%}); {_RAISE_PAIRS}")
         return replace(judged, status="inconclusive", reason=f"{why}; {note}" if note else why)
     return judged
+
+
+def progress_line(name: str, number: int, benchmarks: int, done: int, pairs: int,
+                  baseline: list[float], current: list[float], per: int, level: float) -> str:
+    """``gpucheck gate: benchmark 2 of 30 (NAME): 4 of 10 pairs done, change so far +1.2%
+    [99.97% CI -3.0%, +5.5%]``: where a long interleaved run stands, with the interval
+    of the pairs so far at the level the benchmark will be judged at."""
+    text = f"gpucheck gate: benchmark {number} of {benchmarks} ({name}): {done} of {pairs} " \
+           "pairs done"
+    figures = [statistics.median(blocks) for j in range(done)
+               if (blocks := interleaved_blocks(baseline[j * per:(j + 1) * per],
+                                                current[j * per:(j + 1) * per]))]
+    if len(figures) >= 2:
+        test = pair_test(figures, level)
+        text += (f", change so far {as_change(test.mean):+.1%} [{format_level(level)} CI "
+                 f"{as_change(test.low):+.1%}, {as_change(test.high):+.1%}]")
+    return text
 
 
 #: The statuses of a comparison that was made (the family counts them).

@@ -274,14 +274,40 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
     config = request.config
     disabled_by_user = bool(config.getoption("benchmark_disable", False)) and not bool(
         config.getoption("benchmark_enable", False))
-    against = None
+    against = progress = None
     if session.against is not None and not disabled_by_user:
         def against() -> Any:
             return session.peers(request.session)
+
+        number = session.started_benchmark()
+
+        def progress(done: int, pairs: int, baseline: list[float], current: list[float],
+                     per: int) -> None:
+            from .gate import progress_line
+
+            family = session.family_size(request.session)
+            _write_now(config, progress_line(item.nodeid, number, family, done, pairs,
+                                             baseline, current, per,
+                                             session.family_level / family))
     return GpuBenchmark(benchmark, backend, item.nodeid, session.measure, measure,
                         session.store if session.compare else None, keep, disabled_by_user,
                         gate, against=against, on_baseline=keep_baseline,
-                        peer_server=config.stash.get(PEER_KEY, None))
+                        peer_server=config.stash.get(PEER_KEY, None), progress=progress)
+
+
+def _write_now(config: pytest.Config, line: str) -> None:
+    """Write ``line`` to the terminal while a test runs (past pytest's capture), in the
+    process that has the terminal; nothing in an xdist worker or under ``-q -q``."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or config.get_verbosity() < -1 or hasattr(config, "workerinput"):
+        return
+    if capture is None:
+        reporter.write_line(line)
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.ensure_newline()
+        reporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)

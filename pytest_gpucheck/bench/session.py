@@ -75,6 +75,8 @@ class BenchSession:
     family_level: float = DEFAULT_FAMILY_LEVEL
     #: Benchmarks this process collected (the family's size as the tests run).
     planned_family: int | None = None
+    #: Benchmarks that started their interleaved timing (for the progress lines).
+    benchmarks_started: int = 0
     #: Regressions found only when the run's family was judged (their tests passed).
     family_regressions: list[Verdict] = field(default_factory=list)
 
@@ -143,6 +145,11 @@ class BenchSession:
                     f"{', '.join(others)} (never compared across device models)")})
         return verdict
 
+    def started_benchmark(self) -> int:
+        """Count a benchmark that starts its interleaved timing; its number in the run."""
+        self.benchmarks_started += 1
+        return self.benchmarks_started
+
     def family_size(self, session: pytest.Session) -> int:
         """The benchmarks this process collected: an upper bound of those it compares."""
         if self.planned_family is None:
@@ -192,6 +199,11 @@ class BenchSession:
         naming the folder and the OS error; nothing is called saved unless it
         is on disk.
         """
+        # Every peer is asked first, then each is waited for: they end at once, not one
+        # after the other (twenty processes at the default pairs, on a loaded machine).
+        for pair in self.pairs:
+            for peer in pair:
+                peer.ask_to_stop()
         errors = [peer.close() for pair in self.pairs for peer in pair]
         self.pairs = []
         self.peer_error = "; ".join(error for error in errors if error)
@@ -359,6 +371,8 @@ def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
                    power=data.get("power"),
                    pair_figures=tuple(data["pair_figures"]) if data.get("pair_figures")
                    else None,
+                   pair_blocks=tuple(tuple(b) for b in data["pair_blocks"])
+                   if data.get("pair_blocks") else None,
                    interval=tuple(data["interval"]) if data.get("interval") else None,
                    level=data.get("level"), family=data.get("family"),
                    adjusted_p=data.get("adjusted_p"))
