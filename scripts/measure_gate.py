@@ -344,7 +344,7 @@ def measure_interleaved(args: argparse.Namespace, loops_per_second: float) -> in
                     components.add(result)
             print(f"session {index + 1} ({'power' if slowed else 'A/A'}): "
                   f"{Counter(statuses.values())}, {time.perf_counter() - started:.0f} s, "
-                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+                  f"load {os.getloadavg()[0]:.1f}; {components.summary()}", flush=True)
     aa = args.sessions
     print(f"A/A sessions: {red_sessions} of {aa} had a REGRESSION (95% upper bound "
           f"{binomial_bound(red_sessions, aa, True):.1%}); false alarms per benchmark: "

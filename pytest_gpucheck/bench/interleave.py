@@ -62,8 +62,10 @@ if TYPE_CHECKING:
 
     from ..backends.base import Backend
 
-#: Seconds the lead waits for the peer to end after asking it to.
-STOP_TIMEOUT = 30.0
+#: Seconds the lead waits for the peer to end after asking it to: twenty peers (ten
+#: pairs) ending at once on a 2-core machine at load average 25 took more than 30 s
+#: for three of them, each after its last round.
+STOP_TIMEOUT = 120.0
 #: Lines of the peer's output quoted when it fails.
 LOG_TAIL = 12
 #: Environment variables of this process the peer must not inherit: xdist's, and those
