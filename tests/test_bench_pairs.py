@@ -328,3 +328,21 @@ def test_an_interval_beyond_any_float_is_printed_not_raised() -> None:
     line = progress_line("t.py::test_k", 1, 3, 2, 2, base.samples, cand.samples, PER_PAIR,
                          1e-7)
     assert "+inf%]" in line
+
+
+def test_a_stored_baseline_of_another_process_mode_is_named_in_the_verdict() -> None:
+    """The stored gate compares one process with one; a baseline measured in the test
+    process and compared in an isolation worker read +49% on identical code.  The
+    verdict says so (each record now carries its process mode); the same mode says
+    nothing."""
+    from pytest_gpucheck.bench.gate import compare
+
+    rng = np.random.default_rng(0)
+    base = dataclasses.replace(records(rng, 0.0)[0], extra={"process_mode": "in-process"})
+    worker = dataclasses.replace(records(rng, 0.0)[1],
+                                 extra={"process_mode": "isolation worker"})
+    verdict = compare(base, worker, GateSettings())
+    assert ("baseline measured in the test process, this run in an isolation worker: "
+            "different heap histories alone moved identical code by +49%") in verdict.reason
+    same = dataclasses.replace(worker, extra={"process_mode": "in-process"})
+    assert "heap histories" not in compare(base, same, GateSettings()).reason

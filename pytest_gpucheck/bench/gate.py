@@ -241,7 +241,8 @@ def compare(
     if rounds < settings.min_rounds:
         return replace(base, status="not-comparable",
                        reason=f"{rounds} rounds < min_rounds={settings.min_rounds}")
-    note = _version_note(baseline, current)
+    note = "; ".join(n for n in (_version_note(baseline, current),
+                                 _mode_note(baseline, current)) if n)
     relative = bool(baseline.ratios and current.ratios
                     and baseline.reference == current.reference)
     old, new = settings.kept(baseline.samples), settings.kept(current.samples)
@@ -503,6 +504,24 @@ def _version_note(baseline: BenchmarkRecord, current: BenchmarkRecord) -> str:
     if old != new:
         return f"baseline recorded with {current.backend} {old}, this run {new}"
     return ""
+
+
+def _mode_note(baseline: BenchmarkRecord, current: BenchmarkRecord) -> str:
+    """A note when another kind of process measured the stored baseline: the two have
+    different heap histories, which alone moved identical code by +49% (an in-process
+    baseline compared in an isolation worker)."""
+    old = baseline.extra.get("process_mode")
+    new = current.extra.get("process_mode")
+    if old and new and old != new:
+        return (f"baseline measured {_WHERE.get(old, old)}, this run {_WHERE.get(new, new)}: "
+                "different heap histories alone moved identical code by +49%")
+    return ""
+
+
+#: Where a process mode measured, in a sentence.
+_WHERE = {"in-process": "in the test process", "isolation worker": "in an isolation worker",
+          "xdist worker": "in an xdist worker", "MPI rank": "in an MPI rank",
+          "simulator child": "in the simulator child"}
 
 
 def smallest_pvalue(n1: int, n2: int) -> float:

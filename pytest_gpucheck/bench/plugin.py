@@ -265,6 +265,8 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
         pytest.fail(f"gpu_bench gate settings of {item.nodeid}: {exc}", pytrace=False)
 
     def keep(record: BenchmarkRecord) -> None:
+        # Saved with the record: a stored baseline says which kind of process measured it.
+        record.extra["process_mode"] = session.process_mode
         item.stash[RECORD_KEY] = record
         session.local_records.append(record)
 

@@ -6,6 +6,7 @@ Imported when pytest configures, not when it loads the plugin, so a plain
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,9 @@ class BenchSession:
     family_level: float = DEFAULT_FAMILY_LEVEL
     #: Benchmarks this process collected (the family's size as the tests run).
     planned_family: int | None = None
+    #: Which kind of process measures here (``in-process``, ``isolation worker``,
+    #: ``xdist worker``, ``MPI rank``, ``simulator child``), saved with each record.
+    process_mode: str = "in-process"
     #: Benchmarks that started their interleaved timing (for the progress lines).
     benchmarks_started: int = 0
     #: Regressions found only when the run's family was judged (their tests passed).
@@ -305,6 +309,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         is_worker=workerinput is not None,
         against=against,
         family_level=family_level,
+        process_mode=process_mode(config),
     )
     try:
         session.store.check_folder()
@@ -338,6 +343,22 @@ def _against_folder(config: pytest.Config) -> Path | None:
         raise pytest.UsageError("--gpu-bench-against and --gpu-bench-compare are two gates; "
                                 "use one (--gpu-bench-against on shared CI runners)")
     return folder
+
+
+def process_mode(config: pytest.Config) -> str:
+    """The kind of process this is, as a stored baseline records it."""
+    from ..child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+    from ..launch_env import launched_rank
+
+    if launched_rank() is not None:
+        return "MPI rank"
+    if hasattr(config, "workerinput"):
+        return "xdist worker"
+    if os.environ.get(SIMULATOR_CHILD_VARIABLE):
+        return "simulator child"
+    if os.environ.get(REPORT_SINK_VARIABLE):
+        return "isolation worker"
+    return "in-process"
 
 
 def _family_level(config: pytest.Config) -> float:
