@@ -80,5 +80,19 @@ def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
     return []  # a specification: pluggy calls the implementations, never this body
 
 
+@pytest.hookspec
+def pytest_gpucheck_rerun_args(config: pytest.Config) -> list[str]:
+    """Options the ``rerun:`` command of a failed item needs to fail the same way.
+
+    Called once, in the process that prints the summary, when the report is built.
+    Return ``--option=value`` strings for the options of your feature that decide a
+    failure (the benchmark gate's baseline and family level: without them the pasted
+    command passes with the regression still in place); paths absolute, since the
+    command may be pasted anywhere in the project.
+    """
+    return []  # a specification: pluggy calls the implementations, never this body
+
+
 __all__ = ["ReportSection", "pytest_gpucheck_child_args", "pytest_gpucheck_report_sections",
+           "pytest_gpucheck_rerun_args",
            "report_sections"]

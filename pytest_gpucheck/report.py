@@ -571,6 +571,10 @@ def get_matrix(config: pytest.Config) -> Matrix:
         impls = config.getoption("gpu_impls", "all")
         if impls != "all":
             options.append(f"--gpu-impls={impls}")
+        # The features' own (the benchmark gate's baseline and level), in the order the
+        # plugins were registered.
+        for feature_args in reversed(config.hook.pytest_gpucheck_rerun_args(config=config)):
+            options.extend(feature_args or ())
         config.stash[MATRIX_KEY] = Matrix(rerun_options=tuple(options))
     return config.stash[MATRIX_KEY]
 

@@ -43,11 +43,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,7 +71,12 @@ from pytest_gpucheck.bench.measure import (
     warm_up,
 )
 from pytest_gpucheck.bench.records import BenchmarkRecord
-from pytest_gpucheck.bench.settings import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
+from pytest_gpucheck.bench.settings import (
+    DEFAULT_FAMILY_LEVEL,
+    DEFAULT_MAX_ROUNDS,
+    DEFAULT_REPLICATES,
+    DEFAULT_ROUNDS,
+)
 from pytest_gpucheck.bench.timing import RoundTimer, timer_for
 
 
@@ -156,8 +164,9 @@ class Tally:
                 f"{self.slow_inconclusive}, {time.perf_counter() - started:.0f} s")
 
 
-#: The benchmark both projects of ``--mode interleaved`` run; the candidate's odd cases
-#: add ``burn(LOOPS)``.
+#: The benchmark both projects of ``--mode interleaved`` run: ``--benchmarks`` cases of
+#: saxpy, each with arrays of its own; in the candidate of a power session case 0 adds
+#: ``burn(LOOPS)``.
 PROJECT_TEST = """\
 import numpy as np
 import pytest
@@ -174,7 +183,7 @@ def burn(loops):
     return value
 
 
-@pytest.mark.parametrize("case", range({first}, {last}))
+@pytest.mark.parametrize("case", range({benchmarks}))
 def test_saxpy(gpu_backend, gpu_benchmark, case):
     rng = np.random.default_rng(case)
     x = gpu_backend.to_device(rng.random(SIZE, dtype=np.float32))
@@ -194,31 +203,31 @@ def test_saxpy(gpu_backend, gpu_benchmark, case):
         burn(LOOPS)
         return result
 
-    gpu_benchmark.pedantic(slowed if SLOWED and case % 2 else saxpy, bytes=12 * SIZE)
+    gpu_benchmark.pedantic(slowed if SLOWED and case == 0 else saxpy, bytes=12 * SIZE)
 """
 
 
-def run_batch(root: Path, args: argparse.Namespace, loops: int, first: int,
-              last: int) -> tuple[list[dict[str, Any]], str]:
-    """One ``pytest --gpu-bench-against`` run over cases ``first..last-1``: the gate's
+def run_session(root: Path, args: argparse.Namespace, loops: int, slowed: bool,
+                benchmarks: int) -> tuple[list[dict[str, Any]], str]:
+    """One ``pytest --gpu-bench-against`` session over ``benchmarks`` cases: the gate's
     results from its JSON report, and what went wrong ("" when nothing did)."""
     ini = textwrap.dedent(f"""\
         [pytest]
         gpu_backends = {args.backend}
         gpu_bench_rounds = {args.rounds}
-        gpu_bench_max_rounds = {args.max_rounds}
         gpu_bench_cpu_clock = {args.cpu_clock}
-        gpu_bench_alpha = {args.alpha}
+        gpu_bench_replicates = {args.pairs}
+        gpu_bench_family_level = {args.family_level}
         gpu_bench_relative_min_effect = {args.relative_min_effect}
         gpu_bench_detect_effect = {args.detect_effect}
         gpu_bench_power = {args.power}
         """)
-    for side, slowed in (("baseline", False), ("candidate", True)):
+    for side, slow in (("baseline", False), ("candidate", slowed)):
         folder = root / side
         folder.mkdir(exist_ok=True)
         (folder / "pytest.ini").write_text(ini)
         (folder / "test_gate.py").write_text(PROJECT_TEST.format(
-            size=args.size, loops=loops, slowed=slowed, first=first, last=last))
+            size=args.size, loops=loops, slowed=slow, benchmarks=benchmarks))
     report = root / "report.json"
     report.unlink(missing_ok=True)
     run = subprocess.run(
@@ -228,9 +237,8 @@ def run_batch(root: Path, args: argparse.Namespace, loops: int, first: int,
     if not report.exists():
         return [], f"pytest exited {run.returncode} without a report:\n{run.stdout[-3000:]}"
     results = json.loads(report.read_text())["sections"]["benchmarks"]["results"]
-    seen = {case_of(result["record"]["name"]) for result in results}
-    missing = set(range(first, last)) - seen
-    problem = (f"{len(missing)} case(s) without a verdict (pytest exited {run.returncode}):\n"
+    missing = benchmarks - len(results)
+    problem = (f"{missing} case(s) without a verdict (pytest exited {run.returncode}):\n"
                f"{run.stdout[-3000:]}" if missing else "")
     return results, problem
 
@@ -240,18 +248,74 @@ def case_of(name: str) -> int:
     return int(name.rsplit("-", 1)[-1].rstrip("]"))
 
 
-def measure_interleaved(args: argparse.Namespace, loops_per_second: float,
-                        tally: Tally) -> float:
-    """``pytest --gpu-bench-against`` over a baseline and a candidate project; returns
-    the injected seconds per call."""
+def binomial_bound(events: int, trials: int, upper: bool, confidence: float = 0.95) -> float:
+    """The one-sided Clopper-Pearson bound of a rate: ``events`` of ``trials``."""
+    def cdf(k: int, p: float) -> float:
+        return sum(math.comb(trials, j) * p ** j * (1 - p) ** (trials - j) for j in range(k + 1))
+
+    if trials == 0:
+        return 1.0 if upper else 0.0
+    if (upper and events == trials) or (not upper and events == 0):
+        return 1.0 if upper else 0.0
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        # Upper: the p at which seeing <= events has chance 1 - confidence; lower: the p
+        # at which seeing >= events has that chance.
+        inside = cdf(events, middle) > 1 - confidence if upper \
+            else 1 - cdf(events - 1, middle) < 1 - confidence
+        low, high = (middle, high) if inside else (low, middle)
+    return (low + high) / 2
+
+
+@dataclass
+class Components:
+    """Variance components of the A/A benchmarks (log units)."""
+
+    #: SD of the pair figures of each benchmark (what the gate's interval is made of).
+    between: list[float] = field(default_factory=list)
+    #: Deviations of each block from its pair's median (the noise within a pair).
+    within: list[float] = field(default_factory=list)
+    blocks_per_pair: int = 0
+
+    def add(self, result: dict[str, Any]) -> None:
+        verdict = result["verdict"] or {}
+        figures = verdict.get("pair_figures")
+        if not figures:
+            return
+        self.between.append(float(np.std(figures, ddof=1)))
+        for blocks in verdict.get("pair_blocks") or ():
+            self.blocks_per_pair = len(blocks)
+            self.within += [b - float(np.median(blocks)) for b in blocks]
+
+    def summary(self) -> str:
+        if not self.between:
+            return "variance components: none measured"
+        rms = math.sqrt(float(np.mean(np.square(self.between))))
+        text = (f"between-pair SD of the pair figures: median {np.median(self.between):.2%}, "
+                f"RMS {rms:.2%}, 90th percentile {np.percentile(self.between, 90):.2%} "
+                f"over {len(self.between)} benchmarks")
+        if self.within:
+            block = float(np.std(self.within)) * math.sqrt(
+                self.blocks_per_pair / max(self.blocks_per_pair - 1, 1))
+            text += (f"; block SD within a pair {block:.2%} ({self.blocks_per_pair} blocks "
+                     "per pair)")
+        return text
+
+
+def measure_interleaved(args: argparse.Namespace, loops_per_second: float) -> int:
+    """Independent ``pytest --gpu-bench-against`` sessions: A/A sessions of
+    ``--benchmarks`` identical benchmarks (a session with any REGRESSION is a false red
+    run), then power sessions with case 0 slowed by ``--slowdown``.  The session, not the
+    comparison, is the unit: comparisons in one session share its pairs of processes."""
     started = time.perf_counter()
-    cases = 2 * args.comparisons
+    components = Components()
+    red_sessions = flagged = compared = 0
+    caught = power_sessions = 0
+    problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="gpucheck-measure-gate-") as tmp:
         root = Path(tmp)
-        # The injection is worth --slowdown of the time per call the gate compares:
-        # the median of both sides' rounds in an identical interleaved run (rounds
-        # after the other side's round find colder caches than rounds in a row).
-        results, problem = run_batch(root, args, 0, 0, 4)
+        results, problem = run_session(root, args, 0, False, 2)
         if problem:
             raise SystemExit(f"calibration run failed: {problem}")
         per_call = float(np.median([np.median(r["record"]["samples"]) for r in results]))
@@ -259,24 +323,39 @@ def measure_interleaved(args: argparse.Namespace, loops_per_second: float,
         loops = max(1, round(extra * loops_per_second))
         print(f"calibration: {per_call * 1e6:.1f} us/call interleaved; injecting "
               f"{extra * 1e6:.2f} us ({loops} loop iterations)", flush=True)
-        for first in range(0, cases, 2 * args.batch):
-            last = min(first + 2 * args.batch, cases)
-            results, problem = run_batch(root, args, loops, first, last)
+        for index in range(args.sessions + args.power_sessions):
+            slowed = index >= args.sessions
+            results, problem = run_session(root, args, loops, slowed, args.benchmarks)
             if problem:
-                tally.other.append(problem.splitlines()[0])
-                print(problem)
-            for result in results:
-                verdict, record = result["verdict"] or {}, result["record"]
-                tally.rounds.append(len(record["samples"]))
-                case, status = case_of(record["name"]), verdict.get("status", "none")
-                tally.add(bool(case % 2), status, verdict.get("change"), verdict.get("power"))
-                if (status == "regression") != bool(case % 2):
-                    tally.wrong.append(f"case {case} ({'slowed' if case % 2 else 'null'}): "
-                                       f"{verdict.get('change') or 0.0:+.1%} {status}")
-            done = last // 2
-            if done % 10 == 0 or last == cases:
-                print(tally.progress(done, started), flush=True)
-    return extra
+                problems.append(problem.splitlines()[0])
+                print(problem, flush=True)
+            statuses = {case_of(r["record"]["name"]): (r["verdict"] or {}).get("status")
+                        for r in results}
+            nulls = [s for case, s in statuses.items() if not (slowed and case == 0)]
+            compared += sum(s in ("regression", "improvement", "unchanged", "inconclusive")
+                            for s in nulls)
+            flagged += nulls.count("regression")
+            if slowed:
+                power_sessions += 1
+                caught += statuses.get(0) == "regression"
+            else:
+                red_sessions += "regression" in nulls
+                for result in results:
+                    components.add(result)
+            print(f"session {index + 1} ({'power' if slowed else 'A/A'}): "
+                  f"{Counter(statuses.values())}, {time.perf_counter() - started:.0f} s, "
+                  f"load {os.getloadavg()[0]:.1f}; {components.summary()}", flush=True)
+    aa = args.sessions
+    print(f"A/A sessions: {red_sessions} of {aa} had a REGRESSION (95% upper bound "
+          f"{binomial_bound(red_sessions, aa, True):.1%}); false alarms per benchmark: "
+          f"{flagged} of {compared}")
+    if power_sessions:
+        print(f"power: {caught} of {power_sessions} planted +{args.slowdown:.0%} caught (95% "
+              f"lower bound {binomial_bound(caught, power_sessions, False):.1%})")
+    print(components.summary())
+    if problems:
+        print(f"{len(problems)} session(s) with problems: {problems[0]}")
+    return 0 if not problems else 1
 
 
 def measure_stored(args: argparse.Namespace, backend: Any, timer: RoundTimer,
@@ -317,9 +396,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", default="interleaved", choices=("interleaved", "stored"),
                         help="gate against the baseline checkout timed beside each round "
                         "(--gpu-bench-against, default) or against a stored baseline")
-    parser.add_argument("--comparisons", type=int, default=200)
-    parser.add_argument("--batch", type=int, default=10,
-                        help="interleaved: comparisons per pytest run")
+    parser.add_argument("--comparisons", type=int, default=200, help="stored mode")
+    parser.add_argument("--sessions", type=int, default=100,
+                        help="interleaved: independent A/A pytest sessions")
+    parser.add_argument("--power-sessions", type=int, default=20,
+                        help="interleaved: sessions with one benchmark slowed")
+    parser.add_argument("--benchmarks", type=int, default=20,
+                        help="interleaved: benchmarks per session")
+    parser.add_argument("--pairs", type=int, default=DEFAULT_REPLICATES,
+                        help="interleaved: pairs of processes (ini gpu_bench_replicates)")
+    parser.add_argument("--family-level", type=float, default=DEFAULT_FAMILY_LEVEL,
+                        help="interleaved: ini gpu_bench_family_level")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
                         help="rounds per window before the power plan adds more")
     parser.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS,
@@ -378,24 +465,22 @@ def main(argv: list[str] | None = None) -> int:
     tally = Tally()
     started = time.perf_counter()
     if args.mode == "interleaved":
-        extra = measure_interleaved(args, loops_per_second, tally)
-        gate = (f"gate: --gpu-bench-against, Wilcoxon signed-rank two-sided alpha="
-                f"{settings.alpha:g} on the log ratios candidate / baseline per block of two "
-                f"pairs of interleaved rounds, and median ratio change > "
-                f"{settings.relative_min_effect:.0%}; inconclusive below {settings.power:.0%} "
-                f"power to catch +{settings.design_effect(True):.0%}; "
-                f"{args.batch} comparisons per pytest run")
-    else:
-        extra = args.slowdown * median
-        gate = measure_stored(args, backend, timer, saxpy, slowed, iterations, settings, tally)
+        print(f"gate: --gpu-bench-against, {args.pairs} pairs of processes, t interval per "
+              f"benchmark, Holm over each session's {args.benchmarks} benchmarks at family "
+              f"level {args.family_level:g}, floor {args.relative_min_effect:.0%}; "
+              f"saxpy n={args.size} on {backend.name}", flush=True)
+        code = measure_interleaved(args, loops_per_second)
+        print(f"elapsed {time.perf_counter() - started:.0f} s, load now "
+              f"{os.getloadavg()[0]:.1f}")
+        return code
+    extra = args.slowdown * median
+    gate = measure_stored(args, backend, timer, saxpy, slowed, iterations, settings, tally)
     elapsed = time.perf_counter() - started
 
     n = args.comparisons
     false_rate, detect_rate = tally.false_alarms / n, tally.detections / n
     print(f"backend {backend.name} on {describe(backend).device_model}; timer {timer.method}")
-    rounds = (f"{args.rounds} rounds per side, over the gate's runs of each test"
-              if args.mode == "interleaved" else
-              f"{args.rounds} rounds per window and more as the power plan asks, up to "
+    rounds = (f"{args.rounds} rounds per window and more as the power plan asks, up to "
               f"{args.max_rounds}")
     print(f"workload saxpy n={args.size} float32, {median * 1e6:.1f} us/call uncontended, "
           f"{rounds}: median {np.median(tally.rounds or [0]):.0f}, "

@@ -11,7 +11,6 @@ from pytest_gpucheck.bench.environment import Environment
 from pytest_gpucheck.bench.gate import (
     INTERLEAVED,
     GateSettings,
-    blocks_for_alpha,
     compare,
     compare_interleaved,
     format_verdict,
@@ -42,11 +41,11 @@ def test_injected_slowdown_is_a_regression_with_a_clear_summary() -> None:
     verdict = compare(record(noisy(1e-3, 0)), record(noisy(1.2e-3, 1)), GateSettings())
     assert verdict.status == "regression"
     assert verdict.change == pytest.approx(0.2, abs=0.04)
-    assert verdict.confidence is not None
-    assert verdict.confidence > 0.999
+    assert verdict.pvalue is not None
+    assert verdict.pvalue < 0.001
     line = format_verdict(verdict)
     for part in ("REGRESSION", "bench.py::test_k[cupy]", "cupy on NVIDIA H100 80GB HBM3",
-                 "baseline median", "new median", "change +", "confidence"):
+                 "baseline median", "new median", "change +", "p="):
         assert part in line
 
 
@@ -313,7 +312,7 @@ def test_the_design_effect_is_at_least_twice_the_minimum_effect() -> None:
 # order effect (the second of a pair runs in the other side's wake, +15%) and noise.
 
 
-def interleaved(seed: int, slowdown: float, replicates: int = 6, per: int = 12,
+def interleaved(seed: int, slowdown: float, replicates: int = 10, per: int = 6,
                 placement: float = 0.03, noise: float = 0.04,
                 ) -> tuple[BenchmarkRecord, BenchmarkRecord]:
     rng = np.random.default_rng(seed)
@@ -350,30 +349,14 @@ def test_interleaved_verdict_names_the_checkout_and_its_figures() -> None:
     assert compare_interleaved(*interleaved(4, -0.25), GateSettings()).status == "improvement"
 
 
-def test_one_run_of_the_test_cannot_tell_placement_from_a_regression() -> None:
-    """Why the gate runs the test several times: with one run per side, an identical
-    kernel whose arrays landed 6% apart is a 'regression' (the broken design); over
-    six runs the placements average out."""
-    base, cand = interleaved(11, 0.0, replicates=1, per=72, placement=0.0)
-    slower = record([c * 1.06 for c in cand.samples], extra={"replicates": 1})
-    assert compare_interleaved(base, slower, GateSettings()).status == "regression"
-    flagged = sum(compare_interleaved(*interleaved(seed, 0.0, placement=0.045),
-                                      GateSettings()).status == "regression"
-                  for seed in range(300, 400))
-    single = sum(compare_interleaved(*interleaved(seed, 0.0, replicates=1, per=72,
-                                                  placement=0.045),
-                                     GateSettings()).status == "regression"
-                 for seed in range(300, 400))
-    assert single > 5 * max(flagged, 1)
-
-
 def test_interleaved_runs_that_disagree_are_inconclusive() -> None:
     verdict = compare_interleaved(*interleaved(5, 0.0, placement=0.12), GateSettings())
     assert verdict.status in ("inconclusive", "improvement", "regression")
     wild = compare_interleaved(*interleaved(6, 0.07, replicates=2, per=32, placement=0.10),
                                GateSettings())
     if wild.status == "inconclusive":
-        assert "between the 2 runs of the test" in wild.reason
+        assert "between-pair SD" in wild.reason
+        assert "over 2 pairs" in wild.reason
         assert "gpu_bench_replicates" in wild.reason
     assert wild.power is not None
     assert wild.power < 0.9
@@ -383,15 +366,7 @@ def test_interleaved_mismatches_and_too_few_blocks_are_not_compared() -> None:
     base, cand = interleaved(8, 0.0)
     other = dataclasses.replace(cand, method="process+synchronize")
     assert "timing method differs" in compare_interleaved(base, other, GateSettings()).reason
-    short_base, short_cand = interleaved(9, 0.5, replicates=2, per=12)
-    verdict = compare_interleaved(short_base, short_cand, GateSettings())
+    one_base, one_cand = interleaved(9, 0.5, replicates=1, per=12)
+    verdict = compare_interleaved(one_base, one_cand, GateSettings())
     assert verdict.status == "not-comparable"
-    assert "cannot reach alpha=0.001" in verdict.reason
-
-
-def test_blocks_for_alpha_leaves_room_below_alpha() -> None:
-    from pytest_gpucheck.bench.stats import wilcoxon_signed_rank
-
-    n = blocks_for_alpha(0.001)
-    assert wilcoxon_signed_rank(np.arange(1.0, n + 1)).pvalue < 0.0002
-    assert wilcoxon_signed_rank(np.arange(1.0, n)).pvalue >= 0.0002
+    assert "1 pair(s) of processes with timed blocks; the gate needs at least 2" in verdict.reason

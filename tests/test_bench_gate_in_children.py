@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from user_runs import SLOW_KERNEL, junit_outcomes, passes_the_gate, run_pytest
+from user_runs import IDENTICAL_CODE, SLOW_KERNEL, junit_outcomes, run_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +27,7 @@ INI = textwrap.dedent("""\
     gpu_backends = numpy
     gpu_bench_rounds = 20
     gpu_bench_max_rounds = 40
-    gpu_bench_replicates = 2
+    gpu_bench_replicates = 3
     """)
 
 BENCH = SLOW_KERNEL + textwrap.dedent("""\
@@ -38,6 +38,13 @@ BENCH = SLOW_KERNEL + textwrap.dedent("""\
         result = gpu_benchmark(saxpy, x, x)
         assert float(result[0]) == 3.5
     """)
+
+#: The stored mode (--gpu-bench-compare) has no false-fail bound by design yet: it
+#: compares one process with one, and identical code recorded in-process and compared
+#: in a worker read +52.9% in CI, +49.3% and +8.2% here.  What this scenario guards is
+#: a bias of the worker (a heap hole once made it +600%), so it fails only beyond
+#: +100% (the floor): its false-fail chance is not known, and nothing is run again.
+STORED_LOOSE = ("-o", "gpu_bench_min_effect=1.0", "-o", "gpu_bench_relative_min_effect=1.0")
 
 #: How each scenario runs the items: (extra arguments, backend of the item).
 MODES = {
@@ -106,9 +113,10 @@ def test_compare_passes_the_unchanged_kernel_in_a_worker(tmp_path: Path) -> None
     def recorded_then_compared() -> subprocess.CompletedProcess[str]:
         saved = run(folder, "--gpu-bench-save", "--gpu-isolate=none", slow=1)
         assert saved.returncode == 0, saved.stdout + saved.stderr
-        return run(folder, "--gpu-bench-compare", "--gpu-isolate=backend", slow=1)
+        return run(folder, "--gpu-bench-compare", "--gpu-isolate=backend", *STORED_LOOSE,
+                   slow=1)
 
-    assert_passed(folder, passes_the_gate(recorded_then_compared), "numpy")
+    assert_passed(folder, recorded_then_compared(), "numpy")
 
 
 def checkouts(root: Path) -> Path:
@@ -140,7 +148,7 @@ def test_against_passes_the_identical_twin_in_a_worker(tmp_path: Path) -> None:
         source = (side / "test_bench.py").read_text()
         assert "1 << 14" in source
         (side / "test_bench.py").write_text(source.replace("1 << 14", "1 << 16"))
-    done = passes_the_gate(lambda: run(candidate, "--gpu-bench-against=../baseline",
-                                       "--gpu-isolate=backend", "-o", "gpu_bench_replicates=6",
-                                       slow=1))
+    # False-fail chance 1e-5 per run by design (user_runs.IDENTICAL_CODE).
+    done = run(candidate, "--gpu-bench-against=../baseline", "--gpu-isolate=backend",
+               *IDENTICAL_CODE, slow=1)
     assert_passed(candidate, done, "numpy")

@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from user_runs import passes_the_gate
 
 from pytest_gpucheck.bench.baseline import BaselineStore
 
@@ -89,7 +88,7 @@ def test_record_compare_and_fail_an_injected_slowdown(
               else "FAILED test_bench.py::test_kernel")
     slower.stdout.fnmatch_lines([
         "*REGRESSION test_bench.py::test_kernel [[]numpy on *], baseline median (fastest 50% "
-        "of rounds) *, new median *, change +*%, confidence 0.99* (p=*, alpha=0.001, "
+        "of rounds) *, new median *, change +*%, p=* (alpha=0.001, "
         "min effect 25%), power *% to catch +50%",
         "gpucheck benchmark gate: 1 regression, 1 unchanged",
         failed,
@@ -372,7 +371,9 @@ def test_bundled_suite_records_and_compares_on_the_cpu_tier(
         return subprocess.CompletedProcess(args, int(runs[-1].ret), str(runs[-1].stdout),
                                            str(runs[-1].stderr))
 
-    passes_the_gate(recorded_then_compared)
+    # The floors of 100% (the ini above) are what keeps identical code passing here: the
+    # stored mode has no false-fail bound by design yet, and nothing is run again.
+    recorded_then_compared()
     compared = runs[-1]
     compared.assert_outcomes(passed=6)
     compared.stdout.fnmatch_lines(["*test_vector_add?numpy? [[]numpy on *]: median * GB/s*",

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pytest
 
 from .ceiling import copy_ceiling
 from .device_copy import L2Flusher, default_flush_bytes
 from .environment import Environment, describe, environment_from_dict
-from .gate import GateSettings, blocks_for_alpha, planned_rounds
+from .gate import GateSettings, planned_rounds
 from .interleave import BaselinePeer, PeerError, PeerServer, plug_heap_holes, shared_cpu
 from .measure import DeviceClock, RoundRunner, calibrate_iterations, copy_reference, warm_up
 from .records import BenchmarkRecord
@@ -29,6 +30,7 @@ from .settings import (
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
     MEASURE_KEYS,
+    MIN_BLOCKS_PER_PAIR,
     SETTING_NAMES,
 )
 from .timing import timer_for
@@ -85,6 +87,7 @@ class GpuBenchmark:
         against: Callable[[], list[tuple[BaselinePeer, BaselinePeer]]] | None = None,
         on_baseline: Callable[[BenchmarkRecord | str], None] | None = None,
         peer_server: PeerServer | None = None,
+        progress: Callable[[int, int, list[float], list[float], int], None] | None = None,
     ) -> None:
         self.benchmark = benchmark
         self.backend = backend
@@ -108,6 +111,9 @@ class GpuBenchmark:
         self._on_baseline = on_baseline
         #: Set in the baseline checkout's own process: it times rounds when told to.
         self._peer_server = peer_server
+        #: ``--gpu-bench-against``: told after each pair of processes (pairs done, pairs,
+        #: the rounds of each side so far, rounds per pair), for the progress line.
+        self._progress = progress
         self._environment: Environment | None = None
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -266,12 +272,14 @@ class GpuBenchmark:
         except PeerError as exc:
             pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
         replicates = self._defaults.replicates
-        # Whole blocks (two pairs of rounds) per replicate, ``rounds`` per side in all,
-        # and enough blocks for the test to reach alpha.
-        per = 2 * max(math.ceil(rounds / (2 * replicates)),
-                      math.ceil(blocks_for_alpha(self._gate.alpha) / replicates), 1)
+        # Whole blocks (two pairs of rounds) per pair of processes, ``rounds`` per side
+        # in all: the pairs are the evidence (their number decides the interval), the
+        # blocks only make each pair's figure steadier.
+        per = 2 * max(math.ceil(rounds / (2 * replicates)), MIN_BLOCKS_PER_PAIR)
         base_samples: list[float] = []
         cand_samples: list[float] = []
+        # Minor page faults per call of each side's rounds (bench/interleave.py).
+        faults: dict[str, list[float]] = {"baseline": [], "candidate": []}
         facts: dict[str, Any] = {}
         try:
             for replicate in range(replicates):
@@ -296,11 +304,15 @@ class GpuBenchmark:
                         else:
                             cand_samples.append(cand.round())
                             base_samples.append(base.round())
+                        faults["baseline"].append(base.faults[-1])
+                        faults["candidate"].append(cand.faults[-1])
                 outcome, message = base.end()
                 cand_outcome, cand_message = cand.end()
                 if cand_outcome not in ("passed", "was skipped"):
                     pytest.fail(f"gpucheck benchmark gate: this test {cand_outcome} in the "
                                 f"candidate process: {cand_message}", pytrace=False)
+                if self._progress is not None:
+                    self._progress(replicate + 1, replicates, base_samples, cand_samples, per)
             for pair in pairs:
                 for peer in pair:
                     peer.release()
@@ -320,6 +332,7 @@ class GpuBenchmark:
         self.backend.synchronize()
         ceiling = self._copy_ceiling_at_size(timer) if self.bytes else None
         self.extra["replicates"] = replicates
+        self.extra["page_faults_per_call"] = float(np.median(faults["candidate"]))
         self._keep(cand_samples, timer.method, iterations, warmup, first_call, None, ceiling)
         self._on_baseline(BenchmarkRecord(
             name=self.name, environment=environment_from_dict(dict(facts["environment"])),
@@ -328,7 +341,8 @@ class GpuBenchmark:
             first_call_seconds=float(facts["first_call_seconds"]),
             l2_flushed=bool(facts["l2_flushed"]), bytes=self.bytes, flops=self.flops,
             extra={"checkout": str(base.checkout), "outcome": outcome, "message": message,
-                   "replicates": replicates}))
+                   "replicates": replicates,
+                   "page_faults_per_call": float(np.median(faults["baseline"]))}))
         return result
 
     def _process_ceiling(self) -> tuple[float, int]:

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import statistics
 from dataclasses import dataclass, replace
-from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
@@ -55,6 +55,7 @@ from .records import BenchmarkRecord
 from .settings import (
     DEFAULT_ALPHA,
     DEFAULT_DETECT_EFFECT,
+    DEFAULT_FAMILY_LEVEL,
     DEFAULT_KEEP_FRACTION,
     DEFAULT_MIN_EFFECT,
     DEFAULT_MIN_ROUNDS,
@@ -63,12 +64,13 @@ from .settings import (
     SETTING_NAMES,
 )
 from .stats import (
+    holm_levels,
     mann_whitney_u,
-    paired_power,
+    pair_power,
+    pair_test,
     robust_sigma,
     rounds_for_power,
     shift_power,
-    wilcoxon_signed_rank,
 )
 
 Status = Literal["regression", "improvement", "unchanged", "inconclusive", "no-baseline",
@@ -167,6 +169,19 @@ class Verdict:
     noise: float | None = None
     #: Probability that these rounds, with this noise, catch the design effect.
     power: float | None = None
+    #: ``--gpu-bench-against``: one log change per pair of processes (the evidence).
+    pair_figures: tuple[float, ...] | None = None
+    #: ... the median of that pair's blocks (log ratios; the noise within a pair).
+    pair_blocks: tuple[tuple[float, ...], ...] | None = None
+    #: The change's two-sided interval at ``level`` (as changes: -0.02 = 2% faster).
+    interval: tuple[float, float] | None = None
+    #: The two-sided level the interleaved verdict was judged at (family level over the
+    #: benchmarks of the family at this step of Holm's method).
+    level: float | None = None
+    #: How many benchmarks the family held when this verdict was judged.
+    family: int | None = None
+    #: Holm-adjusted p-value (once the run's family was judged).
+    adjusted_p: float | None = None
 
     @property
     def change(self) -> float | None:
@@ -178,11 +193,6 @@ class Verdict:
             return None
         return self.new_median / self.baseline_median - 1.0
 
-    @property
-    def confidence(self) -> float | None:
-        """1 - p: how sure the test is that the two runs differ."""
-        return None if self.pvalue is None else 1.0 - self.pvalue
-
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -193,7 +203,12 @@ class Verdict:
             "new_median": self.new_median,
             "change": self.change,
             "pvalue": self.pvalue,
-            "confidence": self.confidence,
+            "pair_figures": list(self.pair_figures) if self.pair_figures else None,
+            "pair_blocks": [list(b) for b in self.pair_blocks] if self.pair_blocks else None,
+            "interval": list(self.interval) if self.interval else None,
+            "level": self.level,
+            "family": self.family,
+            "adjusted_p": self.adjusted_p,
             "alpha": self.settings.alpha,
             "min_effect": self.settings.min_effect,
             "relative_min_effect": self.settings.relative_min_effect,
@@ -226,7 +241,8 @@ def compare(
     if rounds < settings.min_rounds:
         return replace(base, status="not-comparable",
                        reason=f"{rounds} rounds < min_rounds={settings.min_rounds}")
-    note = _version_note(baseline, current)
+    note = "; ".join(n for n in (_version_note(baseline, current),
+                                 _mode_note(baseline, current)) if n)
     relative = bool(baseline.ratios and current.ratios
                     and baseline.reference == current.reference)
     old, new = settings.kept(baseline.samples), settings.kept(current.samples)
@@ -353,21 +369,30 @@ def interleaved_blocks(baseline: list[float], current: list[float]) -> list[floa
     return [math.log(v) for v in pair_means(ratios)]
 
 
+def pair_figures(baseline: BenchmarkRecord, current: BenchmarkRecord) -> list[list[float]]:
+    """The blocks' log ratios of each pair of processes, in ``replicates`` equal runs."""
+    replicates = max(1, int(current.extra.get("replicates") or 1))
+    per = min(len(baseline.samples), len(current.samples)) // replicates
+    return [interleaved_blocks(baseline.samples[j * per:(j + 1) * per],
+                               current.samples[j * per:(j + 1) * per])
+            for j in range(replicates)]
+
+
 def compare_interleaved(baseline: BenchmarkRecord, current: BenchmarkRecord,
-                        settings: GateSettings) -> Verdict:
+                        settings: GateSettings, level: float = DEFAULT_FAMILY_LEVEL,
+                        family: int = 1) -> Verdict:
     """Decide whether ``current`` regressed against ``baseline`` timed beside it.
 
     ``baseline.samples[k]`` and ``current.samples[k]`` are rounds of the baseline
     checkout and of this one timed one right after the other (``--gpu-bench-against``),
     so whatever slows the machine down for longer than a round slows both and cancels
-    in their ratio.  The rounds come in ``replicates`` equal runs of the test, each
-    with arrays of its own: where arrays land in memory moves a memory-bound kernel by
-    several percent, the same for both checkouts, so the change is the mean over the
-    runs of each run's median log ratio, and its noise the spread between the runs.
-    A regression needs both: the Wilcoxon signed-rank test of every block's log ratio
-    against zero rejects at ``alpha``, and the change exceeds ``relative_min_effect``.
-    Below the power target to catch ``detect_effect`` a comparison that found nothing
-    is inconclusive.
+    in their ratio.  The rounds come in ``replicates`` equal runs of the test, each in
+    a pair of processes of its own: where a process's arrays land in memory moves a
+    memory-bound kernel by several percent for every block that pair times, so the
+    pair, not the block, is the independent unit.  Each pair gives one figure, the
+    median log ratio of its blocks; the change is their mean, judged by
+    :func:`judge_pairs` at the two-sided ``level`` (the family's level over the
+    ``family`` benchmarks of the run, :func:`judge_family`).
     """
     env = current.environment
     base = Verdict(current.name, current.backend, env.device_model, "not-comparable",
@@ -376,73 +401,99 @@ def compare_interleaved(baseline: BenchmarkRecord, current: BenchmarkRecord,
     mismatch = _mismatch(baseline, current)
     if mismatch:
         return replace(base, reason=mismatch)
-    replicates = max(1, int(current.extra.get("replicates") or 1))
-    per = min(len(baseline.samples), len(current.samples)) // replicates
-    runs = [interleaved_blocks(baseline.samples[j * per:(j + 1) * per],
-                               current.samples[j * per:(j + 1) * per])
-            for j in range(replicates)]
-    blocks = [value for run in runs for value in run]
-    if len(blocks) < max(2, settings.min_rounds // 2) or not all(runs):
-        return replace(base, reason=f"{len(blocks)} blocks of interleaved rounds < "
-                                    f"min_rounds={settings.min_rounds} rounds / 2")
-    floor = separated_pvalue(len(blocks))
-    if floor >= settings.alpha:
-        return replace(base, reason=(
-            f"{len(blocks)} blocks of interleaved rounds cannot reach alpha="
-            f"{settings.alpha:g} (smallest possible p {floor:.2g}); time more rounds "
-            "(ini gpu_bench_rounds)"))
-    test = wilcoxon_signed_rank(blocks)
-    medians = np.array([float(np.median(run)) for run in runs])
-    change = math.expm1(float(medians.mean()))
-    # The noise of one run's median: between runs when there are several, else within.
-    within = robust_sigma(blocks) * math.sqrt(math.pi / 2.0 / max(len(blocks), 1))
-    between = float(medians.std(ddof=1)) if replicates > 1 else 0.0
-    sigma = max(between, within * math.sqrt(replicates))
-    power = interleaved_power(settings, sigma, replicates, robust_sigma(blocks), len(blocks))
-    verdict = replace(base, status="unchanged", pvalue=test.pvalue, relative_change=change,
-                      noise=sigma, power=power, reason=_version_note(baseline, current))
-    if test.pvalue < settings.alpha and abs(change) > settings.relative_min_effect:
-        return replace(verdict, status="regression" if change > 0 else "improvement")
-    if power < settings.power:
-        why = (f"noise {sigma:.1%} between the {replicates} runs of the test leaves "
-               f"{power:.0%} power to catch a {settings.design_effect(True):.0%} slowdown "
-               f"(target {settings.power:.0%}); raise ini gpu_bench_replicates, or run on a "
-               "quieter machine")
-        note = verdict.reason
-        return replace(verdict, status="inconclusive", reason=f"{why}; {note}" if note else why)
-    return verdict
+    runs = pair_figures(baseline, current)
+    if len(runs) < 2 or not all(runs):
+        return replace(base, reason=f"{len(runs)} pair(s) of processes with timed blocks; "
+                                    "the gate needs at least 2 (ini gpu_bench_replicates)")
+    figures = tuple(float(statistics.median(run)) for run in runs)
+    verdict = replace(base, pair_figures=figures, pair_blocks=tuple(map(tuple, runs)),
+                      reason=_version_note(baseline, current))
+    return judge_pairs(verdict, level, family)
 
 
-def interleaved_power(settings: GateSettings, sigma: float, replicates: int,
-                      block_sigma: float, blocks: int) -> float:
-    """Probability that an interleaved comparison flags the design effect: the mean of
-    ``replicates`` run medians (each with noise ``sigma``) must exceed the minimum
-    effect, and the signed-rank test over ``blocks`` blocks (noise ``block_sigma``)
-    must reject; the product, as :func:`~.stats.shift_power` argues."""
+def as_change(log_ratio: float) -> float:
+    """A log ratio as a change (+0.10 = 10% slower); an interval's end from few pairs at a
+    strict level can be beyond any float (+inf)."""
+    return math.expm1(log_ratio) if log_ratio < 700.0 else math.inf
+
+
+#: The end of the reason an inconclusive interleaved verdict gives (a later judgement
+#: of the same pairs replaces it).
+_RAISE_PAIRS = "raise ini gpu_bench_replicates, or run on a quieter machine"
+
+
+def judge_pairs(verdict: Verdict, level: float, family: int) -> Verdict:
+    """The verdict of ``verdict.pair_figures`` at the two-sided ``level``.
+
+    REGRESSION: the interval's lower end is above 0 and the estimate above the floor
+    (``relative_min_effect``); IMPROVEMENT the mirror image.  Otherwise the power to
+    catch the design effect (10%) at this level, from the between-pair SD
+    (:func:`~.stats.pair_power`), decides between unchanged and inconclusive.  Every
+    figure the line prints is one of these: the estimate, its interval, the pairs,
+    their SD, the p-value and the power.
+    """
+    settings = verdict.settings
+    test = pair_test(verdict.pair_figures or (), level)
+    floor = math.log1p(settings.relative_min_effect)
     shift = math.log1p(settings.design_effect(True))
-    threshold = math.log1p(settings.relative_min_effect)
-    test = paired_power(block_sigma, blocks, shift, settings.alpha, 0.0)
-    if sigma <= 0.0:
-        return test
-    mean = NormalDist().cdf((shift - threshold) / (sigma / math.sqrt(replicates)))
-    return test * mean
+    power = pair_power(test.sd, test.pairs, shift, level, floor)
+    # A verdict judged before (at its first, per-benchmark level) says why it was
+    # inconclusive then; only its own note (a framework upgrade) is kept.
+    note = verdict.reason.rpartition(_RAISE_PAIRS)[2].removeprefix("; ")
+    judged = replace(verdict, status="unchanged", pvalue=test.pvalue,
+                     relative_change=as_change(test.mean),
+                     interval=(as_change(test.low), as_change(test.high)), level=level,
+                     family=family, noise=test.sd, power=power, reason=note)
+    if test.low > 0.0 and test.mean > floor:
+        return replace(judged, status="regression")
+    if test.high < 0.0 and test.mean < -floor:
+        return replace(judged, status="improvement")
+    if power < settings.power:
+        why = (f"the between-pair SD {test.sd:.1%} over {test.pairs} pairs leaves {power:.0%} "
+               f"power to catch +{settings.design_effect(True):.0%} at this level (target "
+               f"{settings.power:.0%}); {_RAISE_PAIRS}")
+        return replace(judged, status="inconclusive", reason=f"{why}; {note}" if note else why)
+    return judged
 
 
-def blocks_for_alpha(alpha: float) -> int:
-    """Fewest blocks whose complete separation reaches a fifth of ``alpha``: fewer could
-    never flag anything, and at exactly ``alpha`` one block out of line would hide a
-    regression (20 at the default 0.001)."""
-    n = 2
-    while separated_pvalue(n) >= alpha / 5.0:
-        n += 1
-    return n
+def progress_line(name: str, number: int, benchmarks: int, done: int, pairs: int,
+                  baseline: list[float], current: list[float], per: int, level: float) -> str:
+    """``gpucheck gate: benchmark 2 of 30 (NAME): 4 of 10 pairs done, change so far +1.2%
+    [99.97% CI -3.0%, +5.5%]``: where a long interleaved run stands, with the interval
+    of the pairs so far at the level the benchmark will be judged at."""
+    text = f"gpucheck gate: benchmark {number} of {benchmarks} ({name}): {done} of {pairs} " \
+           "pairs done"
+    figures = [statistics.median(blocks) for j in range(done)
+               if (blocks := interleaved_blocks(baseline[j * per:(j + 1) * per],
+                                                current[j * per:(j + 1) * per]))]
+    if len(figures) >= 2:
+        test = pair_test(figures, level)
+        text += (f", change so far {as_change(test.mean):+.1%} [{format_level(level)} CI "
+                 f"{as_change(test.low):+.1%}, {as_change(test.high):+.1%}]")
+    return text
 
 
-def separated_pvalue(n: int) -> float:
-    """The signed-rank p-value of ``n`` distinct positive differences: no sample of this
-    size gets lower (equal differences would, through the tie correction, but timings
-    are not equal)."""
-    return wilcoxon_signed_rank(np.arange(1.0, n + 1.0)).pvalue
+#: The statuses of a comparison that was made (the family counts them).
+JUDGED = ("regression", "improvement", "unchanged", "inconclusive")
+
+
+def judge_family(verdicts: list[Verdict], family_level: float) -> list[Verdict]:
+    """The verdicts of one run judged as one family: Holm's step-down at
+    ``family_level`` over every benchmark the interleaved gate compared (those with
+    pair figures), each judged again at its Holm level (:func:`~.stats.holm_levels`)
+    with its Holm-adjusted p-value; the others as they are.  A run of identical code
+    then fails with probability at most ``family_level`` whatever its number of
+    benchmarks (under the pair model)."""
+    judged = [k for k, v in enumerate(verdicts) if v.pair_figures and v.pvalue is not None
+              and v.status in JUDGED]
+    if not judged:
+        return list(verdicts)
+    levels, adjusted = holm_levels([float(verdicts[k].pvalue or 1.0) for k in judged],
+                                   family_level)
+    out = list(verdicts)
+    for k, level, p in zip(judged, levels, adjusted, strict=True):
+        out[k] = replace(judge_pairs(verdicts[k], level, len(judged)), adjusted_p=p)
+    return out
 
 
 def _version_note(baseline: BenchmarkRecord, current: BenchmarkRecord) -> str:
@@ -453,6 +504,24 @@ def _version_note(baseline: BenchmarkRecord, current: BenchmarkRecord) -> str:
     if old != new:
         return f"baseline recorded with {current.backend} {old}, this run {new}"
     return ""
+
+
+def _mode_note(baseline: BenchmarkRecord, current: BenchmarkRecord) -> str:
+    """A note when another kind of process measured the stored baseline: the two have
+    different heap histories, which alone moved identical code by +49% (an in-process
+    baseline compared in an isolation worker)."""
+    old = baseline.extra.get("process_mode")
+    new = current.extra.get("process_mode")
+    if old and new and old != new:
+        return (f"baseline measured {_WHERE.get(old, old)}, this run {_WHERE.get(new, new)}: "
+                "different heap histories alone moved identical code by +49%")
+    return ""
+
+
+#: Where a process mode measured, in a sentence.
+_WHERE = {"in-process": "in the test process", "isolation worker": "in an isolation worker",
+          "xdist worker": "in an xdist worker", "MPI rank": "in an MPI rank",
+          "simulator child": "in the simulator child"}
 
 
 def smallest_pvalue(n1: int, n2: int) -> float:
@@ -508,6 +577,8 @@ def format_verdict(verdict: Verdict) -> str:
     parts = [f"{verdict.status.upper()} {verdict.name} [{verdict.backend} on {verdict.device}]"]
     kept = ("" if verdict.settings.keep_fraction == 1.0 or verdict.relative_to == INTERLEAVED
             else f" (fastest {verdict.settings.keep_fraction:.0%} of rounds)")
+    if verdict.pair_figures and verdict.interval is not None:
+        return ", ".join([*parts, _pairs_summary(verdict)])
     if verdict.baseline_median is not None:
         parts.append(f"baseline median{kept} {format_seconds(verdict.baseline_median)}")
     if verdict.new_median is not None:
@@ -517,17 +588,53 @@ def format_verdict(verdict: Verdict) -> str:
                    else f" relative to an interleaved {verdict.relative_to}"
                    if verdict.relative_to else "")
         parts.append(f"change {verdict.change:+.1%}{against}")
-    if verdict.confidence is not None:
+    if verdict.pvalue is not None:
         effect = verdict.settings.relative_min_effect if verdict.relative_to \
             else verdict.settings.min_effect
-        parts.append(f"confidence {verdict.confidence:.6f} (p={verdict.pvalue:.2g}, "
-                     f"alpha={verdict.settings.alpha:g}, min effect {effect:.0%})")
+        parts.append(f"p={verdict.pvalue:.2g} (alpha={verdict.settings.alpha:g}, "
+                     f"min effect {effect:.0%})")
     if verdict.power is not None and verdict.status != "inconclusive":
         parts.append(f"power {verdict.power:.0%} to catch "
                      f"+{verdict.settings.design_effect(bool(verdict.relative_to)):.0%}")
     if verdict.reason:
         parts.append(verdict.reason)
     return ", ".join(parts)
+
+
+def format_level(level: float) -> str:
+    """The confidence of an interval at two-sided ``level``: ``99%``, ``99.967%``."""
+    confidence = 100.0 * (1.0 - level)
+    # The fewest digits that give the level itself to 1%: 99%, 99.75%, 99.967%.
+    for digits in range(0, 10):
+        text = f"{confidence:.{digits}f}"
+        if float(text) < 100.0 and abs(float(text) - confidence) <= 0.01 * 100.0 * level:
+            return text + "%"
+    return f"{confidence:.10g}%"
+
+
+def _pairs_summary(verdict: Verdict) -> str:
+    """``change +8.3% [99% CI +3.1%, +13.8%], 8 pairs, between-pair SD 3.9%, ...``: the
+    figures an interleaved verdict was computed from, and nothing that contradicts them."""
+    assert verdict.interval is not None
+    assert verdict.pair_figures is not None
+    low, high = verdict.interval
+    change = verdict.change or 0.0
+    family = verdict.family or 1
+    text = (f"change {change:+.1%} [{format_level(verdict.level or 0.0)} CI {low:+.1%}, "
+            f"{high:+.1%}], {len(verdict.pair_figures)} pairs, between-pair SD "
+            f"{verdict.noise or 0.0:.1%}, against {INTERLEAVED}")
+    p = f"p={verdict.pvalue:.2g}" if verdict.pvalue is not None else ""
+    if verdict.adjusted_p is not None:
+        p += f", Holm-adjusted p={verdict.adjusted_p:.2g} over {family} benchmarks"
+    elif family > 1:
+        p += f" (level {verdict.level:.2g}: the family's over {family} benchmarks)"
+    text += f", {p}, floor {verdict.settings.relative_min_effect:.0%}"
+    if verdict.power is not None and verdict.status != "inconclusive":
+        text += (f", power {verdict.power:.0%} to catch "
+                 f"+{verdict.settings.design_effect(True):.0%}")
+    if verdict.reason:
+        text += f", {verdict.reason}"
+    return text
 
 
 def format_seconds(seconds: float) -> str:

@@ -62,8 +62,10 @@ if TYPE_CHECKING:
 
     from ..backends.base import Backend
 
-#: Seconds the lead waits for the peer to end after asking it to.
-STOP_TIMEOUT = 30.0
+#: Seconds the lead waits for the peer to end after asking it to: twenty peers (ten
+#: pairs) ending at once on a 2-core machine at load average 25 took more than 30 s
+#: for three of them, each after its last round.
+STOP_TIMEOUT = 120.0
 #: Lines of the peer's output quoted when it fails.
 LOG_TAIL = 12
 #: Environment variables of this process the peer must not inherit: xdist's, and those
@@ -213,6 +215,8 @@ class BaselinePeer:
         self.conn = Connection(lead.detach())
         self.collected: set[str] = set()
         self.collection_errors = 0
+        #: Minor page faults per call of each round this process timed.
+        self.faults: list[float] = []
         self.conn.send(("hello", str(self.rootdir)))
 
     def wait_collected(self) -> None:
@@ -245,11 +249,13 @@ class BaselinePeer:
                                        f"benchmark: {message}")
 
     def round(self) -> float:
-        """One timed round of the baseline: seconds per call."""
+        """One timed round of the baseline: seconds per call (its page faults per call
+        go to :attr:`faults`)."""
         self.conn.send(("round",))
         kind, *rest = self._receive("time a round")
         if kind != "sample":
             raise self._failed(f"answered {kind!r} to a round")
+        self.faults.append(float(rest[1]) if len(rest) > 1 else 0.0)
         return float(rest[0])
 
     def end(self) -> tuple[str, str]:
@@ -266,6 +272,12 @@ class BaselinePeer:
             self.conn.send(("release",))
         except OSError as exc:
             raise self._failed(f"closed its connection ({exc})") from None
+
+    def ask_to_stop(self) -> None:
+        """Tell the peer to end its session, without waiting (:meth:`close` waits)."""
+        if not self.conn.closed:
+            with contextlib.suppress(OSError):
+                self.conn.send(("stop",))
 
     def close(self) -> str:
         """Stop the peer and wait for it (killed after :data:`STOP_TIMEOUT`); "" or the
@@ -361,6 +373,19 @@ def shared_cpu(backend: Backend, pids: tuple[int, ...]) -> Iterator[None]:
                 os.sched_setaffinity(pid, cpus)
 
 
+def _minor_faults() -> int:
+    """This process's minor page faults so far (0 where ``resource`` is missing).
+
+    Counted around each round: with the mmap threshold fixed (:func:`same_host_allocation`)
+    every array of 128 KiB or more is a fresh mapping whose pages fault in on first touch,
+    on every call, and that time is part of what the rounds measure."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return 0
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+
+
 def _last_cpu() -> int | None:
     """The CPU this process last ran on (Linux ``/proc/self/stat``), else ``None``."""
     try:
@@ -444,7 +469,10 @@ class PeerServer:
             while True:
                 message = self.conn.recv()
                 if message[0] == "round":
-                    self.conn.send(("sample", time_round()))
+                    faults = _minor_faults()
+                    seconds = time_round()
+                    self.conn.send(("sample", seconds,
+                                    (_minor_faults() - faults) / max(self.iterations, 1)))
                 elif message[0] == "done":
                     return
         except (EOFError, OSError):

@@ -18,6 +18,7 @@ from .settings import (
     DEFAULT_ALPHA,
     DEFAULT_BASELINE_DIR,
     DEFAULT_DETECT_EFFECT,
+    DEFAULT_FAMILY_LEVEL,
     DEFAULT_KEEP_FRACTION,
     DEFAULT_MAX_ROUNDS,
     DEFAULT_MIN_EFFECT,
@@ -50,7 +51,7 @@ PEER_KEY: pytest.StashKey[PeerServer] = pytest.StashKey()
 VERDICT_KEY: pytest.StashKey[Verdict] = pytest.StashKey()
 #: Options that make a run use the feature from the start (and validate it up front).
 EAGER_OPTIONS = ("gpu_bench_save", "gpu_bench_compare", "gpu_bench_plot", "gpu_bench_baseline",
-                 "gpu_bench_l2_flush", "gpu_bench_against")
+                 "gpu_bench_l2_flush", "gpu_bench_against", "gpu_bench_family_level")
 
 
 class BenchmarkRegression(Exception):
@@ -72,6 +73,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "a checkout of the baseline code (git worktree add DIR origin/main), timed "
                     "round by round beside it in this job; fail on significant regressions. "
                     "The gate for shared CI runners.")
+    group.addoption("--gpu-bench-family-level", dest="gpu_bench_family_level",
+                    metavar="LEVEL", default=None,
+                    help="--gpu-bench-against: the chance that identical code fails the run "
+                    "anywhere, over all its benchmarks (Holm's method; default ini "
+                    f"gpu_bench_family_level, {DEFAULT_FAMILY_LEVEL}).")
     # Internal: the baseline checkout's process, started by --gpu-bench-against.
     group.addoption("--gpu-bench-peer", dest="gpu_bench_peer", type=int, default=None,
                     help=argparse.SUPPRESS)
@@ -105,9 +111,12 @@ INI_KEYS: dict[str, tuple[str, Any]] = {
                                 str(DEFAULT_DETECT_EFFECT)),
     "gpu_bench_power": ("gate: probability of catching it; below it a comparison is "
                         "inconclusive", str(DEFAULT_POWER)),
-    "gpu_bench_replicates": ("--gpu-bench-against: runs of each benchmark's test per side "
-                             "(fresh arrays each), over which the gate averages",
+    "gpu_bench_replicates": ("--gpu-bench-against: pairs of processes (one per checkout), "
+                             "each timing every benchmark once; the gate's evidence",
                              str(DEFAULT_REPLICATES)),
+    "gpu_bench_family_level": ("--gpu-bench-against: chance that identical code fails the "
+                               "run anywhere (Holm's method over its benchmarks)",
+                               str(DEFAULT_FAMILY_LEVEL)),
     "gpu_bench_warmup_rounds": ("untimed rounds after the first call",
                                 str(DEFAULT_WARMUP_ROUNDS)),
     "gpu_bench_cpu_clock": ("clock of CPU-tier benchmarks: auto (CPU time for single-threaded "
@@ -208,9 +217,32 @@ def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
         value = config.getoption(dest, None)
         if value is not None:
             args.append(f"{flag}={Path(value).resolve()}")
+    level = config.getoption("gpu_bench_family_level", None)
+    if level is not None:
+        args.append(f"--gpu-bench-family-level={level}")
     # pytest-benchmark's profile dumps are written where the test runs (the child).
     for prefix in config.getoption("benchmark_cprofile_dump", None) or ():
         args.append(f"--benchmark-cprofile-dump={Path(prefix).resolve()}")
+    return args
+
+
+def pytest_gpucheck_rerun_args(config: pytest.Config) -> list[str]:
+    """The gate's options for a failed item's ``rerun:`` command: the baseline (its
+    checkout, or the stored folder), the family level and the pairs, so that pasting it
+    judges the benchmark against the same baseline and shows the regression again."""
+    args: list[str] = []
+    against = config.getoption("gpu_bench_against", None)
+    if against is not None:
+        args.append(f"--gpu-bench-against={Path(against).resolve()}")
+        level = config.getoption("gpu_bench_family_level", None) or \
+            config.getini("gpu_bench_family_level")
+        args.append(f"--gpu-bench-family-level={level}")
+        args += ["-o", f"gpu_bench_replicates={config.getini('gpu_bench_replicates')}"]
+    if config.getoption("gpu_bench_compare", False):
+        folder = config.getoption("gpu_bench_baseline", None) or \
+            config.getini("gpu_bench_baseline") or Path(config.rootpath) / DEFAULT_BASELINE_DIR
+        # Resolved as the session resolves it (bench/session.py: relative to here).
+        args += ["--gpu-bench-compare", f"--gpu-bench-baseline={Path(folder).resolve()}"]
     return args
 
 
@@ -242,6 +274,8 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
         pytest.fail(f"gpu_bench gate settings of {item.nodeid}: {exc}", pytrace=False)
 
     def keep(record: BenchmarkRecord) -> None:
+        # Saved with the record: a stored baseline says which kind of process measured it.
+        record.extra["process_mode"] = session.process_mode
         item.stash[RECORD_KEY] = record
         session.local_records.append(record)
 
@@ -251,14 +285,40 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
     config = request.config
     disabled_by_user = bool(config.getoption("benchmark_disable", False)) and not bool(
         config.getoption("benchmark_enable", False))
-    against = None
+    against = progress = None
     if session.against is not None and not disabled_by_user:
         def against() -> Any:
             return session.peers(request.session)
+
+        number = session.started_benchmark()
+
+        def progress(done: int, pairs: int, baseline: list[float], current: list[float],
+                     per: int) -> None:
+            from .gate import progress_line
+
+            family = session.family_size(request.session)
+            _write_now(config, progress_line(item.nodeid, number, family, done, pairs,
+                                             baseline, current, per,
+                                             session.family_level / family))
     return GpuBenchmark(benchmark, backend, item.nodeid, session.measure, measure,
                         session.store if session.compare else None, keep, disabled_by_user,
                         gate, against=against, on_baseline=keep_baseline,
-                        peer_server=config.stash.get(PEER_KEY, None))
+                        peer_server=config.stash.get(PEER_KEY, None), progress=progress)
+
+
+def _write_now(config: pytest.Config, line: str) -> None:
+    """Write ``line`` to the terminal while a test runs (past pytest's capture), in the
+    process that has the terminal; nothing in an xdist worker or under ``-q -q``."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or config.get_verbosity() < -1 or hasattr(config, "workerinput"):
+        return
+    if capture is None:
+        reporter.write_line(line)
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.ensure_newline()
+        reporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -6,6 +6,7 @@ Imported when pytest configures, not when it loads the plugin, so a plain
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,8 @@ from .gate import (
     Verdict,
     compare,
     compare_interleaved,
+    format_verdict,
+    judge_family,
     parse_override_line,
     settings_for,
 )
@@ -32,6 +35,7 @@ from .settings import (
     DEFAULT_ALPHA,
     DEFAULT_BASELINE_DIR,
     DEFAULT_DETECT_EFFECT,
+    DEFAULT_FAMILY_LEVEL,
     DEFAULT_POWER,
     DEFAULT_REPLICATES,
 )
@@ -68,6 +72,17 @@ class BenchSession:
     pairs: list[tuple[BaselinePeer, BaselinePeer]] = field(default_factory=list)
     #: How the baseline process ended, when badly (fails the run).
     peer_error: str = ""
+    #: ``--gpu-bench-against``: the chance that identical code fails the run anywhere.
+    family_level: float = DEFAULT_FAMILY_LEVEL
+    #: Benchmarks this process collected (the family's size as the tests run).
+    planned_family: int | None = None
+    #: Which kind of process measures here (``in-process``, ``isolation worker``,
+    #: ``xdist worker``, ``MPI rank``, ``simulator child``), saved with each record.
+    process_mode: str = "in-process"
+    #: Benchmarks that started their interleaved timing (for the progress lines).
+    benchmarks_started: int = 0
+    #: Regressions found only when the run's family was judged (their tests passed).
+    family_regressions: list[Verdict] = field(default_factory=list)
 
     @property
     def gating(self) -> bool:
@@ -113,7 +128,12 @@ class BenchSession:
         env = record.environment
         if self.against is not None:
             if isinstance(against, BenchmarkRecord):
-                return compare_interleaved(against, record, settings)
+                # Each benchmark's test is judged as it ends, at the family's level over
+                # every benchmark collected (Bonferroni): a regression found now is one
+                # Holm's method over the run confirms at its end, whatever the others.
+                family = self.family_size(item.session)
+                return compare_interleaved(against, record, settings,
+                                           level=self.family_level / family, family=family)
             return Verdict(record.name, record.backend, env.device_model, "no-baseline",
                            new_median=record.median, settings=settings,
                            relative_to=INTERLEAVED, reason=against or (
@@ -128,6 +148,37 @@ class BenchSession:
                     f"no baseline on {env.device_model}; baselines of it exist only for "
                     f"{', '.join(others)} (never compared across device models)")})
         return verdict
+
+    def started_benchmark(self) -> int:
+        """Count a benchmark that starts its interleaved timing; its number in the run."""
+        self.benchmarks_started += 1
+        return self.benchmarks_started
+
+    def family_size(self, session: pytest.Session) -> int:
+        """The benchmarks this process collected: an upper bound of those it compares."""
+        if self.planned_family is None:
+            self.planned_family = max(1, sum(
+                "gpu_benchmark" in getattr(item, "fixturenames", ()) for item in session.items))
+        return self.planned_family
+
+    def judge_the_family(self) -> None:
+        """Judge every interleaved comparison of the run as one family (Holm's method at
+        :attr:`family_level`); a regression only the step-down finds fails the run (its
+        test passed at the first step) and is named in the summary."""
+        if self.against is None:
+            return
+        verdicts = [verdict for _, verdict in self.results if verdict is not None]
+        judged = iter(judge_family(verdicts, self.family_level))
+        results: list[tuple[BenchmarkRecord, Verdict | None]] = []
+        for record, verdict in self.results:
+            if verdict is None:
+                results.append((record, verdict))
+                continue
+            final = next(judged)
+            if final.status == "regression" and verdict.status != "regression":
+                self.family_regressions.append(final)
+            results.append((record, final))
+        self.results = results
 
     # -- called by the plugin's hooks -----------------------------------------------
     def add_report(self, report: pytest.TestReport) -> None:
@@ -152,6 +203,11 @@ class BenchSession:
         naming the folder and the OS error; nothing is called saved unless it
         is on disk.
         """
+        # Every peer is asked first, then each is waited for: they end at once, not one
+        # after the other (twenty processes at the default pairs, on a loaded machine).
+        for pair in self.pairs:
+            for peer in pair:
+                peer.ask_to_stop()
         errors = [peer.close() for pair in self.pairs for peer in pair]
         self.pairs = []
         self.peer_error = "; ".join(error for error in errors if error)
@@ -176,7 +232,10 @@ class BenchSession:
             workeroutput["gpucheck_bench_save"] = {
                 "process": self.process, "records": len(self.local_records),
                 "saved": len(self.saved), "error": self.save_error}
-        if self.save_error or any(w.get("error") for w in self.worker_saves):
+        if not self.is_worker:
+            self.judge_the_family()
+        if self.save_error or any(w.get("error") for w in self.worker_saves) \
+                or self.family_regressions:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not self.is_worker and (self.results or self.save_error or self.worker_saves
                                    or self.peer_error):
@@ -235,6 +294,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
                                 f"moves a benchmark; set it to 2 or more ({DEFAULT_REPLICATES} "
                                 "by default)")
     against = _against_folder(config)
+    family_level = _family_level(config)
     workerinput = getattr(config, "workerinput", None)
     session = BenchSession(
         store=BaselineStore(Path(folder)),
@@ -248,6 +308,8 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         process=str(workerinput["workerid"]) if workerinput else "main",
         is_worker=workerinput is not None,
         against=against,
+        family_level=family_level,
+        process_mode=process_mode(config),
     )
     try:
         session.store.check_folder()
@@ -283,6 +345,39 @@ def _against_folder(config: pytest.Config) -> Path | None:
     return folder
 
 
+def process_mode(config: pytest.Config) -> str:
+    """The kind of process this is, as a stored baseline records it."""
+    from ..child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+    from ..launch_env import launched_rank
+
+    if launched_rank() is not None:
+        return "MPI rank"
+    if hasattr(config, "workerinput"):
+        return "xdist worker"
+    if os.environ.get(SIMULATOR_CHILD_VARIABLE):
+        return "simulator child"
+    if os.environ.get(REPORT_SINK_VARIABLE):
+        return "isolation worker"
+    return "in-process"
+
+
+def _family_level(config: pytest.Config) -> float:
+    """``--gpu-bench-family-level`` (else ini ``gpu_bench_family_level``), in (0, 1)."""
+    value = config.getoption("gpu_bench_family_level", None)
+    where = "--gpu-bench-family-level"
+    if value is None:
+        value, where = config.getini("gpu_bench_family_level"), "ini gpu_bench_family_level"
+    try:
+        level = float(value)
+    except ValueError:
+        level = float("nan")
+    if not 0.0 < level < 1.0:
+        raise pytest.UsageError(f"{where} = {value!r}: the chance that identical code fails "
+                                "the run must be a number in (0, 1), such as "
+                                f"{DEFAULT_FAMILY_LEVEL}")
+    return level
+
+
 def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
     settings = GateSettings(alpha=float(data["alpha"]), min_effect=float(data["min_effect"]),
                             keep_fraction=float(data.get("keep_fraction", 1.0)),
@@ -294,12 +389,24 @@ def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
                    new_median=data["new_median"], pvalue=data["pvalue"], settings=settings,
                    reason=data.get("reason", ""), relative_to=data.get("relative_to", ""),
                    relative_change=data.get("relative_change"), noise=data.get("noise"),
-                   power=data.get("power"))
+                   power=data.get("power"),
+                   pair_figures=tuple(data["pair_figures"]) if data.get("pair_figures")
+                   else None,
+                   pair_blocks=tuple(tuple(b) for b in data["pair_blocks"])
+                   if data.get("pair_blocks") else None,
+                   interval=tuple(data["interval"]) if data.get("interval") else None,
+                   level=data.get("level"), family=data.get("family"),
+                   adjusted_p=data.get("adjusted_p"))
 
 
 def _publish(config: pytest.Config, state: BenchSession) -> None:
-    lines = gate_terminal_lines(state.results, compared=state.gating)
+    lines = gate_terminal_lines(state.results, compared=state.gating,
+                                family_level=state.family_level
+                                if state.against is not None else None)
     errors = [state.save_error] if state.save_error else []
+    errors += [f"gpucheck benchmark gate: the run fails: Holm's step-down over the run's "
+               f"benchmarks found {format_verdict(verdict)}" for verdict in
+               state.family_regressions]
     errors += [state.peer_error] if state.peer_error else []
     errors += [w["error"] for w in state.worker_saves if w.get("error")]
     lines += errors

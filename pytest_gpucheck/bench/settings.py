@@ -23,11 +23,17 @@ DEFAULT_ROUNDS = 60
 #: Cap on the rounds a benchmark adds when its noise needs more for the power above.
 DEFAULT_MAX_ROUNDS = 600
 DEFAULT_WARMUP_ROUNDS = 2
-#: ``--gpu-bench-against``: runs of each benchmark's test on each side.  Where a
-#: process's arrays land in memory moves a memory-bound kernel by up to +-9% (cache
-#: sets, pages), the same for identical code; the gate averages over this many
-#: placements per side.
-DEFAULT_REPLICATES = 6
+#: ``--gpu-bench-against``: pairs of processes (one per checkout) that each time every
+#: benchmark once.  Where a process's arrays land in memory moves a memory-bound kernel
+#: by up to +-9% (cache sets, pages) for every block that process times, so the pair is
+#: the gate's unit of evidence: ten pairs keep 90% power to catch +10% at a between-pair
+#: SD of 3% with 30 benchmarks in the family (docs/benchmarks.md).
+DEFAULT_REPLICATES = 10
+#: Blocks (two pairs of rounds each) every pair of processes times at least.
+MIN_BLOCKS_PER_PAIR = 2
+#: ``--gpu-bench-against``: the chance that a run of identical code fails anywhere
+#: (family-wise, Holm's method over every benchmark the run compares).
+DEFAULT_FAMILY_LEVEL = 0.01
 DEFAULT_BASELINE_DIR = ".gpucheck-baselines"
 #: Gate settings a marker or an ini override line may set.
 SETTING_NAMES = ("alpha", "min_effect", "min_rounds", "keep_fraction", "relative_min_effect",

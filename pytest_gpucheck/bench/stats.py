@@ -14,6 +14,7 @@ a dependency of the plugin, hence this small implementation.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -259,3 +260,181 @@ def paired_power(sigma: float, n: int, shift: float, alpha: float, min_shift: fl
     rejects = (np.abs(r_plus - mean) - 0.5) / spread > _NORMAL.inv_cdf(1.0 - alpha / 2.0)
     large = np.median(d, axis=1) > min_shift
     return float(np.mean(rejects & large))
+
+
+# -- Process pairs: the interleaved gate's unit of evidence --------------------------
+#
+# Under ``--gpu-bench-against`` a benchmark is timed in R pairs of processes (one in
+# each checkout).  The blocks one pair times share that pair's placement (where its
+# arrays landed, its allocator's offsets), so they are not independent: the pair is
+# the unit.  Each pair gives one figure (the median log ratio of its blocks); the
+# change is their mean, tested with Student's t on R - 1 degrees of freedom.  The
+# model: pair figures independent and normal around the true log change, with the
+# between-pair standard deviation ``sigma`` (which holds the within-pair noise of a
+# pair's median too).  SciPy is not a dependency: the t distribution comes from the
+# regularized incomplete beta function below (the tests check it against SciPy).
+
+
+def _incomplete_beta(x: float, a: float, b: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), by its continued fraction
+    (modified Lentz; Numerical Recipes' ``betacf``), to about 1e-14."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1.0) / (a + b + 2.0):
+        # The fraction converges fast only below this point: use the symmetry.
+        return 1.0 - _incomplete_beta(1.0 - x, b, a)
+    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                 + a * math.log(x) + b * math.log1p(-x))
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    fraction = d
+    for m in range(1, 500):
+        numerator = m * (b - m) * x / ((a + 2 * m - 1.0) * (a + 2 * m))
+        for step in (numerator, -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1.0))):
+            d = 1.0 + step * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + step / c
+            c = c if abs(c) > tiny else tiny
+            fraction *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return math.exp(log_front) * fraction / a
+
+
+def t_two_sided_p(t: float, df: int) -> float:
+    """P(|T| >= |t|) for Student's t with ``df`` degrees of freedom."""
+    if df < 1:
+        raise ValueError(f"Student's t needs df >= 1, got {df}")
+    if math.isinf(t):
+        return 0.0
+    return min(1.0, _incomplete_beta(df / (df + t * t), df / 2.0, 0.5))
+
+
+@functools.lru_cache(maxsize=1024)
+def t_critical(level: float, df: int) -> float:
+    """The two-sided critical value: P(|T| >= c) = ``level`` (bisection on the p-value)."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    low, high = 0.0, 1.0
+    while t_two_sided_p(high, df) > level:
+        high *= 2.0
+    for _ in range(200):
+        middle = (low + high) / 2.0
+        if t_two_sided_p(middle, df) > level:
+            low = middle
+        else:
+            high = middle
+        if high - low < 1e-12 * high:
+            break
+    return (low + high) / 2.0
+
+
+@dataclass(frozen=True)
+class PairTest:
+    """What the pairs say: the mean log change, its two-sided interval at ``level`` and
+    the t test's two-sided p-value."""
+
+    pairs: int
+    mean: float
+    sd: float
+    low: float
+    high: float
+    pvalue: float
+    level: float
+
+
+def pair_test(figures: ArrayLike, level: float) -> PairTest:
+    """Student's t on the per-pair log figures: mean, SD, the (1 - ``level``) interval
+    and the two-sided p-value (the interval excludes 0 exactly when p <= level)."""
+    values = np.asarray(figures, dtype=np.float64).ravel()
+    if values.size < 2:
+        raise ValueError(f"a pair test needs at least 2 pairs, got {values.size}")
+    if not np.isfinite(values).all():
+        raise ValueError("pair_test got a non-finite value")
+    n = values.size
+    mean = float(values.mean())
+    sd = float(values.std(ddof=1))
+    se = sd / math.sqrt(n)
+    if se <= 0.0:
+        p = 1.0 if mean == 0.0 else 0.0
+        return PairTest(n, mean, sd, mean, mean, p, level)
+    half = t_critical(level, n - 1) * se
+    return PairTest(n, mean, sd, mean - half, mean + half,
+                    t_two_sided_p(mean / se, n - 1), level)
+
+
+#: Points of the grid :func:`pair_power` integrates over.
+_POWER_GRID = 2001
+
+
+def normal_sf(z: np.ndarray) -> np.ndarray:
+    """The standard normal's upper tail, vectorized: erfc by its Chebyshev fit
+    (Numerical Recipes' ``erfcc``, fractional error below 1.2e-7 everywhere)."""
+    x = np.asarray(z, dtype=np.float64) / math.sqrt(2.0)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.5 * a)
+    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+            -0.82215223 + t * 0.17087277))))))))
+    erfc = t * np.exp(-a * a + poly)
+    return 0.5 * np.where(x >= 0.0, erfc, 2.0 - erfc)
+
+
+def pair_power(sigma: float, pairs: int, shift: float, level: float, floor: float) -> float:
+    """Probability that the pair test flags a regression of ``shift`` (log units): the
+    lower end of the (1 - ``level``) interval above 0 *and* the mean above ``floor``,
+    with ``pairs`` figures of between-pair SD ``sigma``.
+
+    Exact under the normal model, by integrating over the sample SD: with
+    W = sqrt(chi^2 of R - 1 df), the mean must exceed
+    max(c * sigma * W / sqrt((R - 1) R), floor), a normal tail for each W.  Without
+    the floor this is the non-central t's tail (the tests check it against SciPy's
+    ``nct``).
+    """
+    if pairs < 2:
+        return 0.0
+    if sigma <= 0.0:
+        return 1.0 if shift > floor else 0.0
+    df = pairs - 1
+    c = t_critical(level, df)
+    se = sigma / math.sqrt(pairs)
+    # W = sqrt(V), V ~ chi^2(df): density of W is w^(df-1) exp(-w^2/2) / (2^(df/2-1) G(df/2)).
+    w = np.linspace(0.0, math.sqrt(df) + 12.0, _POWER_GRID)[1:]
+    log_density = ((df - 1) * np.log(w) - w * w / 2.0
+                   - (df / 2.0 - 1.0) * math.log(2.0) - math.lgamma(df / 2.0))
+    weights = np.exp(log_density)
+    weights /= weights.sum()
+    bound = np.maximum(c * se * w / math.sqrt(df), floor)
+    z = (bound - shift) / se
+    return float(np.clip((weights * normal_sf(z)).sum(), 0.0, 1.0))
+
+
+def holm_levels(pvalues: list[float], family_level: float) -> tuple[list[float], list[float]]:
+    """Holm's step-down at ``family_level`` over ``pvalues``: for each, the level it is
+    judged at and its Holm-adjusted p-value.
+
+    Sorted ascending, the i-th (from 1) of m is rejected while every p up to it is at
+    most family_level / (m - i + 1).  A rejected one is judged at its own step's
+    level; every one after the first retained step at that step's level, so its
+    interval (at that level) holds 0, as its verdict says.  The adjusted p-value is
+    max over j <= i of min(1, (m - j + 1) p_(j)): rejected exactly when it is at most
+    ``family_level``.  The chance of any false rejection in the family stays at most
+    ``family_level`` whatever the dependence between the tests.
+    """
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda k: pvalues[k])
+    levels = [0.0] * m
+    adjusted = [0.0] * m
+    stopped: float | None = None
+    running = 0.0
+    for step, k in enumerate(order):
+        step_level = family_level / (m - step)
+        running = max(running, min(1.0, (m - step) * pvalues[k]))
+        adjusted[k] = running
+        if stopped is None and pvalues[k] > step_level:
+            stopped = step_level
+        levels[k] = step_level if stopped is None else stopped
+    return levels, adjusted

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .gate import Verdict, format_seconds, format_verdict
+from .gate import Verdict, format_level, format_seconds, format_verdict
 from .records import BenchmarkRecord
 from .session_ceiling import contention_lines, device_timed
 
@@ -37,6 +37,15 @@ def derived_figures(record: BenchmarkRecord) -> str:
     if record.gflops is not None:
         parts.append(f"{record.gflops:.3g} GFLOP/s")
     parts.append(f"first call {format_seconds(record.first_call_seconds)}")
+    faults = record.extra.get("page_faults_per_call")
+    if faults is not None and float(faults) >= 1.0:
+        # What makes the medians of --gpu-bench-against higher than in-process ones: both
+        # sides fix glibc's mmap threshold (bench/interleave.py) so their arrays are
+        # placed alike, and so pay this on every call (2^16 float32 saxpy here: 65 faults,
+        # 78 us against 14 us in-process).
+        parts.append(f"{float(faults):.0f} page faults per call (each host array of 128 KiB "
+                     "or more is a fresh mapping under --gpu-bench-against, on both sides; "
+                     "an in-process run reuses heap pages and times less)")
     if record.l2_flushed:
         parts.append("L2 flushed")
     if (record.fraction_of_ceiling or 0.0) > 1.0 and not above_a_device_copy(record):
@@ -60,8 +69,10 @@ def _fraction(record: BenchmarkRecord) -> str:
     return f"{fraction:.0%}" + (" (above the copy: not a bound here)" if fraction > 1.0 else "")
 
 
-def gate_terminal_lines(results: list[Result], *, compared: bool) -> list[str]:
-    """Lines for the terminal summary: figures per benchmark, then the gate's verdicts."""
+def gate_terminal_lines(results: list[Result], *, compared: bool,
+                        family_level: float | None = None) -> list[str]:
+    """Lines for the terminal summary: figures per benchmark, then the gate's verdicts;
+    with ``family_level`` (``--gpu-bench-against``) the family the run was judged as."""
     if not results:
         return []
     lines = ["---------------------------- gpucheck benchmarks ----------------------------"]
@@ -82,6 +93,12 @@ def gate_terminal_lines(results: list[Result], *, compared: bool) -> list[str]:
         f"{counts[status]} {status}" for status in
         ("regression", "improvement", "unchanged", "inconclusive", "no-baseline", "not-comparable")
         if counts[status]) if verdicts else "gpucheck benchmark gate: nothing compared")
+    if family_level is not None:
+        family = sum(bool(verdict.pair_figures) and verdict.pvalue is not None
+                     for verdict in verdicts)
+        lines.append(f"gpucheck benchmark gate: {family} benchmark(s) compared as one family "
+                     f"(Holm's method): a run of identical code fails with probability at "
+                     f"most {family_level:g}")
     return lines
 
 
@@ -93,13 +110,14 @@ def gate_markdown(results: list[Result], *, compared: bool) -> str:
         "## Benchmarks",
         "",
         "| benchmark | backend | device | median | launch overhead | GB/s "
-        "| % of copy ceiling | GFLOP/s | gate | change | confidence |",
+        "| % of copy ceiling | GFLOP/s | gate | change | interval |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for record, verdict in results:
         fraction = record.fraction_of_ceiling
         change = verdict.change if verdict else None
-        confidence = verdict.confidence if verdict else None
+        interval = verdict.interval if verdict else None
+        level = verdict.level if verdict else None
         lines.append(
             "| " + " | ".join([
                 f"`{record.name}`",
@@ -114,7 +132,8 @@ def gate_markdown(results: list[Result], *, compared: bool) -> str:
                 "" if record.gflops is None else f"{record.gflops:.3g}",
                 (verdict.status if verdict else ("not compared" if not compared else "")),
                 "" if change is None else f"{change:+.1%}",
-                "" if confidence is None else f"{confidence:.6f}",
+                "" if interval is None or level is None else
+                f"[{format_level(level)} CI {interval[0]:+.1%}, {interval[1]:+.1%}]",
             ]) + " |"
         )
     contention = contention_lines(record for record, _ in results)

@@ -1,0 +1,92 @@
+"""A user's run of ``--gpu-bench-against`` over several benchmarks: one family per run.
+
+Two checkouts of a small project with three benchmarks; the candidate's second one is
+twice as slow.  The run must fail with that benchmark named (and only it), say how many
+benchmarks it compared as one family, and print a ``rerun:`` line that, pasted, judges
+the benchmark against the same baseline and fails again.  The identical two run at a
+family level of 1e-5: their chance of failing this test is 1e-5 per run by the gate's
+design (user_runs.IDENTICAL_CODE); nothing is run again.
+"""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+from pathlib import Path
+
+import pytest
+from user_runs import IDENTICAL_CODE, junit_outcomes, run_pytest
+
+pytestmark = pytest.mark.slow
+
+INI = textwrap.dedent("""\
+    [pytest]
+    gpu_backends = numpy
+    gpu_bench_rounds = 24
+    """)
+
+#: Three benchmarks on 256 KiB arrays (placed alike in both processes); ``{slow}`` is
+#: how many times the second one does its work.
+BENCH = textwrap.dedent("""\
+    import numpy as np
+
+
+    def scale(x, times=1):
+        for _ in range(times):
+            result = np.float32(2.5) * x
+        return result
+
+
+    def test_first(gpu_benchmark, gpu_backend):
+        x = np.ones(1 << 16, np.float32)
+        gpu_benchmark(scale, x)
+
+
+    def test_second(gpu_benchmark, gpu_backend):
+        x = np.ones(1 << 16, np.float32)
+        gpu_benchmark(scale, x, {slow})
+
+
+    def test_third(gpu_benchmark, gpu_backend):
+        x = np.ones(1 << 16, np.float32)
+        gpu_benchmark(scale, x + 1)
+    """)
+
+
+def test_a_planted_slowdown_among_identical_benchmarks_fails_the_run_by_name(
+        tmp_path: Path) -> None:
+    for side, slow in (("baseline", 1), ("candidate", 2)):
+        folder = tmp_path / side
+        folder.mkdir()
+        (folder / "pytest.ini").write_text(INI)
+        (folder / "test_bench.py").write_text(BENCH.format(slow=slow))
+    candidate = tmp_path / "candidate"
+    run = run_pytest(candidate, "--gpu-bench-against=../baseline", "-rA",
+                     f"--junitxml={candidate / 'junit.xml'}", *IDENTICAL_CODE, timeout=600)
+    assert run.returncode == 1, run.stdout + run.stderr
+    outcomes = {name: outcome for name, (outcome, _) in
+                junit_outcomes(candidate / "junit.xml").items()}
+    assert outcomes == {"test_first[numpy]": "passed", "test_second[numpy]": "failure",
+                        "test_third[numpy]": "passed"}, run.stdout
+    regressions = [line for line in run.stdout.splitlines()
+                   if line.strip().startswith("REGRESSION ")]
+    assert len(regressions) == 1, run.stdout
+    assert "REGRESSION test_bench.py::test_second[numpy]" in regressions[0]
+    assert "6 pairs, between-pair SD" in regressions[0]
+    assert ("gpucheck benchmark gate: 3 benchmark(s) compared as one family (Holm's method): "
+            "a run of identical code fails with probability at most 1e-05") in run.stdout
+    # A long run says where it stands: each benchmark, its pairs and the interval so far.
+    assert ("gpucheck gate: benchmark 2 of 3 (test_bench.py::test_second[numpy]): 6 of 6 "
+            "pairs done, change so far +") in run.stdout, run.stdout
+    assert "page faults per call" in run.stdout, run.stdout
+    # The rerun line keeps the gate: pasted, it fails again.
+    reruns = [line.split("rerun: ", 1)[1] for line in run.stdout.splitlines()
+              if "rerun: pytest " in line]
+    assert len(reruns) == 1, run.stdout
+    command = shlex.split(reruns[0])
+    assert command[0] == "pytest"
+    assert f"--gpu-bench-against={tmp_path / 'baseline'}" in command
+    assert "--gpu-bench-family-level=1e-5" in command
+    again = run_pytest(candidate, *command[1:], "-rA", timeout=600)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "REGRESSION test_bench.py::test_second[numpy]" in again.stdout
