@@ -97,15 +97,30 @@ def in_process(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str,
     return done.stdout, json_benchmarks(folder / "out.json")
 
 
+@pytest.fixture(scope="module")
+def backend_worker_run(tmp_path_factory: pytest.TempPathFactory,
+                       ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The project run in a backend worker with a JSON file, autosave and a shaped table:
+    read by the JSON-and-table comparison and by the autosave test."""
+    folder = project(tmp_path_factory.mktemp("isolate-backend"))
+    return folder, run(folder, "--gpu-isolate=backend", "--benchmark-json=out.json",
+                       "--benchmark-autosave", "--benchmark-sort=name",
+                       "--benchmark-columns=min,rounds")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", [m for m in MODES if m != "in-process"])
 def test_json_and_table_match_the_in_process_run(
-        tmp_path: Path, mode: str, in_process: tuple[str, dict[str, Any]]) -> None:
+        tmp_path: Path, mode: str, in_process: tuple[str, dict[str, Any]],
+        request: pytest.FixtureRequest) -> None:
     args, backend = MODES[mode]
-    done = run(project(tmp_path), *args, "--benchmark-json=out.json")
+    if mode == "isolate-backend":
+        folder, done = request.getfixturevalue("backend_worker_run")
+    else:
+        folder, done = tmp_path, run(project(tmp_path), *args, "--benchmark-json=out.json")
     assert done.returncode == 0, done.stdout + done.stderr
     reference_output, reference = in_process
-    got = json_benchmarks(tmp_path / "out.json")
+    got = json_benchmarks(folder / "out.json")
     expected = {name.replace("[numpy]", f"[{backend}]") for name in reference}
     assert set(got) == expected == {f"test_bench.py::test_saxpy[{backend}]",
                                     f"test_bench.py::test_plain[{backend}]"}, got
@@ -128,12 +143,12 @@ def test_json_and_table_match_the_in_process_run(
 
 
 @pytest.mark.slow
-def test_autosave_writes_the_run_to_the_storage(tmp_path: Path) -> None:
-    done = run(project(tmp_path), "--gpu-isolate=backend", "--benchmark-autosave",
-               "--benchmark-sort=name", "--benchmark-columns=min,rounds")
+def test_autosave_writes_the_run_to_the_storage(
+        backend_worker_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    folder, done = backend_worker_run
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Not saving anything" not in done.stdout + done.stderr
-    saved = list((tmp_path / ".benchmarks").glob("*/0001_*.json"))
+    saved = list((folder / ".benchmarks").glob("*/0001_*.json"))
     assert len(saved) == 1, done.stdout
     names = sorted(b["fullname"] for b in json.loads(saved[0].read_text())["benchmarks"])
     assert names == ["test_bench.py::test_plain[numpy]", "test_bench.py::test_saxpy[numpy]"]

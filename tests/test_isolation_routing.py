@@ -153,16 +153,6 @@ def test_runs_after_the_worker_is_no_longer_needed():
 """
 
 
-@pytest.mark.slow
-def test_a_worker_no_item_ahead_needs_is_closed_while_the_session_goes_on(
-        tmp_path: Path) -> None:
-    (tmp_path / "test_a_routed.py").write_text(IDLE_FIRST)
-    (tmp_path / "test_b_in_process.py").write_text(IDLE_SECOND)
-    result = run_pytest(tmp_path, "--gpu-backends=numpy", "--gpu-isolate=backend")
-    assert "2 passed" in result.stdout, result.stdout + result.stderr
-    assert result.returncode == 0
-
-
 CRASHES = """
 import ctypes
 import os
@@ -242,24 +232,56 @@ def test_runs_in_the_parent_first():
 """
 
 
-@pytest.mark.parametrize("broken", [False, True], ids=["prestart", "broken-no-prestart"])
-def test_the_worker_starts_before_the_first_item(tmp_path: Path, broken: bool) -> None:
-    """Its start-up (Python, pytest, the frameworks' imports, its collection) overlaps the
-    items that run elsewhere instead of waiting for its own first item; the routed item
-    then runs in that very worker."""
+def _prestart_project(tmp_path: Path, broken: bool) -> subprocess.CompletedProcess[str]:
+    """A first item that runs in the parent and looks for the started worker, an item
+    routed to it, and (for the correct run) an item in the parent after it that waits for
+    the worker, no longer needed, to finish."""
     (tmp_path / "conftest.py").write_text(PRESTART_CONFTEST)
     (tmp_path / "test_a_first.py").write_text(PRESTART_FIRST)
     (tmp_path / "test_b_routed.py").write_text(IDLE_FIRST)
+    if not broken:
+        (tmp_path / "test_c_in_process.py").write_text(IDLE_SECOND)
     (tmp_path / "routing.log").write_text("")
-    result = user_runs.run_pytest(
+    return user_runs.run_pytest(
         tmp_path, "--gpu-backends=numpy", "--gpu-isolate=backend", timeout=RUN_LIMIT,
         extra_env={"ROUTING_LOG": str(tmp_path / "routing.log"),
                    "NO_PRESTART": "1" if broken else "0"})
+
+
+@pytest.fixture(scope="module")
+def prestarted(tmp_path_factory: pytest.TempPathFactory,
+               ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """One correct run serves the prestart and the idle-worker tests."""
+    project = tmp_path_factory.mktemp("prestart")
+    return project, _prestart_project(project, broken=False)
+
+
+@pytest.mark.slow
+def test_a_worker_no_item_ahead_needs_is_closed_while_the_session_goes_on(
+        prestarted: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    """The routed item is the worker's last: the item after it, in the parent, sees the
+    worker finish while the session still runs."""
+    _, result = prestarted
     output = result.stdout + result.stderr
+    assert "3 passed" in result.stdout, output
+    assert result.returncode == 0, output
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["prestart", "broken-no-prestart"])
+def test_the_worker_starts_before_the_first_item(
+        tmp_path: Path, broken: bool,
+        request: pytest.FixtureRequest) -> None:
+    """Its start-up (Python, pytest, the frameworks' imports, its collection) overlaps the
+    items that run elsewhere instead of waiting for its own first item; the routed item
+    then runs in that very worker."""
     if broken:
+        result = _prestart_project(tmp_path, broken=True)
+        output = result.stdout + result.stderr
         assert "no isolation worker had started before the first item" in output, output
         assert "1 failed, 1 passed" in output, output
         return
-    assert "2 passed" in output, output
-    log = (tmp_path / "routing.log").read_text().split()
+    project, result = request.getfixturevalue("prestarted")
+    output = result.stdout + result.stderr
+    assert "3 passed" in output, output
+    log = (project / "routing.log").read_text().split()
     assert log[log.index("prestarted") + 1] == log[log.index("routed") + 1], log

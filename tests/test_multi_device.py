@@ -60,7 +60,10 @@ def test_a_users_own_flag_wins(pytester: pytest.Pytester,
 
 
 def test_bad_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    result = _run(pytester, "--gpu-host-devices=four")
+    # In-process: the value is refused at configure, before any framework is imported.
+    pytester.makepyfile(test_user=USER_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-n0", "-rs",
+                                "--gpu-host-devices=four")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--gpu-host-devices='four': the device count must be a whole "
                                  "number >= 1, e.g. --gpu-host-devices=4, or 0 to leave "

@@ -69,6 +69,21 @@ def add_torch(a, b, out):
     out.copy_(a + b)
 '''
 
+#: The same user's conftest.py for a NumPy-only run: the profile and the NumPy
+#: registration, without the Numba imports that run's processes (the parent and every
+#: rank) do not need.
+NUMPY_CONFTEST = '''
+import pytest_gpucheck
+from hypothesis import settings
+
+settings.register_profile("huge", max_examples=4, deadline=None)
+
+
+@pytest_gpucheck.implements("vector_add", backend="numpy", name="mine")
+def add_numpy(a, b, out):
+    out[...] = a + b
+'''
+
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items()
@@ -91,16 +106,19 @@ def test_documented_command_checks_the_users_kernels_on_every_cpu_backend(
     for backend in CPU_TIER:
         assert re.search(rf"test_vector_add\[{backend}:mine\] PASSED", result.stdout), output
     assert re.search(r"\b5 passed\b", result.stdout), output
+    # The serial simulator child among them got the profile (an unknown one is "not
+    # found") and the registrations.
+    assert "not found" not in output, output
+    assert "is not registered" not in output, output
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_simulator_child_gets_the_users_profile_and_registrations(
-    tmp_path: Path, xdist: list[str]
-) -> None:
+def test_simulator_child_gets_the_users_profile_and_registrations(tmp_path: Path) -> None:
+    """Under ``-n 2``: each xdist worker's simulator child (the serial child is the
+    documented command's, above)."""
     (tmp_path / "conftest.py").write_text(CONFTEST)
     result = run_pytest(tmp_path, "--gpu-conformance", "--gpu-impls=user",
                         "--gpu-backends=numba-cudasim", "-k", "vector_add",
-                        "--hypothesis-profile=huge", *xdist)
+                        "--hypothesis-profile=huge", "-n", "2")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "not found" not in output, output
@@ -110,7 +128,7 @@ def test_simulator_child_gets_the_users_profile_and_registrations(
 
 def test_spawned_mpi_jobs_get_the_users_profile(tmp_path: Path) -> None:
     pytest.importorskip("mpi4py")
-    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "conftest.py").write_text(NUMPY_CONFTEST)
     result = run_pytest(tmp_path, "--gpu-conformance", "--gpu-backends=numpy",
                         "-k", "test_allreduce_sum_and_dot", "--hypothesis-profile=huge",
                         "--gpu-mpi-max-ranks=2", "-v")

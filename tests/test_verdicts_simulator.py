@@ -94,33 +94,58 @@ def test_each_crash_fails_its_own_test_and_the_others_still_run(
     assert (cell["status"], cell["fail"], cell["pass"]) == ("fail", 4, 2)
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_a_child_that_dies_after_its_last_test_fails_the_run(tmp_path: Path,
-                                                             xdist: list[str]) -> None:
-    (tmp_path / "test_sim.py").write_text(
+#: A conftest whose simulator child dies on the way out (the parent's process lives).
+DIES_ON_THE_WAY_OUT = (
+    "import os\n\ndef pytest_unconfigure(config):\n"
+    "    if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1':\n        os._exit(7)\n")
+
+#: Simulator items marked MPI, which the simulator child spawns under ``--gpu-mpi-launcher``.
+SIMULATOR_MPI_TESTS = (
+    "import pytest\n\npytestmark = [pytest.mark.gpu_backends('numba-cudasim'), "
+    "pytest.mark.mpi(ranks=2)]\n\n"
+    "def test_one(gpu_backend, mpi_comm):\n    pass\n\n"
+    "def test_two(gpu_backend, mpi_comm):\n    pass\n")
+
+
+@pytest.fixture(scope="module")
+def dying_child_run(tmp_path_factory: pytest.TempPathFactory,
+                    ) -> subprocess.CompletedProcess[str]:
+    """One serial run for two scenarios of one simulator child: a test that passes, two
+    MPI items whose job never starts (a "launcher" that exits at once), then the child
+    dies after its last test."""
+    project = tmp_path_factory.mktemp("dying-child")
+    (project / "test_sim.py").write_text(
         "import pytest\n\n@pytest.mark.gpu_backends('numba-cudasim')\n"
         "def test_passes(gpu_backend):\n    pass\n")
-    # Dies on the way out, in the simulator child only.
-    (tmp_path / "conftest.py").write_text(
-        "import os\n\ndef pytest_unconfigure(config):\n"
-        "    if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1':\n        os._exit(7)\n")
-    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", *xdist)
+    (project / "test_sim_mpi.py").write_text(SIMULATOR_MPI_TESTS)
+    (project / "conftest.py").write_text(DIES_ON_THE_WAY_OUT)
+    return run_pytest(project, "--gpu-backends=numba-cudasim", "--gpu-mpi-launcher=false",
+                      "--gpu-mpi-max-ranks=2")
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_child_that_dies_after_its_last_test_fails_the_run(
+        request: pytest.FixtureRequest, tmp_path: Path, xdist: list[str]) -> None:
+    if xdist:
+        (tmp_path / "test_sim.py").write_text(
+            "import pytest\n\n@pytest.mark.gpu_backends('numba-cudasim')\n"
+            "def test_passes(gpu_backend):\n    pass\n")
+        # Dies on the way out, in the simulator child only.
+        (tmp_path / "conftest.py").write_text(DIES_ON_THE_WAY_OUT)
+        result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", *xdist)
+    else:
+        result = request.getfixturevalue("dying_child_run")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 passed" in result.stdout
     assert ("gpucheck: The numba-cudasim child process exited with code 7 after its last test"
             in result.stdout)
 
 
-def test_simulator_mpi_items_of_a_job_that_never_started_are_not_crashes(tmp_path: Path) -> None:
+def test_simulator_mpi_items_of_a_job_that_never_started_are_not_crashes(
+        dying_child_run: subprocess.CompletedProcess[str]) -> None:
     # The simulator child spawns these under a "launcher" that exits at once:
     # every item fails as not run, in one child, and none is taken for a crash.
-    (tmp_path / "test_sim_mpi.py").write_text(
-        "import pytest\n\npytestmark = [pytest.mark.gpu_backends('numba-cudasim'), "
-        "pytest.mark.mpi(ranks=2)]\n\n"
-        "def test_one(gpu_backend, mpi_comm):\n    pass\n\n"
-        "def test_two(gpu_backend, mpi_comm):\n    pass\n")
-    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "--gpu-mpi-launcher=false",
-                        "--gpu-mpi-max-ranks=2")
+    result = dying_child_run
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     assert "2 failed" in result.stdout, output

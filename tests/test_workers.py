@@ -47,13 +47,12 @@ def test_child_sees_the_option(gpu_backend, request):
 """
 
 
-def test_a_plugin_forwards_its_option_to_the_simulator_child(tmp_path: Path) -> None:
+def test_a_plugin_forwards_its_option_to_the_simulator_child(
+        serial_run: subprocess.CompletedProcess[str]) -> None:
     """A conftest implementing ``pytest_gpucheck_child_args`` gets its option into the child."""
-    (tmp_path / "conftest.py").write_text(FORWARDING_CONFTEST)
-    (tmp_path / "test_forward.py").write_text(FORWARDING_TESTS)
-    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "--my-seed=7")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 passed" in result.stdout
+    assert serial_run.returncode == 0, serial_run.stdout + serial_run.stderr
+    assert "test_forward.py::test_child_sees_the_option[numba-cudasim] PASSED" in \
+        serial_run.stdout, serial_run.stdout
 
 
 def test_without_the_hook_the_option_still_reaches_the_child(tmp_path: Path) -> None:
@@ -91,29 +90,64 @@ def test_label_names_the_simulator(gpu_backend, label):
 """
 
 
-def test_routing_reads_the_backend_parameter_not_the_id(tmp_path: Path) -> None:
+def test_routing_reads_the_backend_parameter_not_the_id(
+        serial_run: subprocess.CompletedProcess[str]) -> None:
     """``test_label_names_the_simulator[numpy-numba-cudasim]`` has the simulator's name in
     its id but runs on numpy: it stays in-process; the simulator item goes to the child."""
-    (tmp_path / "test_routing.py").write_text(ROUTING_TESTS)
-    result = run_pytest(tmp_path, "--gpu-backends=numpy,numba-cudasim", "-v")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "[numpy-numba-cudasim] PASSED" in result.stdout
-    assert "[numba-cudasim-numba-cudasim] PASSED" in result.stdout
+    assert serial_run.returncode == 0, serial_run.stdout + serial_run.stderr
+    assert "[numpy-numba-cudasim] PASSED" in serial_run.stdout
+    assert "[numba-cudasim-numba-cudasim] PASSED" in serial_run.stdout
 
 
-@pytest.mark.parametrize("args", [("-n", "2"), ()], ids=["xdist", "serial"])
-def test_mpi_and_bench_options_reach_the_child(tmp_path: Path, args: tuple[str, ...]) -> None:
+OPTS_TESTS = (
+    "import pytest\n\n"
+    "@pytest.mark.gpu_backends('numba-cudasim')\n"
+    "def test_opts(gpu_backend, request):\n"
+    "    assert request.config.getoption('gpu_mpi_max_ranks') == 3\n"
+    "    assert request.config.getoption('gpu_bench_l2_flush') is True\n")
+
+#: The features' forwarded options, given to both shared runs.
+FEATURE_OPTIONS = ("--gpu-mpi-max-ranks=3", "--gpu-bench-l2-flush")
+
+
+@pytest.fixture(scope="module")
+def serial_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """One serial run of a project with the forwarding hook, the routing test and the
+    features' options: each test below reads its own items from it."""
+    project = tmp_path_factory.mktemp("serial")
+    (project / "conftest.py").write_text(FORWARDING_CONFTEST)
+    (project / "test_forward.py").write_text(FORWARDING_TESTS)
+    (project / "test_routing.py").write_text(ROUTING_TESTS)
+    (project / "test_opts.py").write_text(OPTS_TESTS)
+    return run_pytest(project, "--gpu-backends=numpy,numba-cudasim", "--my-seed=7",
+                      *FEATURE_OPTIONS, "-v")
+
+
+@pytest.fixture(scope="module")
+def xdist_run(tmp_path_factory: pytest.TempPathFactory,
+              ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """One ``-n 2`` run of the eight pid-recording items and the options item."""
+    project = tmp_path_factory.mktemp("xdist")
+    (project / "test_pids.py").write_text(PID_TESTS)
+    (project / "test_opts.py").write_text(OPTS_TESTS)
+    pids = project / "pids"
+    pids.mkdir()
+    return pids, run_pytest(project, "--gpu-backends=numba-cudasim", *FEATURE_OPTIONS,
+                            "-n", "2", "-rA", extra_env={"PIDS_DIR": str(pids)})
+
+
+@pytest.mark.parametrize("xdist", [True, False], ids=["xdist", "serial"])
+def test_mpi_and_bench_options_reach_the_child(
+        request: pytest.FixtureRequest, xdist: bool) -> None:
     """The features' own hook implementations forward their options (checked in the child)."""
-    (tmp_path / "test_opts.py").write_text(
-        "import pytest\n\n"
-        "@pytest.mark.gpu_backends('numba-cudasim')\n"
-        "def test_opts(gpu_backend, request):\n"
-        "    assert request.config.getoption('gpu_mpi_max_ranks') == 3\n"
-        "    assert request.config.getoption('gpu_bench_l2_flush') is True\n")
-    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "--gpu-mpi-max-ranks=3",
-                        "--gpu-bench-l2-flush", *args)
+    if xdist:
+        _, result = request.getfixturevalue("xdist_run")
+        passed = "PASSED test_opts.py::test_opts[numba-cudasim]"
+    else:
+        result = request.getfixturevalue("serial_run")
+        passed = "test_opts.py::test_opts[numba-cudasim] PASSED"
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 passed" in result.stdout
+    assert passed in result.stdout, result.stdout
 
 
 PID_TESTS = """
@@ -132,16 +166,13 @@ def test_records_its_process(gpu_backend, n):
 """
 
 
-def test_each_xdist_worker_reuses_one_simulator_child(tmp_path: Path) -> None:
+def test_each_xdist_worker_reuses_one_simulator_child(
+        xdist_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     """Under ``-n 2`` the simulator items of a worker share one child (not one per item):
     eight items run in at most two processes."""
-    (tmp_path / "test_pids.py").write_text(PID_TESTS)
-    pids = tmp_path / "pids"
-    pids.mkdir()
-    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "-n", "2",
-                        extra_env={"PIDS_DIR": str(pids)})
+    pids, result = xdist_run
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "8 passed" in result.stdout
+    assert "9 passed" in result.stdout
     seen = {path.read_text() for path in pids.glob("*.pid")}
     assert len(list(pids.glob("*.pid"))) == 8
     assert 1 <= len(seen) <= 2, seen
