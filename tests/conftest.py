@@ -27,7 +27,12 @@ def _registrations_stay_in_their_test() -> Iterator[None]:
 
     implementations = dict(registry._implementations)
     not_applicable = dict(registry._not_applicable)
+    # Whether the bundled implementations were loaded goes back too: loaded during a test
+    # (an in-process run) and then taken out with the rest, they would otherwise never be
+    # loaded again in this worker, and later in-process runs would lack them.
+    bundled_loaded = registry._bundled_loaded
     yield
+    registry._bundled_loaded = bundled_loaded
     registry._implementations.clear()
     registry._implementations.update(implementations)
     registry._not_applicable.clear()

@@ -1,12 +1,21 @@
-"""The ``impl`` parametrization of the suites: ids, skip reasons, ``--gpu-impls``."""
+"""The ``impl`` parametrization of the suites: ids, skip reasons, ``--gpu-impls``.
+
+The runs are in-process (``pytester.runpytest``): what they check is collection,
+parametrization and the verdicts of one process, which a fresh interpreter proves no
+better (tests/conftest.py imports the frameworks up front and puts the registry back
+after each test).
+"""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
-from pytest_gpucheck import conformance
+from pytest_gpucheck import conformance, registry
 
 pytestmark = pytest.mark.slow
 
@@ -28,9 +37,30 @@ def _importable_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CI", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _hypothesis_profile_stays() -> Iterator[None]:
+    """``--hypothesis-profile=ci`` of an in-process run loads that profile in this very
+    process: the one this session runs under is put back after the test."""
+    profile = settings.get_current_profile_name()
+    yield
+    settings.load_profile(profile)
+
+
+@pytest.fixture(autouse=True)
+def _bundled_implementations_register_in_each_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/conftest.py puts the registry back after each test, but ``load_bundled``
+    imports the bundled modules once per process: without this, a run after the first
+    one in this worker would find the bundled implementations (and the jax-cpu n/a
+    records) gone.  Each in-process run imports them afresh, as a user's process does."""
+    monkeypatch.setattr(registry, "_bundled_loaded", False)
+    for ep in registry._entry_points(registry.IMPLEMENTATIONS_GROUP):
+        monkeypatch.delitem(sys.modules, ep.module, raising=False)
+
+
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     pytester.makepyfile(user_impls=USER_IMPLS)
-    return pytester.runpytest_subprocess(
+    pytester.syspathinsert()  # `-p user_impls` imports it, as from the project's folder
+    return pytester.runpytest(
         SUITES, "--rootdir", str(pytester.path), "-p", "user_impls", "-p", "no:cacheprovider",
         "-m", "gpu_kernel", "-n0", *args,
     )
@@ -79,7 +109,7 @@ def test_missing_kernel_marker_is_a_usage_error(pytester: pytest.Pytester) -> No
         (Path(SUITES) / "conftest.py").read_text(encoding="utf-8"),
         encoding="utf-8")
     (suite / "test_mine.py").write_text("def test_x(impl):\n    pass\n", encoding="utf-8")
-    result = pytester.runpytest_subprocess(str(suite), "-p", "no:cacheprovider", "-n0")
+    result = pytester.runpytest(str(suite), "-p", "no:cacheprovider", "-n0")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*requests `impl` but has no @pytest.mark.gpu_kernel*"])
     assert "Traceback" not in result.stdout.str()
@@ -92,7 +122,7 @@ def test_unknown_kernel_names_the_known_ones(pytester: pytest.Pytester) -> None:
     (suite / "test_mine.py").write_text(
         "import pytest\n\n@pytest.mark.gpu_kernel('vector_ad')\n"
         "def test_x(impl):\n    pass\n", encoding="utf-8")
-    result = pytester.runpytest_subprocess(str(suite), "-p", "no:cacheprovider", "-n0")
+    result = pytester.runpytest(str(suite), "-p", "no:cacheprovider", "-n0")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*no conformance spec for kernel 'vector_ad'; known: vector_add*"])
 
@@ -112,7 +142,8 @@ def test_contract_misuse_fails_with_the_fix(pytester: pytest.Pytester) -> None:
     # The signature fits the contract; only the backend makes `out` impossible,
     # which the suite reports when it runs the cell.
     pytester.makepyfile(user_impls=MISUSED_CONTRACT)
-    result = pytester.runpytest_subprocess(
+    pytester.syspathinsert()
+    result = pytester.runpytest(
         SUITES, "--rootdir", str(pytester.path), "-p", "user_impls", "-p", "no:cacheprovider",
         "-m", "gpu_kernel", "-n0", "--gpu-backends=numpy,jax-cpu", "--gpu-impls=user",
         "-k", "test_vector_add[",

@@ -68,19 +68,18 @@ def test_scale(gpu_backend, xp):
 """
 
 
-def test_one_run_writes_matrix_json_and_its_markdown_twin(pytester: pytest.Pytester,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_run_writes_matrix_json_and_its_markdown_twin(pytester: pytest.Pytester) -> None:
+    # In-process runs: the report plugin and the matrix are the subject, not a process.
     pytester.makepyfile(test_scale=TEST_FILE)
-    monkeypatch.setenv("PYTHONPATH", str(SCRIPTS))
+    pytester.syspathinsert(SCRIPTS)  # `-p gpu_tier_report`, as the script's PYTHONPATH does
     args = ["-p", "no:cacheprovider", "--gpu-backends=numpy,numba-cpu"]
-    result = pytester.runpytest_subprocess(*args, "-p", "gpu_tier_report",
-                                           "--gpu-report=run/matrix.json")
+    result = pytester.runpytest(*args, "-p", "gpu_tier_report", "--gpu-report=run/matrix.json")
     result.assert_outcomes(passed=2)
     data = json.loads((pytester.path / "run" / "matrix.json").read_text())
     assert data
     markdown = (pytester.path / "run" / "matrix.md").read_text()
     # The same matrix as a run asking for Markdown directly (this test is deterministic).
-    pytester.runpytest_subprocess(*args, "--gpu-report=direct.md").assert_outcomes(passed=2)
+    pytester.runpytest(*args, "--gpu-report=direct.md").assert_outcomes(passed=2)
     # Apart from when each run happened, which the report states to the second.
     def undated(text: str) -> str:
         return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+\-]\d\d:\d\d", "TIME", text)

@@ -281,7 +281,9 @@ def test_the_not_installed_check_finds_the_line_of_a_real_header() -> None:
     if not missing:
         pytest.skip("CuPy and torch are both installed: no backend here lacks its framework")
     backend, module = missing[0]
-    command = [sys.executable, *constants["HEADER_RUN"][1:]]
+    # -n0: a nested run from the repository's root takes the project's addopts, and what
+    # is checked here is the header's line, not xdist (whose workers would collect again).
+    command = [sys.executable, *constants["HEADER_RUN"][1:], "-n0"]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
                           check=False, env=ci_env({}))
     assert done.returncode == 0, done.stdout + done.stderr

@@ -57,8 +57,10 @@ def main_job_subset() -> str:
     """``pytest conformance`` on the CPU backends of four frameworks, a few suites."""
     for framework in ("numba", "jax", "torch"):
         pytest.importorskip(framework)
+    # -n0: from the checkout's root the run takes the project's addopts; what is checked
+    # is the width of the lines, not xdist.
     result = run_pytest(REPO, "conformance", "--gpu-backends=numpy,numba-cpu,jax-cpu,torch-cpu",
-                        "-q", "-k", "test_vector_add or test_fused", timeout=600,
+                        "-q", "-n0", "-k", "test_vector_add or test_fused", timeout=600,
                         extra_env={"COLUMNS": "80"})
     out = result.stdout + result.stderr
     assert result.returncode == 0, out

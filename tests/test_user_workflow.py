@@ -4,7 +4,10 @@ Each test writes a temporary project with a real ``conftest.py`` that
 registers implementations, and runs the commands ``docs/kernels.md`` and the
 README print (``pytest --gpu-conformance --gpu-impls=user ...``) in a
 subprocess from that folder: no ``PYTEST_PLUGINS``, no ``PYTHONPATH``, no
-internal import.
+internal import.  Runs that stop with a usage error before any test (a signature
+off the contract, nothing registered) or print the help are in-process
+(``pytester.runpytest`` from the project's folder, the same variables removed): a fresh
+interpreter proves nothing more there, and each one cost an interpreter's start.
 """
 
 from __future__ import annotations
@@ -38,6 +41,18 @@ def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
+def run_in_process(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                   conftest: str, *args: str) -> tuple[int, str]:
+    """``pytest ARGS`` in-process in pytester's folder, whose ``conftest.py`` is
+    ``conftest``, without the variables :func:`run_pytest` removes: the exit code and the
+    output (stdout, then stderr)."""
+    for key in ("PYTEST_PLUGINS", "PYTEST_ADDOPTS", "PYTHONPATH", "CI"):
+        monkeypatch.delenv(key, raising=False)
+    pytester.makeconftest(conftest)
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    return int(result.ret), result.stdout.str() + "\n" + result.stderr.str()
+
+
 def project(tmp_path: Path, conftest: str) -> Path:
     (tmp_path / "conftest.py").write_text(conftest, encoding="utf-8")
     return tmp_path
@@ -58,18 +73,19 @@ def project(tmp_path: Path, conftest: str) -> Path:
      "expected histogram(x, out[, launch]), or histogram(x, nbins=...[, launch])"),
 ])
 def test_a_signature_off_the_contract_fails_at_registration(
-        tmp_path: Path, kernel: str, definition: str, fragment: str) -> None:
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kernel: str,
+        definition: str, fragment: str) -> None:
     conftest = (f"import pytest_gpucheck\n\n@pytest_gpucheck.implements({kernel!r}, "
                 f"backend='numpy', name='mine')\n{definition}")
-    result = run_pytest(project(tmp_path, conftest), "--gpu-conformance", "--gpu-impls=user")
-    assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+    code, out = run_in_process(pytester, monkeypatch, conftest, "--gpu-conformance",
+                               "--gpu-impls=user")
+    assert code == pytest.ExitCode.USAGE_ERROR, out
     # One line, at the conftest's registration (line 3), no traceback.
-    errors = [line for line in (result.stdout + result.stderr).splitlines()
-              if line.startswith("ERROR: ")]
-    assert len(errors) == 1, result.stdout + result.stderr
+    errors = [line for line in out.splitlines() if line.startswith("ERROR: ")]
+    assert len(errors) == 1, out
     assert errors[0].startswith(f"ERROR: conftest.py:3: {kernel} on numpy: "), errors[0]
     assert fragment in errors[0]
-    assert "Traceback" not in result.stdout + result.stderr
+    assert "Traceback" not in out
 
 
 def test_the_readme_command_checks_every_backend_the_user_registered(tmp_path: Path) -> None:
@@ -236,16 +252,22 @@ NO_USER_IMPLEMENTATIONS_LINE = (
                                    ("-n", "2", "--gpu-conformance", "-q")],
                          ids=["with-conformance", "without", "xdist", "xdist-conformance"])
 def test_gpu_impls_user_with_nothing_registered_is_a_usage_error(
-        tmp_path: Path, extra: tuple[str, ...]) -> None:
+        tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        extra: tuple[str, ...]) -> None:
     # The project has tests of its own, so before the first fix this run passed them
     # (exit 0) while checking no kernel at all; checked after collection, the line came
     # after pytest's header and 'collected N items', and under -n 2 each worker stopped
     # on it and the run ended in an INTERNALERROR (exit 3).
-    folder = project(tmp_path, NOTHING_REGISTERED)
-    (folder / "test_own.py").write_text(OWN_TEST, encoding="utf-8")
-    result = run_pytest(folder, *extra, "--gpu-impls=user")
-    out = result.stdout + result.stderr
-    assert result.returncode == pytest.ExitCode.USAGE_ERROR, out
+    if "-n" in extra:  # xdist's controller and workers: a real process, as a user's
+        folder = project(tmp_path, NOTHING_REGISTERED)
+        (folder / "test_own.py").write_text(OWN_TEST, encoding="utf-8")
+        result = run_pytest(folder, *extra, "--gpu-impls=user")
+        code, out = result.returncode, result.stdout + result.stderr
+    else:
+        pytester.makepyfile(test_own=OWN_TEST)
+        code, out = run_in_process(pytester, monkeypatch, NOTHING_REGISTERED, *extra,
+                                   "--gpu-impls=user")
+    assert code == pytest.ExitCode.USAGE_ERROR, out
     # One line and nothing else from the run: no header, no 'collected', no 'no tests ran'.
     assert out.split() == NO_USER_IMPLEMENTATIONS_LINE.split(), out
 
@@ -264,9 +286,10 @@ def test_a_registration_in_a_tests_folder_conftest_counts(tmp_path: Path) -> Non
     assert "1 passed" in result.stdout, result.stdout
 
 
-def test_help_shows_with_gpu_impls_user_and_nothing_registered(tmp_path: Path) -> None:
+def test_help_shows_with_gpu_impls_user_and_nothing_registered(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     # pytest --help configures the plugins too: a check made there refused the help.
-    folder = project(tmp_path, NOTHING_REGISTERED)
-    result = run_pytest(folder, "--gpu-impls=user", "--help")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "--gpu-impls=all|bundled|user" in result.stdout, result.stdout
+    code, out = run_in_process(pytester, monkeypatch, NOTHING_REGISTERED, "--gpu-impls=user",
+                               "--help")
+    assert code == 0, out
+    assert "--gpu-impls=all|bundled|user" in out, out
