@@ -44,7 +44,7 @@ class _JaxBackend(Backend):
         return devices[self.device_index if self.platform == "gpu" else 0]
 
     @property
-    def xp(self) -> Any:
+    def module(self) -> Any:
         self._jax()
         import jax.numpy as jnp
 
