@@ -24,7 +24,9 @@ from .child_env import (
 )
 from .options import add_options
 from .selection import (
+    BACKEND_OUTCOME_MARKERS,
     MARKER_ERRORS_KEY,
+    backend_outcome_marks,
     configure_selection,
     get_selection,
     parametrize_backends,
@@ -48,6 +50,11 @@ MARKERS = (
     "CUDA device is visible.",
     "gpu_family(name): the row of the conformance matrix this test counts in "
     "(default: the module name without test_).",
+    "gpu_xfail(*names, reason='', strict=xfail_strict, raises=None, run=True): on these "
+    "backends or groups, expect this test to fail, as pytest's xfail; other backends run "
+    "as usual.",
+    "gpu_skip(*names, reason=''): skip this test on these backends or groups, with the "
+    "reason; other backends run as usual.",
 )
 
 # The fixtures live in their own module; re-exporting them here registers them.
@@ -212,6 +219,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from .devices import cuda_driver
 
     for item in items:
+        if any(item.get_closest_marker(name) for name in BACKEND_OUTCOME_MARKERS):
+            try:
+                marks = backend_outcome_marks(item)
+            except pytest.UsageError as exc:
+                raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+            for mark in marks:
+                item.add_marker(mark)
         if item.get_closest_marker("requires_gpu") and "gpu_backend" not in getattr(
             item, "fixturenames", ()
         ):

@@ -1,0 +1,103 @@
+"""``gpu_xfail(...)`` / ``gpu_skip(...)``: an expected failure, or a skip, on named backends
+only, with a reason and ``strict`` as pytest's ``xfail``, one line in the matrix."""
+
+from __future__ import annotations
+
+import pytest
+
+MARKED = """
+import pytest
+
+
+@pytest.mark.gpu_xfail("torch-cpu", reason="torch rounds half away from zero", strict=True)
+def test_round(gpu_backend):
+    assert gpu_backend.name != "torch-cpu"
+
+
+@pytest.mark.gpu_skip("numpy", reason="too slow on the reference")
+def test_slow(gpu_backend):
+    pass
+"""
+
+
+def _torch() -> None:
+    pytest.importorskip("torch")
+
+
+def test_xfail_and_skip_act_on_the_named_backends_only(pytester: pytest.Pytester) -> None:
+    _torch()
+    pytester.makepyfile(test_user=MARKED)
+    result = pytester.runpytest("--gpu-backends=numpy,torch-cpu", "-v", "--gpu-report=r.json")
+    result.stdout.fnmatch_lines([
+        "*test_round?numpy? PASSED*",
+        "*test_round?torch-cpu? XFAIL*torch rounds half away from zero*",
+        "*test_slow?numpy? SKIPPED*too slow on the reference*",
+        "*test_slow?torch-cpu? PASSED*",
+    ])
+    result.assert_outcomes(passed=2, xfailed=1, skipped=1)
+    # One line each in the matrix, the expected failure read as such (not as a skip).
+    result.stdout.fnmatch_lines([
+        "  numpy in user (1) skip: too slow on the reference",
+        "  torch-cpu in user (1) xfail (torch rounds half away from zero)",
+    ])
+
+
+def test_strict_xfail_that_passes_fails_the_run(pytester: pytest.Pytester) -> None:
+    """The check's broken twin: the named backend passes, so strict=True fails it (XPASS)."""
+    _torch()
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.gpu_xfail("torch-cpu", reason="fixed upstream", strict=True)
+        def test_fixed(gpu_backend):
+            pass
+
+        @pytest.mark.gpu_xfail("torch-cpu", reason="flaky", strict=False)
+        def test_lenient(gpu_backend):
+            pass
+        """
+    )
+    result = pytester.runpytest("--gpu-backends=numpy,torch-cpu", "-v")
+    result.stdout.fnmatch_lines(["*test_fixed?torch-cpu? FAILED*",
+                                 "*test_lenient?torch-cpu? XPASS*"])
+    result.assert_outcomes(passed=2, failed=1, xpassed=1)
+
+
+def test_groups_and_the_suites_impl_parameter_count(pytester: pytest.Pytester) -> None:
+    """A group name covers its backends; the bundled suites' ``impl`` items are marked
+    by their backend too (:func:`item_backends`)."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.gpu_xfail("cpu", reason="not on the host")
+        def test_host(gpu_backend):
+            raise AssertionError("host")
+        """
+    )
+    result = pytester.runpytest("--gpu-backends=numpy")
+    result.assert_outcomes(xfailed=1)
+
+
+@pytest.mark.parametrize(("marker", "message"), [
+    ('gpu_xfail("torch-gpu", reason="x")',
+     "*test_user.py::test_x?numpy?: @pytest.mark.gpu_xfail: unknown backend or group "
+     "'torch-gpu'; valid values:*"),
+    ("gpu_skip()", "*@pytest.mark.gpu_skip names no backend; write e.g. gpu_skip('torch-cpu'*"),
+    ('gpu_xfail("numpy", reson="typo")',
+     "*@pytest.mark.gpu_xfail: unknown keyword 'reson'; it takes reason, strict, raises, run"),
+])
+def test_bad_marker_is_one_line_and_exit_4(pytester: pytest.Pytester, marker: str,
+                                           message: str) -> None:
+    pytester.makepyfile(test_user=f"""
+        import pytest
+
+        @pytest.mark.{marker}
+        def test_x(gpu_backend):
+            pass
+        """)
+    result = pytester.runpytest("--gpu-backends=numpy")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert "passed" not in result.stdout.str()  # nothing ran
