@@ -87,3 +87,48 @@ def test_without_array_api_compat_a_namespace_of_its_own_is_kept(
     pytest.importorskip("torch")
     with pytest.raises(BackendUnavailable, match="pip install array-api-compat"):
         _ = backend_class("torch-cpu")().xp
+
+
+def test_array_api_strict_runs_xp_tests_and_is_not_applicable_to_the_kernels(
+    pytester: pytest.Pytester,
+) -> None:
+    """The user's ``xp`` test passes on the strict namespace; a bundled kernel suite shows
+    ``n/a`` with its reason there, never red and never a column of "no implementation"."""
+    pytest.importorskip("array_api_strict")
+    pytester.makepyfile(test_user=TRANSPOSE)
+    result = pytester.runpytest("--gpu-backends=array-api-strict", "--gpu-conformance",
+                                "-k", "test_user or test_vector_add")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines([
+        "  array-api-strict in elementwise (1) n/a: not applicable: array-api-strict has no "
+        "kernels of its own*"])
+
+
+def test_array_api_strict_uses_only_the_standard() -> None:
+    """What makes the backend worth having: NumPy's extras are refused on its arrays."""
+    strict = pytest.importorskip("array_api_strict")
+    import numpy as np
+
+    from pytest_gpucheck.backends import backend_class
+
+    backend = backend_class("array-api-strict")()
+    x = backend.to_device(np.arange(4.0))
+    assert backend.xp is strict
+    with pytest.raises(AttributeError):
+        strict.ascontiguousarray(x)  # NumPy's, not the standard's
+    np.testing.assert_array_equal(backend.to_host(strict.flip(x)), [3.0, 2.0, 1.0, 0.0])
+
+
+def test_without_array_api_strict_the_backend_names_the_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from pytest_gpucheck.backends import backend_class
+
+    monkeypatch.setitem(sys.modules, "array_api_strict", None)
+    probe = backend_class("array-api-strict")().probe()
+    assert not probe.available
+    assert probe.reason == (
+        "array_api_strict is not installed (array_api_strict); install it with: pip install "
+        "'pytest-gpucheck[cpu]' (or: pip install array-api-strict)")
