@@ -8,6 +8,7 @@ needs the framework is called: constructing a backend imports nothing, and
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 from dataclasses import dataclass
@@ -145,6 +146,16 @@ class Backend:
                 f"{module} is not installed ({exc.name or module}); "
                 f"install it with: {self.install_hint}"
             ) from exc
+
+    def item_scope(self) -> contextlib.AbstractContextManager[None]:
+        """What holds while a test phase of an item on this backend runs, and only then.
+
+        Framework settings the checks need but a project's own tests must not see
+        (JAX's 64-bit mode) are set here and put back after the phase; the core
+        enters it around setup, call and teardown of each item on this backend.
+        Nothing by default.
+        """
+        return contextlib.nullcontext()
 
     # -- arrays ------------------------------------------------------------------
     @property
