@@ -64,9 +64,8 @@ def test_strict_xfail_that_passes_fails_the_run(pytester: pytest.Pytester) -> No
     result.assert_outcomes(passed=2, failed=1, xpassed=1)
 
 
-def test_groups_and_the_suites_impl_parameter_count(pytester: pytest.Pytester) -> None:
-    """A group name covers its backends; the bundled suites' ``impl`` items are marked
-    by their backend too (:func:`item_backends`)."""
+def test_a_group_name_covers_its_backends(pytester: pytest.Pytester) -> None:
+    """``cpu`` names numpy too (names are read as ``--gpu-backends`` reads them)."""
     pytester.makepyfile(
         """
         import pytest
