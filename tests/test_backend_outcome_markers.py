@@ -100,3 +100,33 @@ def test_bad_marker_is_one_line_and_exit_4(pytester: pytest.Pytester, marker: st
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
     assert "passed" not in result.stdout.str()  # nothing ran
+
+
+class _Item:
+    """What :func:`backend_outcome_marks` reads of an item: its markers and parameters."""
+
+    def __init__(self, params: dict[str, object], *marks: pytest.MarkDecorator) -> None:
+        from types import SimpleNamespace
+
+        self.callspec = SimpleNamespace(params=params)
+        self.marks = [mark.mark for mark in marks]
+
+    def iter_markers(self, name: str | None = None):  # type: ignore[no-untyped-def]
+        return iter([mark for mark in self.marks if name is None or mark.name == name])
+
+
+def test_the_suites_impl_and_interop_pairs_are_marked_by_their_backends() -> None:
+    from types import SimpleNamespace
+
+    from pytest_gpucheck.selection import backend_outcome_marks
+
+    xfail = pytest.mark.gpu_xfail("jax-cpu", reason="known")
+    cell = SimpleNamespace(backend="jax-cpu")
+    pair = SimpleNamespace(converter=SimpleNamespace(producer="numpy", consumer="jax-cpu"))
+    for params in ({"impl": cell}, {"interop_pair": pair}, {"gpu_backend": "jax-cpu"}):
+        (mark,) = backend_outcome_marks(_Item(params, xfail))  # type: ignore[arg-type]
+        assert mark.mark.name == "xfail"
+        assert mark.mark.kwargs == {"reason": "known"}
+    # Another backend, or no backend parameter at all: nothing.
+    assert backend_outcome_marks(_Item({"gpu_backend": "numpy"}, xfail)) == []  # type: ignore[arg-type]
+    assert backend_outcome_marks(_Item({}, xfail)) == []  # type: ignore[arg-type]
