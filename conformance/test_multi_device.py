@@ -3,8 +3,9 @@
 With two GPUs or more, peer copies between them with CuPy and PyTorch
 (``test_peer_copy``).
 
-On the CPU tier JAX presents 4 host devices (``--gpu-host-devices``); a backend with
-fewer than two devices skips with the reason.  The checks every call gets are listed
+On the CPU tier JAX presents 4 host devices (``--gpu-host-devices``), set because
+these items carry ``gpu_devices(2)``; a backend with fewer than two devices skips
+with the reason.  The checks every call gets are listed
 in :mod:`pytest_gpucheck.conformance.harness`.
 """
 
@@ -19,6 +20,7 @@ from pytest_gpucheck.multi_device import skip_unless_devices
 
 
 @pytest.mark.gpu_kernel("sharded_sum")
+@pytest.mark.gpu_devices(2)
 def test_sharded_sum(impl: Cell, request: pytest.FixtureRequest) -> None:
     """Shards summed on each device and combined with ``psum`` equal ``sum(x)``: exact on
     integer-valued data (a shard lost or counted twice changes the answer)."""
@@ -27,6 +29,7 @@ def test_sharded_sum(impl: Cell, request: pytest.FixtureRequest) -> None:
 
 
 @pytest.mark.gpu_kernel("sharded_heat_step_1d")
+@pytest.mark.gpu_devices(2)
 def test_sharded_heat_step_1d(impl: Cell, request: pytest.FixtureRequest) -> None:
     """A heat step on a field sharded over the devices, ghost cells exchanged with
     ``ppermute``, equals the step on one device (shard edges and walls included)."""

@@ -6,6 +6,9 @@ The public API, importable without importing any array framework:
   of a bundled kernel (or say why a backend cannot express it); the bundled
   conformance suites then check it (``pytest --gpu-conformance``).
 - :class:`LaunchConfig`: what kernels that take ``launch`` receive.
+- :func:`this_process_device` (this xdist worker's or MPI rank's GPU) and
+  :func:`apply_jax_memory_policy` (JAX allocates GPU memory on demand): the GPU
+  pieces for a project that keeps its own ``xp`` parametrization.
 - Assertion helpers with derived tolerances and reproducers, and the interop
   helpers, are loaded on first use (see ``__all__``).
 
@@ -38,6 +41,9 @@ _LAZY = {
     "GuardedBuffer": "pytest_gpucheck.guards",
     "assert_shares_memory": "pytest_gpucheck.interop",
     "converter": "pytest_gpucheck.interop",
+    # The GPU pieces, for a project that keeps its own parametrization (its own `xp`).
+    "this_process_device": "pytest_gpucheck.devices",
+    "apply_jax_memory_policy": "pytest_gpucheck.child_env",
 }
 
 

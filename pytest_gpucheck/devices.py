@@ -166,6 +166,19 @@ def parse_device_spec(spec: str) -> int | None:
     return int(text)
 
 
+def this_process_device(spec: str = "auto") -> DeviceSelection:
+    """This process's CUDA device, chosen as the plugin chooses it (``--gpu-device``'s rule).
+
+    ``auto``: the node-local MPI rank, else the pytest-xdist worker number (``gw3`` ->
+    3), else 0, round robin over the visible devices; index 0 on a machine without
+    one.  Reads only the environment and the CUDA driver (no context is created), so
+    a project's ``conftest.py`` may call it before any framework is imported, e.g. to
+    place its own arrays (``cupy.cuda.Device(index).use()``, ``f"cuda:{index}"``).
+    The ``gpu_device`` fixture gives the same choice, with ``--gpu-device`` applied.
+    """
+    return select_device(spec, cuda_driver())
+
+
 def select_device(
     spec: str, driver: CudaDriver, env: Mapping[str, str] | None = None
 ) -> DeviceSelection:

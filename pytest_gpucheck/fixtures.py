@@ -17,12 +17,14 @@ def gpu_backend(request: pytest.FixtureRequest) -> Backend:
     """The backend this test runs on, one test item per selected backend.
 
     Parametrized by ``--gpu-backends`` (ids like ``[numba-cpu]``); restricted
-    by the ``gpu_backends(...)`` and ``requires_gpu`` markers. The object has
-    ``name``, ``tier``, ``xp``, ``to_device(host)``, ``to_host(array)``,
+    by the ``gpu_backends(...)`` and ``requires_gpu`` markers (and marked
+    expected to fail or skipped on some by ``gpu_xfail(...)`` / ``gpu_skip(...)``).
+    The object has ``name``, ``tier``, ``xp`` (the array API namespace), ``module``
+    (the framework's own module), ``to_device(host)``, ``to_host(array)``,
     ``empty(shape, dtype)``, ``full(...)``, ``synchronize()``,
     ``describe_device()`` and ``version()``.
 
-    ``gpu_backend.xp`` is the array namespace, or None on the backends whose
+    ``gpu_backend.xp`` is the array API namespace, or None on the backends whose
     device arrays have none (``numba-cudasim``, ``numba-cuda``,
     ``cuda-python``): code that calls array functions requests the ``xp``
     fixture instead, which skips those backends with a one-line reason.
@@ -39,14 +41,32 @@ def gpu_backend(request: pytest.FixtureRequest) -> Backend:
 
 @pytest.fixture
 def xp(gpu_backend: Backend) -> Any:
-    """The array namespace of ``gpu_backend`` (numpy, cupy, jax.numpy or torch).
+    """The Python array API namespace of ``gpu_backend``'s arrays, one item per backend.
 
-    Numba's CUDA targets (``numba-cuda`` and the simulator, ``numba-cudasim``)
-    and cuda-python have no array namespace: tests that use ``xp`` are skipped
-    there, with the reason ``<backend> has no array namespace (xp); use
-    gpu_backend instead``, never crashed on ``None``.
+    What ``array_api_compat.array_namespace(x)`` gives for an array ``x`` of the
+    backend, as array-api-tests, SciPy, scikit-learn and array-api-extra use it:
+    ``array_api_compat.numpy`` (``numpy``, ``numba-cpu``), ``array_api_compat.torch``
+    (``torch-cpu``, ``torch-cuda``), ``array_api_compat.cupy``, ``jax.numpy`` and
+    ``array_api_strict``.  The standard's names work on every one::
+
+        def test_transpose(xp):
+            assert xp.permute_dims(xp.ones((2, 3)), (1, 0)).shape == (3, 2)
+
+    Use ``gpu_backend.module`` for what the standard does not name (the bare
+    ``torch``, ``numpy``, ``cupy`` or ``jax.numpy``: ``torch.compile``,
+    ``numpy.ascontiguousarray``), and ``gpu_backend.to_device`` / ``to_host`` to move
+    NumPy arrays.  Numba's CUDA targets (``numba-cuda``, ``numba-cudasim``) and
+    cuda-python have no array namespace: tests that use ``xp`` are skipped there,
+    with the reason ``<backend> has no array namespace (xp); use gpu_backend
+    instead``.  A project whose ``conftest.py`` defines its own ``xp`` fixture keeps
+    it: pytest prefers the nearer definition (``pytest --fixtures`` shows both).
     """
-    namespace = gpu_backend.xp
+    from .backends.base import BackendUnavailable
+
+    try:
+        namespace = gpu_backend.xp
+    except BackendUnavailable as exc:
+        pytest.skip(str(exc))
     if namespace is None:
         pytest.skip(f"{gpu_backend.name} has no array namespace (xp); use gpu_backend instead")
     return namespace

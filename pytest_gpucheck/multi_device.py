@@ -1,16 +1,18 @@
 """Several devices in one process: the ``gpu_devices`` fixture, and JAX host devices.
 
 JAX presents one CPU device unless ``XLA_FLAGS`` holds
-``--xla_force_host_platform_device_count=N`` when JAX starts.  So that the
-multi-device suites run on the CPU tier for real, this feature adds that flag
-to ``XLA_FLAGS`` in ``pytest_configure`` (before the core probes any backend)
-when ``jax-cpu`` is selected and JAX is not imported yet; children started
-later (the simulator child, MPI ranks) inherit it.  A test that needs more
-devices than the backend has is skipped with the reason, which names the way
-to get them.  ``--gpu-host-devices=0`` leaves ``XLA_FLAGS`` alone.
-
-The flag only adds host devices: arrays still go to the first device unless a
-computation shards them, so other JAX tests are unaffected.
+``--xla_force_host_platform_device_count=N`` when its backends start, and the
+count holds for the whole process.  So that the multi-device suites run on the
+CPU tier for real without changing a project's own JAX tests, this feature adds
+that flag only when collection finds a selected item that needs several
+``jax-cpu`` devices (``@pytest.mark.gpu_devices(n)`` or the ``gpu_devices``
+fixture), and JAX has not started yet; a run without such an item leaves
+``XLA_FLAGS`` as it was.  Where the flag is set, it holds for the whole run
+(JAX cannot scope it), and one line says so.  With ``jax-gpu`` selected, its
+probe starts JAX before collection, so the flag is set at configure instead,
+and the header says so.  Children started later inherit it.  A test that needs
+more devices than the backend has is skipped with the reason, which names the
+way to get them.  ``--gpu-host-devices=0`` leaves ``XLA_FLAGS`` alone.
 """
 
 from __future__ import annotations
@@ -51,26 +53,78 @@ def host_devices(config: pytest.Config) -> int:
     return int(text)
 
 
-def _jax_cpu_selected(config: pytest.Config) -> bool:
-    from .options import BACKENDS_INI, parse_backend_spec
-
-    text = config.getoption("gpu_backends") or str(config.getini(BACKENDS_INI))
-    try:
-        return "jax-cpu" in parse_backend_spec(text).names
-    except pytest.UsageError:
-        return False  # the core reports the bad value
+#: The line that says what the run changed for every test in it, and why (None: nothing).
+_WHOLE_RUN_NOTE = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     count = host_devices(config)
-    if count == 0 or "jax" in sys.modules or not _jax_cpu_selected(config):
+    from .options import selected_names
+
+    names = selected_names(config)
+    if count and "jax-cpu" in names and "jax-gpu" in names:
+        # jax-gpu's probe starts JAX's backends before collection: decide now.
+        _add_host_devices(config, count, "jax-gpu's probe starts JAX before collection, so "
+                                         "jax-cpu's multi-device items get them this way")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    note = config.stash.get(_WHOLE_RUN_NOTE, None)
+    return [note] if note else []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After deselection: set the host-device count when a selected item needs it."""
+    count = host_devices(config)
+    if not count or _ORIGINAL_XLA_FLAGS in config.stash:
         return
+    needing = [item for item in items if needs_host_devices(item)]
+    if not needing or _jax_started():
+        return  # nothing needs them, or too late: those items skip with the reason
+    if _add_host_devices(config, count, f"{len(needing)} selected item(s) need several "
+                                        "jax-cpu devices"):
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and not hasattr(config, "workerinput"):
+            from .terminal_width import fit, terminal_width
+
+            reporter.write_line(fit(config.stash[_WHOLE_RUN_NOTE], terminal_width(config)))
+
+
+def needs_host_devices(item: pytest.Item) -> bool:
+    """An item on ``jax-cpu`` that asks for several devices (marker or fixture), not skipped."""
+    from .selection import item_backends
+
+    wants = (item.get_closest_marker("gpu_devices") is not None
+             or "gpu_devices" in getattr(item, "fixturenames", ()))
+    return (wants and "jax-cpu" in item_backends(item)
+            and item.get_closest_marker("skip") is None)
+
+
+def _jax_started() -> bool:
+    """Whether JAX's backends have started in this process (they read XLA_FLAGS then)."""
+    if "jax" not in sys.modules:
+        return False
+    try:
+        from jax._src import xla_bridge
+    except ImportError:
+        return True  # cannot tell: assume the worst, leave XLA_FLAGS alone
+    started = getattr(xla_bridge, "backends_are_initialized", None)
+    return bool(started()) if started is not None else bool(getattr(xla_bridge, "_backends", 1))
+
+
+def _add_host_devices(config: pytest.Config, count: int, why: str) -> bool:
+    """Add the flag to ``XLA_FLAGS`` for the rest of the run; False where the user set it."""
     flags = os.environ.get("XLA_FLAGS")
     if flags is not None and XLA_FLAG in flags:
-        return  # the user's own choice wins
+        return False  # the user's own choice wins
     config.stash[_ORIGINAL_XLA_FLAGS] = (True, flags)
     os.environ["XLA_FLAGS"] = f"{flags} {XLA_FLAG}={count}" if flags else f"{XLA_FLAG}={count}"
+    config.stash[_WHOLE_RUN_NOTE] = (
+        f"gpucheck: XLA_FLAGS gets {XLA_FLAG}={count} for the whole run ({why}; JAX reads it "
+        f"once per process; {HOST_DEVICES_OPTION}=0 leaves XLA_FLAGS alone)")
+    return True
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

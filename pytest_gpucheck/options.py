@@ -152,6 +152,16 @@ def parse_backend_spec(text: str, option: str = BACKENDS_OPTION) -> BackendSpec:
     return BackendSpec(tuple(names), frozenset(explicit), text)
 
 
+def selected_names(config: pytest.Config) -> tuple[str, ...]:
+    """The backends ``--gpu-backends`` (or the ini key) names, read without probing any;
+    empty for a bad value (the core's configure reports it)."""
+    text = config.getoption("gpu_backends") or str(config.getini(BACKENDS_INI))
+    try:
+        return parse_backend_spec(text).names
+    except pytest.UsageError:
+        return ()
+
+
 def parse_require_spec(text: str) -> tuple[bool, tuple[str, ...]]:
     """Parse ``--gpu-require``: (needs a GPU?, backends that must be available)."""
     spec = parse_backend_spec(text, REQUIRE_OPTION)

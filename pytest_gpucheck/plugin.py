@@ -6,6 +6,7 @@ are probed only once a run selects them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Generator
@@ -22,8 +23,15 @@ from .child_env import (
     SIMULATOR_CHILD_VARIABLE,
     apply_jax_memory_policy,
 )
-from .options import add_options
-from .selection import configure_selection, get_selection, parametrize_backends
+from .options import add_options, selected_names
+from .selection import (
+    BACKEND_OUTCOME_MARKERS,
+    backend_outcome_marks,
+    configure_selection,
+    get_selection,
+    item_backends,
+    parametrize_backends,
+)
 from .terminal_width import fit, terminal_width
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
@@ -43,6 +51,11 @@ MARKERS = (
     "CUDA device is visible.",
     "gpu_family(name): the row of the conformance matrix this test counts in "
     "(default: the module name without test_).",
+    "gpu_xfail(*names, reason='', strict=xfail_strict, raises=None, run=True): on these "
+    "backends or groups, expect this test to fail, as pytest's xfail; other backends run "
+    "as usual.",
+    "gpu_skip(*names, reason=''): skip this test on these backends or groups, with the "
+    "reason; other backends run as usual.",
 )
 
 # The fixtures live in their own module; re-exporting them here registers them.
@@ -110,12 +123,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config,
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
-    selection = configure_selection(config)
     # By name: the backends' modules are not imported at configure (loading costs nothing).
-    if any(name.startswith("jax-") for name in selection.names):
-        # Before any child process starts, so simulator children, MPI ranks and
-        # probe children inherit it (the JAX backends apply it in-process too).
-        apply_jax_memory_policy()
+    if any(name.startswith("jax-") for name in selected_names(config)):
+        # Before the probes and any child process, so simulator children, MPI ranks and
+        # probe children inherit it (the JAX backends apply it in-process too).  It
+        # cannot be scoped to our items (JAX reads it once): the header says so.
+        config.stash[_JAX_MEMORY_SET] = apply_jax_memory_policy()
+    selection = configure_selection(config)
     # The child-process machinery is imported only by runs that use it.
     if os.environ.get(REPORT_SINK_VARIABLE):
         from .processes import install_report_sink
@@ -183,6 +197,10 @@ def _add_bundled_suites(config: pytest.Config) -> None:
             config.args.append(str(folder))
 
 
+#: The JAX allocator variables this run set for every process in it (header line).
+_JAX_MEMORY_SET = pytest.StashKey[dict[str, str]]()
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     # A probe's reason was up to 117 columns ('cupy is not installed; install it with ...').
     width = terminal_width(config)
@@ -199,9 +217,15 @@ def _header_lines(config: pytest.Config) -> list[str]:
         notes.append("gpucheck: --cov measures this process only: code run in isolation "
                      "workers, the numba-cudasim child and MPI ranks is not covered "
                      "(--gpu-isolate=none runs backend items here)")
+    memory = config.stash.get(_JAX_MEMORY_SET, {})
+    if memory:
+        settings = " ".join(f"{key}={value}" for key, value in memory.items())
+        notes.append(f"gpucheck: {settings} for the whole run (a JAX backend is selected: "
+                     "JAX's first operation would reserve 75% of each GPU beside the other "
+                     "frameworks; JAX reads it once per process)")
     if not selection.explicit_option:
-        return ["gpucheck: backends numpy (default; select more with --gpu-backends=all)",
-                *notes]
+        return ["gpucheck: backends numpy (default, for tests that use gpu_backend or xp; "
+                "select more with --gpu-backends=all)", *notes]
     lines = [f"gpucheck: backends {selection.spec.text}", *notes]
     if any(name in GPU_BACKENDS for name in selection.names):
         device = selection.device
@@ -227,6 +251,15 @@ def pytest_collection_modifyitems(
     in one error, before any other plugin acts on the items (a wrapper runs first)."""
     from . import usage_errors
 
+    for item in items:
+        if any(item.get_closest_marker(name) for name in BACKEND_OUTCOME_MARKERS):
+            try:
+                marks = backend_outcome_marks(item)
+            except pytest.UsageError as exc:
+                usage_errors.add(config, f"{item.nodeid}: {exc}")
+                continue
+            for mark in marks:
+                item.add_marker(mark)
     errors = usage_errors.found(config)
     if errors and hasattr(config, "workerinput"):
         usage_errors.hand_to_controller(config, items)
@@ -255,6 +288,92 @@ def pytest_testnodedown(node: Any, error: object) -> None:
     from . import usage_errors
 
     usage_errors.raise_from_worker(node)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    with _backend_scopes(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    with _backend_scopes(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    with _backend_scopes(item):
+        return (yield)
+
+
+def _backend_scopes(item: pytest.Item) -> contextlib.ExitStack:
+    """The :meth:`~pytest_gpucheck.backends.base.Backend.item_scope` of each backend the
+    item runs on (JAX's 64-bit mode), entered for one test phase: settings our checks
+    need never reach a test that runs on no backend of ours."""
+    stack = contextlib.ExitStack()
+    names = item_backends(item)
+    if names:
+        selection = get_selection(item.config)
+        for name in sorted(names):
+            if name in selection.names and selection.probes[name].available:
+                stack.enter_context(selection.backend(name).item_scope())
+    return stack
+
+
+#: Fixtures of the plugin whose use means a test runs on (or asks about) our backends;
+#: ``xp`` is not listed: ours requests ``gpu_backend``, a project's own does not.
+OUR_FIXTURES = frozenset({"gpu_backend", "gpu_device", "gpu_devices", "gpu_benchmark",
+                          "mpi_comm", "mpi_rank", "mpi_size"})
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    if not _in_first_process(config):
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    width = terminal_width(config)
+    if config.getoption("showfixtures", False):
+        for line in _own_xp_lines(session):
+            reporter.write_line(fit(line, width))
+        return
+    if session.items and not any(_uses_the_plugin(item) for item in session.items):
+        # Said once, so the header's backends line claims no work that was not done.
+        reporter.write_line(fit(
+            f"gpucheck: no collected test uses gpu_backend, xp, gpu_device or the bundled "
+            f"suites: --gpu-backends ({get_selection(config).spec.text}) changes nothing "
+            "in this run", width))
+
+
+def _uses_the_plugin(item: pytest.Item) -> bool:
+    return bool(item_backends(item)) or bool(OUR_FIXTURES & set(getattr(item, "fixturenames",
+                                                                        ())))
+
+
+def _own_xp_lines(session: pytest.Session) -> list[str]:
+    """For ``pytest --fixtures``: each project ``xp`` fixture that overrides the plugin's,
+    where it is (pytest's ``--fixtures`` lists both, without saying which wins)."""
+    # pytest's own --fixtures reads the same table (a private one: pytest >= 8.4 names it
+    # _get_all_fixture_defs, before that the _arg2fixturedefs dict).
+    manager: Any = session._fixturemanager
+    every = getattr(manager, "_get_all_fixture_defs", None)
+    definitions = ([d for d in every() if d.argname == "xp"] if every is not None
+                   else manager._arg2fixturedefs.get("xp", []))
+    lines = []
+    for definition in definitions:
+        func = definition.func
+        if getattr(func, "__module__", "") == fixtures.__name__:
+            continue
+        code = getattr(func, "__code__", None)
+        where = (f"{Path(code.co_filename).name}:{code.co_firstlineno}" if code is not None
+                 else str(definition.baseid))
+        lines.append(f"gpucheck: the xp fixture of {where} overrides gpucheck's xp for the "
+                     f"tests under {definition.baseid or 'the rootdir'}; there gpucheck's "
+                     "array namespace is gpu_backend.xp")
+    return lines
 
 
 NO_USER_IMPLEMENTATIONS = (

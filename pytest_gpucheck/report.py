@@ -41,6 +41,8 @@ MATRIX_KEY = pytest.StashKey["Matrix"]()
 STATUSES = ("pass", "fail", "skip", "n/a")
 REPORT_FORMAT = "pytest-gpucheck/report/v2"
 NOT_APPLICABLE_PREFIX = "not applicable"
+#: The reason an expected failure (pytest's xfail, ``gpu_xfail``) counts under: ``xfail (why)``.
+XFAIL = "xfail"
 #: A failure's reason is cut here: the full message is in the test log.
 REASON_WIDTH = 240
 
@@ -419,7 +421,9 @@ class Matrix:
         for backend, family, reason, count in self._reason_cells(backends):
             where = backend if family is None else f"{backend} in {family} ({count})"
             grouped.setdefault(reason, []).append(where)
-        return [f"  {', '.join(cells)} {_label(reason)}: {reason}"
+        # An expected failure is its own line, `torch-cpu xfail (reason)`, not a skip.
+        return [f"  {', '.join(cells)} {reason}" if _is_xfail(reason)
+                else f"  {', '.join(cells)} {_label(reason)}: {reason}"
                 for reason, cells in grouped.items()]
 
     def _reason_cells(self, backends: list[str]) -> list[tuple[str, str | None, str, int]]:
@@ -487,6 +491,10 @@ def _folded_line(folded: dict[str, str]) -> str:
         f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
 
 
+def _is_xfail(reason: str) -> bool:
+    return reason == XFAIL or reason.startswith(f"{XFAIL} (")
+
+
 def _label(reason: str) -> str:
     return "n/a" if reason.startswith(NOT_APPLICABLE_PREFIX) else "skip"
 
@@ -495,7 +503,7 @@ def _skip_reason(report: pytest.TestReport) -> str:
     """The one-line reason of a skip; an expected failure is a skip that says so."""
     wasxfail = getattr(report, "wasxfail", None)
     if wasxfail is not None:
-        return f"expected to fail (xfail): {wasxfail}" if wasxfail else "expected to fail (xfail)"
+        return f"{XFAIL} ({wasxfail})" if wasxfail else XFAIL
     if isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     lines = str(report.longrepr or "").strip().splitlines()

@@ -116,6 +116,51 @@ def marker_backends(markers: Iterable[pytest.Mark]) -> set[str] | None:
     return allowed
 
 
+#: The markers that expect a failure on, or skip, some backends of a test, and the
+#: keywords each passes on to pytest's own ``xfail`` / ``skip`` mark.
+BACKEND_OUTCOME_MARKERS: dict[str, tuple[str, ...]] = {
+    "gpu_xfail": ("reason", "strict", "raises", "run"),
+    "gpu_skip": ("reason",),
+}
+
+
+def backend_outcome_marks(item: pytest.Item) -> list[pytest.MarkDecorator]:
+    """The ``xfail`` / ``skip`` marks ``gpu_xfail(...)`` / ``gpu_skip(...)`` give ``item``.
+
+    A mark applies when the item's backend (:func:`item_backends`: ``gpu_backend``,
+    a suite's ``impl``, an interop pair's producer or consumer) is one the marker
+    names; names are backends or groups, as ``--gpu-backends`` takes them.  Raises
+    :class:`pytest.UsageError` for an unknown name, no name or an unknown keyword,
+    whether or not the item runs on a backend.
+    """
+    marks: list[pytest.MarkDecorator] = []
+    backends: set[str] | None = None
+    for mark in item.iter_markers():
+        keywords = BACKEND_OUTCOME_MARKERS.get(mark.name)
+        if keywords is None:
+            continue
+        where = f"@pytest.mark.{mark.name}"
+        if not mark.args:
+            raise pytest.UsageError(
+                f"{where} names no backend; write e.g. {mark.name}('torch-cpu', reason='...')")
+        unknown = sorted(set(mark.kwargs) - set(keywords))
+        if unknown:
+            raise pytest.UsageError(
+                f"{where}: unknown keyword {unknown[0]!r}; it takes {', '.join(keywords)}")
+        names = parse_backend_spec(",".join(map(str, mark.args)), where).names
+        if backends is None:
+            backends = item_backends(item)
+        hit = sorted(backends & set(names), key=list(BACKENDS).index)
+        if not hit:
+            continue
+        reason = mark.kwargs.get("reason") or f"{mark.name} on {', '.join(hit)}"
+        if mark.name == "gpu_skip":
+            marks.append(pytest.mark.skip(reason=reason))
+        else:
+            marks.append(pytest.mark.xfail(**{**mark.kwargs, "reason": reason}))
+    return marks
+
+
 def _one_parameter(name: str, skip: Sequence[pytest.MarkDecorator]) -> list[Any]:
     return [pytest.param(name, id=name, marks=skip)]
 

@@ -12,7 +12,8 @@ pytest_plugins = ["pytester"]
 # pytester's in-process runs drop modules first imported during the run, and
 # extension modules such as NumPy's cannot be imported twice in one process:
 # import the frameworks the CPU tier probes once, up front.
-for _module in ("numpy", "torch", "jax", "jax.numpy", "numba"):
+for _module in ("numpy", "torch", "jax", "jax.numpy", "numba", "array_api_compat",
+                "array_api_compat.numpy", "array_api_compat.torch", "array_api_strict"):
     with contextlib.suppress(ImportError):
         __import__(_module)
 

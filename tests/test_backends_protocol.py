@@ -17,6 +17,7 @@ from pytest_gpucheck.backends import (
     get_backend,
 )
 from pytest_gpucheck.backends.array_ops import ArrayOps
+from pytest_gpucheck.backends.base import BackendUnavailable
 from pytest_gpucheck.backends.timing import RoundTimer
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_gpucheck"
@@ -77,7 +78,12 @@ def test_cpu_backends_answer_the_protocol(name: str) -> None:
     if not probe.available:
         pytest.skip(f"{name}: {probe.reason}")
     assert isinstance(backend.event_timer("wall"), RoundTimer)
-    assert isinstance(backend.mpi_ops(), ArrayOps)
+    if name == "array-api-strict":
+        # No MPI operations: the ops_for skip reads as not applicable in the matrix.
+        with pytest.raises(BackendUnavailable, match=r"^not applicable: array-api-strict"):
+            backend.mpi_ops()
+    else:
+        assert isinstance(backend.mpi_ops(), ArrayOps)
     assert backend.runtime_version() == ""  # no CUDA runtime on the CPU tier
     assert backend.devices()  # at least the host (JAX: its CPU devices)
     src = backend.to_device(np.arange(6, dtype=np.float32))
@@ -92,7 +98,8 @@ def test_cpu_backends_answer_the_protocol(name: str) -> None:
 def test_simulator_and_jit_facts() -> None:
     assert [n for n in BACKENDS if backend_class(n).is_simulator] == ["numba-cudasim"]
     assert [n for n in BACKENDS if backend_class(n).traces_under_jit] == ["jax-cpu", "jax-gpu"]
-    assert [n for n in BACKENDS if backend_class(n).single_threaded] == ["numpy", "numba-cudasim"]
+    assert [n for n in BACKENDS if backend_class(n).single_threaded] == [
+        "numpy", "numba-cudasim", "array-api-strict"]
 
 
 def test_no_module_name_looks_like_numba_cuda_to_its_import_redirector() -> None:

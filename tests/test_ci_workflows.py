@@ -98,10 +98,10 @@ def test_cpu_job_commands_pass_here(source: Any, tmp_path: Path) -> None:
     for command in pytest_commands:
         result = _run(command, project, variables)
         assert result.returncode == 0, (command, result.stdout[-3000:], result.stderr[-2000:])
-        # test_scale runs on the four CPU backends with an array namespace; the
-        # conformance run (no path: the project and the suites) adds the two
+        # test_scale runs on the five CPU backends with an array namespace (array-api-strict
+        # included); the conformance run (no path: the project and the suites) adds the two
         # user implementations of vector_add.
-        passed = "6 passed" if "--gpu-conformance" in command else "4 passed"
+        passed = "7 passed" if "--gpu-conformance" in command else "5 passed"
         assert re.search(rf"\b{passed}\b", result.stdout), result.stdout[-2000:]
         for report in re.findall(r"--(?:gpu-report|junitxml)=(\S+)", command):
             assert (project / report).stat().st_size > 0, report

@@ -32,7 +32,7 @@ def test_user_test_example_runs_on_every_cpu_backend(
     pytester.makepyfile(test_example=block)
     result = pytester.runpytest("--gpu-backends=cpu", "-v")
     # numba-cudasim has no array namespace, so `xp` skips it with that reason.
-    result.assert_outcomes(passed=4, skipped=1)
+    result.assert_outcomes(passed=5, skipped=1)
     result.stdout.fnmatch_lines(["*test_scale?jax-cpu? PASSED*", "*test_scale?torch-cpu? PASSED*"])
 
 

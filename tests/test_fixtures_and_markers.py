@@ -156,7 +156,7 @@ def test_fixtures_have_docstrings_in_pytest_fixtures(pytester: pytest.Pytester) 
             "gpu_backend -- *",
             "    The backend this test runs on, one test item per selected backend.",
             "xp -- *",
-            "    The array namespace of ``gpu_backend``*",
+            "    The Python array API namespace of ``gpu_backend``*",
             "gpu_device* -- *",
             "    The CUDA device this process uses*",
         ]

@@ -44,11 +44,11 @@ def test_jax_cpu_gets_four_host_devices_host_backends_skip(pytester: pytest.Pyte
 
 def test_jax_imported_by_a_conftest_first_is_skipped_with_the_reason(
         pytester: pytest.Pytester) -> None:
-    pytester.makeconftest("import jax\n")
+    pytester.makeconftest("import jax\n\njax.devices()  # starts JAX's backends\n")
     result = _run(pytester, "--gpu-backends=jax-cpu")
     result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["*found 1: JAX started with*not imported yet, e.g. by a "
-                                 "conftest.py*"])
+    result.stdout.fnmatch_lines(["*found 1: JAX started with*has not started yet, e.g. by a "
+                                 "conftest.py that creates an array*"])
 
 
 def test_a_users_own_flag_wins(pytester: pytest.Pytester,
@@ -68,3 +68,52 @@ def test_bad_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*--gpu-host-devices='four': the device count must be a whole "
                                  "number >= 1, e.g. --gpu-host-devices=4, or 0 to leave "
                                  "XLA_FLAGS alone*"])
+
+
+PLAIN_JAX_TEST = """
+import jax
+import jax.numpy as jnp
+
+
+def test_plain():
+    assert jnp.ones(1).dtype == jnp.float32
+    assert len(jax.devices()) == 1
+
+
+def test_ours(gpu_backend):
+    if gpu_backend.name == "jax-cpu":
+        assert jnp.ones(1).dtype == jnp.float64  # our items run in 64-bit mode
+
+
+def test_plain_after():
+    assert jnp.ones(1).dtype == jnp.float32
+"""
+
+
+def test_a_plain_jax_test_keeps_jaxs_defaults(pytester: pytest.Pytester) -> None:
+    """Selecting jax-cpu changes neither the 64-bit mode nor the device count of a test
+    that does not run on our backends (issue 33); the header claims no change."""
+    pytester.makepyfile(test_plain=PLAIN_JAX_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n0",
+                                           "--gpu-backends=numpy,jax-cpu")
+    result.assert_outcomes(passed=4)
+    result.stdout.no_fnmatch_line("*XLA_FLAGS gets*")
+
+
+def test_the_host_devices_are_set_for_the_whole_run_only_when_an_item_needs_them(
+        pytester: pytest.Pytester) -> None:
+    """Then they cannot be scoped (JAX reads XLA_FLAGS once), and one line says so; the
+    plain test sees them, which is the documented cost."""
+    pytester.makepyfile(test_user=USER_TEST, test_plain="""
+import jax
+
+def test_count():
+    assert len(jax.devices()) == 4
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n0",
+                                           "--gpu-backends=jax-cpu")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines([
+        "gpucheck: XLA_FLAGS gets --xla_force_host_platform_device_count=4 for the whole run "
+        "(2 selected item(s) need several jax-cpu devices; JAX reads it once per process; "
+        "--gpu-host-devices=0 leaves XLA_FLAGS alone)"])

@@ -204,12 +204,12 @@ def test_docs_noxfile_runs_the_users_tests_and_fails_with_a_broken_kernel(
     assert listed.returncode == 0, listed.stderr
     for session in ("minimal-3.10", "minimal-3.13", "oldest", "newest"):
         assert f"* {session}" in listed.stdout, listed.stdout
-    # In this environment (the CPU tier) both sessions run test_scale on the four CPU
+    # In this environment (the CPU tier) both sessions run test_scale on the five CPU
     # backends with an array namespace, and the user's two vector_add implementations.
     for session in ("minimal", "newest"):
         done = _run_nox(project, session)
         assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
-        assert re.search(r"\b6 passed\b", done.stdout), done.stdout[-2000:]
+        assert re.search(r"\b7 passed\b", done.stdout), done.stdout[-2000:]
     # The broken twin: the same sessions fail when the user's kernel is wrong.
     (project / "conftest.py").write_text(USER_CONFTEST.replace("a + b", "a - b"),
                                          encoding="utf-8")

@@ -9,14 +9,15 @@ from pytest_gpucheck.options import parse_backend_spec
 
 VALID = (
     "all, cpu, gpu or a comma-separated list of "
-    "numpy, numba-cpu, numba-cudasim, jax-cpu, torch-cpu, numba-cuda, cupy, jax-gpu, "
-    "cuda-python, torch-cuda"
+    "numpy, numba-cpu, numba-cudasim, jax-cpu, torch-cpu, array-api-strict, numba-cuda, cupy, "
+    "jax-gpu, cuda-python, torch-cuda"
 )
 
 
 def test_groups_and_names_expand_in_report_order() -> None:
     spec = parse_backend_spec("torch-cpu,cpu")
-    assert spec.names == ("torch-cpu", "numpy", "numba-cpu", "numba-cudasim", "jax-cpu")
+    assert spec.names == ("torch-cpu", "numpy", "numba-cpu", "numba-cudasim", "jax-cpu",
+                          "array-api-strict")
     assert spec.explicit == {"torch-cpu"}
     assert set(parse_backend_spec("all").names) == set(BACKENDS)
     assert parse_backend_spec("gpu,numpy").explicit == {"numpy"}

@@ -30,6 +30,7 @@ MODULES: tuple[str, ...] = (
     "multi_device_impls",
     "grid_sync_impls",
     "cupy_fuse_impls",
+    "array_api_strict_impls",
 )
 
 for _module in MODULES:

@@ -27,6 +27,7 @@ BACKENDS: dict[str, str] = {
     "numba-cudasim": "numba.backend:NumbaCudasimBackend",
     "jax-cpu": "jax.backend:JaxCpuBackend",
     "torch-cpu": "torch.backend:TorchCpuBackend",
+    "array-api-strict": "array_api_strict.backend:ArrayApiStrictBackend",
     "numba-cuda": "numba.backend:NumbaCudaBackend",
     "cupy": "cupy.backend:CupyBackend",
     "jax-gpu": "jax.backend:JaxGpuBackend",
@@ -43,7 +44,8 @@ NO_INTEROP_ADAPTER: dict[str, str] = {
 #: Backends with an interop adapter, in report order (read without importing them).
 INTEROP_BACKENDS: tuple[str, ...] = tuple(n for n in BACKENDS if n not in NO_INTEROP_ADAPTER)
 
-CPU_BACKENDS: tuple[str, ...] = ("numpy", "numba-cpu", "numba-cudasim", "jax-cpu", "torch-cpu")
+CPU_BACKENDS: tuple[str, ...] = ("numpy", "numba-cpu", "numba-cudasim", "jax-cpu", "torch-cpu",
+                                  "array-api-strict")
 GPU_BACKENDS: tuple[str, ...] = ("numba-cuda", "cupy", "jax-gpu", "cuda-python", "torch-cuda")
 
 GROUPS: dict[str, tuple[str, ...]] = {

@@ -32,7 +32,9 @@ class ArrayOps:
 
     @property
     def xp(self) -> Any:
-        return self.backend.xp if self.backend.xp is not None else np
+        """The backend's own module (``ascontiguousarray`` and ``contiguous_format`` are
+        not in the array API standard), NumPy where the backend has none."""
+        return self.backend.module if self.backend.module is not None else np
 
     def to_device(self, host: np.ndarray) -> Any:
         return self.backend.to_device(np.ascontiguousarray(host))

@@ -8,6 +8,7 @@ needs the framework is called: constructing a backend imports nothing, and
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 from contextlib import AbstractContextManager, nullcontext
@@ -97,6 +98,7 @@ class Backend:
     def __init__(self, device_index: int = 0) -> None:
         self.device_index = device_index
         self._probe_result: Probe | None = None
+        self._namespace: Any = None
 
     def thread_counts(self) -> tuple[int, ...]:
         """The thread counts the conformance suites' repeat check runs a case under, the
@@ -161,11 +163,57 @@ class Backend:
                 f"install it with: {self.install_hint}"
             ) from exc
 
+    def item_scope(self) -> contextlib.AbstractContextManager[None]:
+        """What holds while a test phase of an item on this backend runs, and only then.
+
+        Framework settings the checks need but a project's own tests must not see
+        (JAX's 64-bit mode) are set here and put back after the phase; the core
+        enters it around setup, call and teardown of each item on this backend.
+        Nothing by default.
+        """
+        return contextlib.nullcontext()
+
     # -- arrays ------------------------------------------------------------------
     @property
-    def xp(self) -> Any:
-        """The array namespace (``numpy``, ``cupy``, ``jax.numpy``, ``torch``), or None."""
+    def module(self) -> Any:
+        """The framework's own array module (``numpy``, ``cupy``, ``jax.numpy``, ``torch``),
+        or None where its device arrays have none (Numba's CUDA targets, cuda-python).
+
+        The whole of the framework, extensions included (``torch.contiguous_format``,
+        ``numpy.ascontiguousarray``); :attr:`xp` is the standard's names on the same arrays.
+        """
         return None
+
+    @property
+    def xp(self) -> Any:
+        """The Python array API namespace of this backend's arrays, or None without one.
+
+        What ``array_api_compat.array_namespace`` returns for an array of this
+        backend, the convention of array-api-tests, SciPy and scikit-learn: the
+        compat layer's wrapper of NumPy, CuPy and PyTorch (``xp.permute_dims``,
+        ``xp.astype``, ``xp.isdtype`` on every one), ``jax.numpy`` itself, and
+        ``array_api_strict``.  Imports ``array_api_compat`` on first use (not at
+        load).  Without it, a module that is its own namespace (NumPy >= 2, JAX)
+        is returned; any other raises :class:`BackendUnavailable` with the fix.
+        """
+        if self.module is None:
+            return None
+        if self._namespace is None:
+            self._namespace = self._array_namespace()
+        return self._namespace
+
+    def _array_namespace(self) -> Any:
+        try:
+            import array_api_compat
+        except ImportError:
+            if hasattr(self.module, "__array_api_version__"):
+                return self.module  # NumPy >= 2 and JAX are namespaces of their own
+            raise BackendUnavailable(
+                f"{self.name}: its array API namespace needs array-api-compat "
+                f"({self.module.__name__} itself lacks the standard's names); install it "
+                "with: pip install array-api-compat (gpu_backend.module is the bare "
+                f"{self.module.__name__})") from None
+        return array_api_compat.array_namespace(self.empty((0,), "float32"))
 
     def to_device(self, host: np.ndarray) -> Any:
         """Copy a NumPy array to this backend's device, keeping shape and dtype."""

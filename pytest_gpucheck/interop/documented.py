@@ -56,6 +56,11 @@ def is_bfloat16(case: Case, result: Exchange) -> bool:
     return case.dtype == "bfloat16"
 
 
+def non_standard_dtype(case: Case, result: Exchange) -> bool:
+    """A dtype the array API standard does not name (float16, bfloat16)."""
+    return case.dtype in ("float16", "bfloat16")
+
+
 def empty(case: Case, result: Exchange) -> bool:
     """The producer's array holds no element (its CAI data pointer is 0)."""
     return result.producer is not None and result.producer.size == 0
@@ -490,6 +495,24 @@ DOCUMENTED: tuple[Documented, ...] = (
         seen=("jax 0.10.2", "torch 2.13.0"),
         # Came with jax-ml/jax#29963's copy handling: JAX 0.5.1 copies here.
         since="0.7.0",
+    ),
+    Documented(
+        key="array-api-strict-refuses-non-standard-dtypes",
+        outcome=Outcome.REFUSES,
+        summary="array_api_strict.from_dlpack refuses a dtype outside the array API standard "
+        "(float16, bfloat16): the standard names no such dtype, and array-api-strict "
+        "implements the standard and nothing more",
+        source="https://data-apis.org/array-api/latest/API_specification/data_types.html",
+        protocols=DLPACK,
+        consumers="array-api-strict",
+        when=non_standard_dtype,
+        # float16: array-api-strict's own check; bfloat16: NumPy's from_dlpack, which it
+        # calls first, has none.
+        error=r"^(TypeError: The array_api_strict namespace does not support the dtype|"
+              r"(RuntimeError|BufferError): Unsupported dtype)",
+        trigger=Trigger("numpy", "array-api-strict", Case("float16", (3,))),
+        framework="array-api-strict",
+        seen=("array-api-strict 2.6.1", "numpy 2.4.6", "torch 2.13.0"),
     ),
 )
 

@@ -47,7 +47,7 @@ class CupyBackend(Backend):
         return Probe(True, version=cupy.__version__, device=device_line(self.device_index))
 
     @property
-    def xp(self) -> Any:
+    def module(self) -> Any:
         import cupy
 
         return cupy

@@ -1,8 +1,10 @@
 """JAX on the CPU and on a CUDA device.
 
 JAX arrays are immutable: implementations return their result instead of
-writing an ``out`` argument.  The backends enable ``jax_enable_x64`` so that
-float64 and int64 checks test 64-bit arithmetic rather than a silent downcast.
+writing an ``out`` argument.  Items on these backends run with ``jax_enable_x64``
+(:meth:`_JaxBackend.item_scope`), so that float64 and int64 checks test 64-bit
+arithmetic rather than a silent downcast; the setting is put back after each
+test phase, so a project's own JAX tests in the same run keep JAX's defaults.
 Benchmarks time JAX on the host up to ``block_until_ready`` (:class:`ReadyTimer`:
 JAX exposes no events and dispatches asynchronously), and the MPI checks update
 its arrays with ``.at[]`` (:class:`JaxOps`).
@@ -10,7 +12,8 @@ its arrays with ``.at[]`` (:class:`JaxOps`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,15 +39,25 @@ class _JaxBackend(Backend):
         apply_jax_memory_policy()
         import jax
 
-        jax.config.update("jax_enable_x64", True)
         return jax
+
+    @contextlib.contextmanager
+    def item_scope(self) -> Iterator[None]:
+        """64-bit mode while a phase of an item on this backend runs, as it was after."""
+        jax = self._jax()
+        before = bool(jax.config.read("jax_enable_x64"))
+        jax.config.update("jax_enable_x64", True)
+        try:
+            yield
+        finally:
+            jax.config.update("jax_enable_x64", before)
 
     def _device(self) -> Any:
         devices = self._jax().devices(self.platform)
         return devices[self.device_index if self.platform == "gpu" else 0]
 
     @property
-    def xp(self) -> Any:
+    def module(self) -> Any:
         self._jax()
         import jax.numpy as jnp
 
@@ -100,9 +113,10 @@ class JaxCpuBackend(_JaxBackend):
     def _probe(self) -> Probe:
         apply_jax_memory_policy()
         jax = self._import("jax")
-        jax.config.update("jax_enable_x64", True)
-        device = jax.devices("cpu")[0]
-        return Probe(True, version=jax.__version__, device=f"cpu ({device.device_kind})")
+        # No jax.devices() here: it starts JAX's backends, which read XLA_FLAGS once, and
+        # the host-device count is decided when collection shows whether an item needs
+        # several (pytest_gpucheck.multi_device).
+        return Probe(True, version=jax.__version__, device="cpu")
 
     def fewer_devices_reason(self) -> str:
         import os
@@ -112,8 +126,9 @@ class JaxCpuBackend(_JaxBackend):
         flags = os.environ.get("XLA_FLAGS", "")
         return (f"JAX started with XLA_FLAGS={flags!r}; it reads "
                 f"{XLA_FLAG}=N only at start-up (the plugin sets it with "
-                f"{HOST_DEVICES_OPTION}=N when jax-cpu is selected and JAX is not imported "
-                "yet, e.g. by a conftest.py)")
+                f"{HOST_DEVICES_OPTION}=N when collection finds an item that needs several "
+                "jax-cpu devices and JAX has not started yet, e.g. by a conftest.py that "
+                "creates an array)")
 
 
 class JaxGpuBackend(_JaxBackend):

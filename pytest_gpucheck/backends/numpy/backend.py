@@ -17,7 +17,7 @@ class HostArrays(Backend):
     backend whose kernels take and return NumPy arrays (NumPy, ``numba-cpu``)."""
 
     @property
-    def xp(self) -> Any:
+    def module(self) -> Any:
         return np
 
     def to_device(self, host: np.ndarray) -> Any:

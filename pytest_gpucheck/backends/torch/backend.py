@@ -33,7 +33,7 @@ class _TorchBackend(Backend):
         return "cpu"
 
     @property
-    def xp(self) -> Any:
+    def module(self) -> Any:
         import torch
 
         return torch

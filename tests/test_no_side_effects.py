@@ -1,0 +1,64 @@
+"""Selecting backends changes nothing for tests that do not use them, and what cannot be
+scoped (JAX reads its allocator settings once per process) is said in one line."""
+
+from __future__ import annotations
+
+import pytest
+
+PLAIN = "def test_plain():\n    assert True\n"
+
+
+def test_a_run_without_our_fixtures_says_so_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain=PLAIN)
+    result = pytester.runpytest("--gpu-backends=numpy")
+    result.assert_outcomes(passed=1)
+    lines = [line for line in result.stdout.lines if "changes nothing" in line]
+    assert lines == ["gpucheck: no collected test uses gpu_backend, xp, gpu_device or the "
+                     "bundled suites: --gpu-backends (numpy) changes nothing in this run"]
+
+
+def test_a_run_with_our_fixtures_does_not(pytester: pytest.Pytester) -> None:
+    """The twin: one test on gpu_backend among plain ones, and the line is gone."""
+    pytester.makepyfile(test_plain=PLAIN + "\n\ndef test_ours(gpu_backend):\n    pass\n")
+    result = pytester.runpytest("--gpu-backends=numpy")
+    result.assert_outcomes(passed=2)
+    result.stdout.no_fnmatch_line("*changes nothing in this run*")
+
+
+def test_fixtures_names_a_projects_own_xp(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture(params=["numpy"])
+        def xp(request):
+            return __import__(request.param)
+        """
+    )
+    pytester.makepyfile(test_own=PLAIN)
+    result = pytester.runpytest("--fixtures")
+    result.stdout.fnmatch_lines([
+        "gpucheck: the xp fixture of conftest.py:3 overrides gpucheck's xp for the tests "
+        "under the rootdir; there gpucheck's array namespace is gpu_backend.xp"])
+    # Without a project xp, nothing is said.
+    (pytester.path / "conftest.py").unlink()
+    result = pytester.runpytest("--fixtures")
+    result.stdout.no_fnmatch_line("*overrides gpucheck's xp*")
+
+
+def test_the_jax_memory_setting_is_one_header_line(pytester: pytest.Pytester,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("jax")
+    for name in ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_CLIENT_MEM_FRACTION",
+                 "XLA_PYTHON_CLIENT_MEM_FRACTION"):
+        monkeypatch.delenv(name, raising=False)  # put back (unset) after the run
+    pytester.makepyfile(test_plain=PLAIN)
+    result = pytester.runpytest("--gpu-backends=numpy,jax-cpu")
+    result.stdout.fnmatch_lines([
+        "gpucheck: XLA_PYTHON_CLIENT_PREALLOCATE=false for the whole run (a JAX backend is "
+        "selected: JAX's first operation would reserve 75% of each GPU beside the other "
+        "frameworks; JAX reads it once per process)"])
+    # A value the user chose is kept, and then there is nothing to say.
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
+    result = pytester.runpytest("--gpu-backends=numpy,jax-cpu")
+    result.stdout.no_fnmatch_line("*for the whole run*")
