@@ -93,6 +93,11 @@ def gate_terminal_lines(results: list[Result], *, compared: bool,
         f"{counts[status]} {status}" for status in
         ("regression", "improvement", "unchanged", "inconclusive", "no-baseline", "not-comparable")
         if counts[status]) if verdicts else "gpucheck benchmark gate: nothing compared")
+    advisory = sum(verdict.advisory for verdict in verdicts)
+    if advisory:
+        lines.append(f"gpucheck benchmark gate: {advisory} regression(s) against the stored "
+                     "baseline are advisory and do not fail the run (--gpu-bench-compare-fails "
+                     "makes them fail)")
     if family_level is not None:
         family = sum(bool(verdict.pair_figures) and verdict.pvalue is not None
                      for verdict in verdicts)

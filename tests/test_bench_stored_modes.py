@@ -1,0 +1,155 @@
+"""The stored-baseline gate (``--gpu-bench-compare``) as a user meets it: a baseline
+measured in another process mode is refused with one line and exit 4 before any
+benchmark runs, and a regression against a stored baseline is advisory unless
+``--gpu-bench-compare-fails`` (the mode misses its targets: docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from test_bench_plugin import BENCH_TEST, INI, run
+
+from pytest_gpucheck.bench.environment import Environment
+from pytest_gpucheck.bench.gate import GateSettings, compare, format_verdict
+from pytest_gpucheck.bench.records import BenchmarkRecord
+
+
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the suite's xdist, the in-process runs must not look like xdist workers."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
+
+#: The benchmarks on the ``gpu_backend`` parameter: ``--gpu-isolate`` sends such items
+#: to an isolation worker (an item without one times NumPy in the test process).
+BACKEND_BENCH = BENCH_TEST.replace("(gpu_benchmark):", "(gpu_benchmark, gpu_backend):")
+
+
+@pytest.fixture
+def recorded(pytester: pytest.Pytester) -> str:
+    """A project with a baseline of its two benchmarks, recorded in the test process."""
+    assert BACKEND_BENCH.count("gpu_backend)") == 2
+    pytester.makeini(INI + "gpu_backends = numpy\n")
+    pytester.makepyfile(test_bench=BACKEND_BENCH)
+    folder = f"--gpu-bench-baseline={pytester.path / 'baselines'}"
+    run(pytester, folder, "--gpu-bench-save", "--gpu-isolate=none").assert_outcomes(passed=2)
+    return folder
+
+
+def test_a_baseline_from_another_process_mode_is_refused_before_any_benchmark(
+    pytester: pytest.Pytester, recorded: str
+) -> None:
+    refused = run(pytester, recorded, "--gpu-bench-compare", "--gpu-isolate=backend")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = [line for line in refused.stderr.lines if line.startswith("ERROR:")]
+    assert line.startswith("ERROR: --gpu-bench-compare test_bench.py::test_kernel[numpy] "
+                           "[numpy on ")
+    assert ("the stored baseline was measured in the test process (in-process), this run "
+            "measures in an isolation worker (isolation worker)") in line
+    assert "--gpu-bench-save under the same --gpu-isolate" in line
+    assert "add --gpu-bench-cross-mode" in line
+    assert "passed" not in refused.stdout.str()  # refused before any test ran
+    # The same mode (the twin) is compared.
+    same = run(pytester, recorded, "--gpu-bench-compare", "--gpu-isolate=none")
+    same.assert_outcomes(passed=2)
+    same.stdout.fnmatch_lines(["gpucheck benchmark gate: *2 *"])
+
+
+@pytest.mark.slow
+def test_cross_mode_compares_across_modes_and_names_both(
+    pytester: pytest.Pytester, recorded: str
+) -> None:
+    """Asked for, the comparison runs in the isolation worker and names both modes."""
+    done = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", recorded, "--gpu-bench-compare", "--gpu-isolate=backend",
+        "--gpu-bench-cross-mode", "--gpu-report=report.json")
+    assert done.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), done.stderr.str()
+    report = json.loads((pytester.path / "report.json").read_text())
+    results = report_results(report)
+    assert [r["record"]["extra"]["process_mode"] for r in results] == ["isolation worker"] * 2
+    for result in results:
+        assert result["verdict"]["status"] != "not-comparable", result["verdict"]
+        assert "baseline measured in the test process, this run in an isolation worker" \
+            in result["verdict"]["reason"]
+
+
+def report_results(report: Any) -> list[dict[str, Any]]:
+    """The benchmarks section's results in a ``--gpu-report`` JSON file."""
+    found = [value for value in walk(report) if isinstance(value, dict) and "results" in value
+             and "baseline_dir" in value]
+    assert len(found) == 1, report
+    return list(found[0]["results"])
+
+
+def walk(value: Any) -> Any:
+    yield value
+    children = value.values() if isinstance(value, dict) else \
+        value if isinstance(value, list) else ()
+    for child in children:
+        yield from walk(child)
+
+
+def record(mode: str, scale: float) -> BenchmarkRecord:
+    env = Environment("CPU", "", "", "", "numpy", "2.0", "3.12")
+    samples = [scale * (1.0 + 0.001 * (k % 7)) for k in range(40)]
+    return BenchmarkRecord("t.py::test_k", env, "process", samples, 1, 0, 0.0, False,
+                           extra={"process_mode": mode})
+
+
+def test_the_comparison_itself_refuses_another_mode_unless_asked() -> None:
+    """What an item sent to MPI ranks meets (its mode is not known before collection)."""
+    refused = compare(record("in-process", 1.0), record("MPI rank", 2.0), GateSettings())
+    assert refused.status == "not-comparable"
+    assert "measured in the test process (in-process), this run measures in an MPI rank" \
+        in refused.reason
+    asked = compare(record("in-process", 1.0), record("MPI rank", 2.0), GateSettings(),
+                    cross_mode=True)
+    assert asked.status == "regression"
+    assert "baseline measured in the test process, this run in an MPI rank" in asked.reason
+    same = compare(record("MPI rank", 1.0), record("MPI rank", 2.0), GateSettings())
+    assert same.status == "regression"
+    assert "advisory" not in format_verdict(same)
+
+
+def test_a_stored_regression_is_advisory_unless_asked_to_fail(
+    pytester: pytest.Pytester, recorded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A planted 2x slowdown: reported as an advisory REGRESSION with the mode's measured
+    rates, the run passes; with --gpu-bench-compare-fails the same run fails."""
+    monkeypatch.setenv("BENCH_SCALE", "2")
+    advised = run(pytester, recorded, "--gpu-bench-compare")
+    advised.assert_outcomes(passed=2)
+    assert advised.ret == pytest.ExitCode.OK
+    # The summary wraps long lines at the terminal's width, continuing them indented.
+    unwrapped = pytest.LineMatcher(advised.stdout.str().replace("\n    ", " ").splitlines())
+    unwrapped.fnmatch_lines([
+        "*REGRESSION (advisory) test_bench.py::test_kernel[[]numpy] [[]numpy on *], "
+        "baseline median * change +*%*advisory: the stored mode misses its targets "
+        "(measured false alarms 5.0% and 2.5%, 10% slowdowns caught 89% and 75.5% "
+        "(targets 1% and 90%*), so this does not fail the run; --gpu-bench-compare-fails "
+        "makes it fail*",
+        "gpucheck benchmark gate: 1 regression, 1 unchanged",
+        "gpucheck benchmark gate: 1 regression(s) against the stored baseline are advisory*",
+    ])
+    failed = run(pytester, recorded, "--gpu-bench-compare", "--gpu-bench-compare-fails")
+    failed.assert_outcomes(passed=1, failed=1)
+    failed.stdout.fnmatch_lines(["*REGRESSION test_bench.py::test_kernel[[]numpy] [[]numpy on *"])
+    assert "(advisory)" not in failed.stdout.str()
+    # The ini key does the same, for a project that wants the stored gate to fail CI.
+    pytester.makeini(INI + "gpu_backends = numpy\ngpu_bench_stored_fails = true\n")
+    run(pytester, recorded, "--gpu-bench-compare").assert_outcomes(passed=1, failed=1)
+
+
+def test_the_rerun_command_keeps_the_stored_options(pytester: pytest.Pytester) -> None:
+    """Pasted, a failed item's rerun line fails again: without --gpu-bench-compare-fails
+    the regression would be advisory, without --gpu-bench-cross-mode refused."""
+    from pytest_gpucheck.report import get_matrix
+
+    (pytester.path / "stored").mkdir()
+    config = pytester.parseconfigure("--gpu-bench-compare", "--gpu-bench-baseline=stored",
+                                     "--gpu-bench-compare-fails", "--gpu-bench-cross-mode")
+    assert get_matrix(config).rerun_options[-4:] == (
+        "--gpu-bench-compare", f"--gpu-bench-baseline={(pytester.path / 'stored').resolve()}",
+        "--gpu-bench-compare-fails", "--gpu-bench-cross-mode")
