@@ -12,7 +12,14 @@ import pytest
 from test_bench_plugin import BENCH_TEST, INI, run
 
 from pytest_gpucheck.bench.environment import Environment
-from pytest_gpucheck.bench.gate import GateSettings, compare, format_verdict
+from pytest_gpucheck.bench.gate import (
+    GateSettings,
+    Verdict,
+    compare,
+    format_verdict,
+    judge_stored_family,
+    stored_first_step,
+)
 from pytest_gpucheck.bench.records import BenchmarkRecord
 
 
@@ -135,7 +142,11 @@ def test_a_stored_regression_is_advisory_unless_asked_to_fail(
     ])
     failed = run(pytester, recorded, "--gpu-bench-compare", "--gpu-bench-compare-fails")
     failed.assert_outcomes(passed=1, failed=1)
-    failed.stdout.fnmatch_lines(["*REGRESSION test_bench.py::test_kernel[[]numpy] [[]numpy on *"])
+    failed.stdout.fnmatch_lines([
+        "*REGRESSION test_bench.py::test_kernel[[]numpy] [[]numpy on *Holm-adjusted p=* over 2 "
+        "benchmarks*",
+        "gpucheck benchmark gate: 2 stored comparison(s) judged as one family (Holm's method "
+        "at 0.01)*"])
     assert "(advisory)" not in failed.stdout.str()
     # The ini key does the same, for a project that wants the stored gate to fail CI.
     pytester.makeini(INI + "gpu_backends = numpy\ngpu_bench_stored_fails = true\n")
@@ -153,3 +164,33 @@ def test_the_rerun_command_keeps_the_stored_options(pytester: pytest.Pytester) -
     assert get_matrix(config).rerun_options[-4:] == (
         "--gpu-bench-compare", f"--gpu-bench-baseline={(pytester.path / 'stored').resolve()}",
         "--gpu-bench-compare-fails", "--gpu-bench-cross-mode")
+
+
+def stored_verdict(name: str, pvalue: float, change: float) -> Verdict:
+    """A stored comparison's regression at ``pvalue`` with this change of the median."""
+    return Verdict(name, "numpy", "CPU", "regression", baseline_median=1.0,
+                   new_median=1.0 + change, pvalue=pvalue, settings=GateSettings())
+
+
+def test_failing_stored_comparisons_are_one_family() -> None:
+    """30 benchmarks each at p=0.0009 (below alpha=0.001) and +30%: judged one by one
+    (the broken twin: every one fails) 30 regressions; as a family at 0.01 none (Holm
+    adjusts them to 0.026), while one at p=1e-5 among them is still a regression."""
+    verdicts = [stored_verdict(f"t.py::test_{k}", 0.0009, 0.30) for k in range(29)]
+    verdicts.append(stored_verdict("t.py::test_real", 1e-5, 0.30))
+    assert sum(v.status == "regression" for v in verdicts) == 30  # one by one
+    first = [stored_first_step(v, 0.01 / 30, 30) for v in verdicts]
+    assert [v.status for v in first] == ["inconclusive"] * 29 + ["regression"]
+    assert "not at the family's level (0.00033 over 30 benchmarks" in first[0].reason
+    final = judge_stored_family(first, 0.01)
+    assert [v.status for v in final] == ["inconclusive"] * 29 + ["regression"]
+    assert final[0].adjusted_p == pytest.approx(29 * 0.0009)
+    assert "Holm-adjusted p=0.0003 over 30 benchmarks" in format_verdict(final[-1])
+    # Held back at the first step: the step-down confirms the one below alpha.
+    pair = [stored_verdict("t.py::test_a", 0.004, 0.30), stored_verdict("t.py::test_b",
+                                                                         0.0004, 0.30)]
+    held = [stored_first_step(v, 0.0002, 2) for v in pair]
+    assert [v.status for v in held] == ["inconclusive", "inconclusive"]
+    settled = judge_stored_family(held, 0.01)
+    assert [v.status for v in settled] == ["inconclusive", "regression"]
+    assert settled[1].reason == ""

@@ -510,6 +510,53 @@ def judge_family(verdicts: list[Verdict], family_level: float) -> list[Verdict]:
     return out
 
 
+#: The start of the reason of a stored regression held back at the family's first step.
+_HELD = "significant at alpha but not at the family's level"
+
+
+def stored_first_step(verdict: Verdict, level: float, family: int) -> Verdict:
+    """A stored regression that fails (``--gpu-bench-compare-fails``), judged as its
+    test ends: it fails only with its p-value at most ``level``, the family's level over
+    the ``family`` benchmarks collected (Bonferroni, Holm's first step); one below
+    ``alpha`` but above it is inconclusive until the run's step-down
+    (:func:`judge_stored_family`) decides."""
+    if verdict.status != "regression" or verdict.pvalue is None or verdict.pvalue <= level:
+        return replace(verdict, level=level, family=family)
+    why = (f"{_HELD} ({level:.2g} over {family} benchmarks, Holm's first step): "
+           "the run's step-down decides")
+    return replace(verdict, status="inconclusive", level=level, family=family,
+                   reason=f"{why}; {verdict.reason}" if verdict.reason else why)
+
+
+def judge_stored_family(verdicts: list[Verdict], family_level: float) -> list[Verdict]:
+    """The stored comparisons of one run that fail (``--gpu-bench-compare-fails``),
+    judged as one family: Holm's step-down at ``family_level`` over their p-values.  A
+    regression needs its Holm-adjusted p-value at most ``family_level``, its p-value
+    below ``alpha`` and a slowdown beyond the minimum effect; one held back at the
+    first step (:func:`stored_first_step`) that the step-down confirms becomes a
+    regression.  The stored p-values come from a test that treats rounds as
+    independent (docs/benchmarks.md), so this bounds the family's false alarms only as
+    well as those p-values are calibrated."""
+    judged = [k for k, v in enumerate(verdicts) if not v.pair_figures and
+              v.relative_to != INTERLEAVED and v.pvalue is not None and v.status in JUDGED]
+    if not judged:
+        return list(verdicts)
+    levels, adjusted = holm_levels([float(verdicts[k].pvalue or 1.0) for k in judged],
+                                   family_level)
+    out = list(verdicts)
+    for k, level, q in zip(judged, levels, adjusted, strict=True):
+        v = verdicts[k]
+        threshold = v.settings.relative_min_effect if v.relative_to else v.settings.min_effect
+        regressed = (q <= family_level and float(v.pvalue or 1.0) < v.settings.alpha
+                     and (v.change or 0.0) > threshold)
+        held = v.reason.startswith(_HELD)
+        out[k] = replace(v, adjusted_p=q, level=level, family=len(judged),
+                         status="regression" if regressed else v.status,
+                         reason=v.reason.partition("; ")[2] if regressed and held
+                         else v.reason)
+    return out
+
+
 def _version_note(baseline: BenchmarkRecord, current: BenchmarkRecord) -> str:
     """A note when the framework's version changed since the baseline (compared all the
     same: a new version is a common cause of a regression, and worth naming)."""
@@ -629,6 +676,9 @@ def format_verdict(verdict: Verdict) -> str:
             else verdict.settings.min_effect
         parts.append(f"p={verdict.pvalue:.2g} (alpha={verdict.settings.alpha:g}, "
                      f"min effect {effect:.0%})")
+        if verdict.adjusted_p is not None:
+            parts.append(f"Holm-adjusted p={verdict.adjusted_p:.2g} over {verdict.family} "
+                         "benchmarks")
     if verdict.power is not None and verdict.status != "inconclusive":
         parts.append(f"power {verdict.power:.0%} to catch "
                      f"+{verdict.settings.design_effect(bool(verdict.relative_to)):.0%}")

@@ -83,8 +83,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "The gate for shared CI runners.")
     group.addoption("--gpu-bench-family-level", dest="gpu_bench_family_level",
                     metavar="LEVEL", default=None,
-                    help="--gpu-bench-against: the chance that identical code fails the run "
-                    "anywhere, over all its benchmarks (Holm's method; default ini "
+                    help="--gpu-bench-against (and --gpu-bench-compare-fails): the chance "
+                    "that identical code fails the run anywhere, over all its benchmarks "
+                    "(Holm's method; default ini "
                     f"gpu_bench_family_level, {DEFAULT_FAMILY_LEVEL}).")
     # Internal: the baseline checkout's process, started by --gpu-bench-against.
     group.addoption("--gpu-bench-peer", dest="gpu_bench_peer", type=int, default=None,
@@ -264,6 +265,9 @@ def pytest_gpucheck_rerun_args(config: pytest.Config) -> list[str]:
         args += [flag for dest, flag in (("gpu_bench_compare_fails", "--gpu-bench-compare-fails"),
                                          ("gpu_bench_cross_mode", "--gpu-bench-cross-mode"))
                  if config.getoption(dest, False)]
+        level = config.getoption("gpu_bench_family_level", None)
+        if level is not None:
+            args.append(f"--gpu-bench-family-level={level}")
     return args
 
 

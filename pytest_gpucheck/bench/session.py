@@ -26,8 +26,10 @@ from .gate import (
     cross_mode_refusal,
     format_verdict,
     judge_family,
+    judge_stored_family,
     parse_override_line,
     settings_for,
+    stored_first_step,
 )
 from .interleave import BaselinePeer
 from .records import BenchmarkRecord
@@ -147,7 +149,12 @@ class BenchSession:
                                f"the baseline checkout {self.against} did not time it"))
         baseline = self.store.baseline(record.name, env.device_model, record.backend)
         verdict = compare(baseline, record, settings, cross_mode=self.cross_mode)
-        if verdict.status == "regression" and not self.stored_fails:
+        if self.stored_fails:
+            # Failing, the stored comparisons are one family too (Holm's first step now,
+            # the step-down at the run's end: judge_the_family).
+            family = self.family_size(item.session)
+            verdict = stored_first_step(verdict, self.family_level / family, family)
+        elif verdict.status == "regression":
             verdict = replace(verdict, advisory=True)
         if verdict.status == "no-baseline":
             others = [d for d in self.store.devices_with(record.name, record.backend)
@@ -203,10 +210,11 @@ class BenchSession:
         """Judge every interleaved comparison of the run as one family (Holm's method at
         :attr:`family_level`); a regression only the step-down finds fails the run (its
         test passed at the first step) and is named in the summary."""
-        if self.against is None:
+        if self.against is None and not (self.compare and self.stored_fails):
             return
         verdicts = [verdict for _, verdict in self.results if verdict is not None]
-        judged = iter(judge_family(verdicts, self.family_level))
+        judge = judge_family if self.against is not None else judge_stored_family
+        judged = iter(judge(verdicts, self.family_level))
         results: list[tuple[BenchmarkRecord, Verdict | None]] = []
         for record, verdict in self.results:
             if verdict is None:
@@ -478,7 +486,7 @@ def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
 def _publish(config: pytest.Config, state: BenchSession) -> None:
     lines = gate_terminal_lines(state.results, compared=state.gating,
                                 family_level=state.family_level
-                                if state.against is not None else None)
+                                if state.against is not None or state.stored_fails else None)
     errors = [state.save_error] if state.save_error else []
     errors += [f"gpucheck benchmark gate: the run fails: Holm's step-down over the run's "
                f"benchmarks found {format_verdict(verdict)}" for verdict in
