@@ -120,6 +120,12 @@ def test_the_comparison_itself_refuses_another_mode_unless_asked() -> None:
     assert "advisory" not in format_verdict(same)
 
 
+def unwrapped(result: pytest.RunResult) -> pytest.LineMatcher:
+    """The output with the summary's long lines joined again (it wraps them at the
+    terminal's width, continuing them indented)."""
+    return pytest.LineMatcher(result.stdout.str().replace("\n    ", " ").splitlines())
+
+
 def test_a_stored_regression_is_advisory_unless_asked_to_fail(
     pytester: pytest.Pytester, recorded: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -129,9 +135,7 @@ def test_a_stored_regression_is_advisory_unless_asked_to_fail(
     advised = run(pytester, recorded, "--gpu-bench-compare")
     advised.assert_outcomes(passed=2)
     assert advised.ret == pytest.ExitCode.OK
-    # The summary wraps long lines at the terminal's width, continuing them indented.
-    unwrapped = pytest.LineMatcher(advised.stdout.str().replace("\n    ", " ").splitlines())
-    unwrapped.fnmatch_lines([
+    unwrapped(advised).fnmatch_lines([
         "*REGRESSION (advisory) test_bench.py::test_kernel[[]numpy] [[]numpy on *], "
         "baseline median * change +*%*advisory: the stored mode misses its targets "
         "(measured false alarms 5.0% and 2.5%, 10% slowdowns caught 89% and 75.5% "
@@ -142,7 +146,7 @@ def test_a_stored_regression_is_advisory_unless_asked_to_fail(
     ])
     failed = run(pytester, recorded, "--gpu-bench-compare", "--gpu-bench-compare-fails")
     failed.assert_outcomes(passed=1, failed=1)
-    failed.stdout.fnmatch_lines([
+    unwrapped(failed).fnmatch_lines([
         "*REGRESSION test_bench.py::test_kernel[[]numpy] [[]numpy on *Holm-adjusted p=* over 2 "
         "benchmarks*",
         "gpucheck benchmark gate: 2 stored comparison(s) judged as one family (Holm's method "

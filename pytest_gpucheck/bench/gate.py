@@ -46,6 +46,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -498,16 +499,22 @@ def judge_family(verdicts: list[Verdict], family_level: float) -> list[Verdict]:
     with its Holm-adjusted p-value; the others as they are.  A run of identical code
     then fails with probability at most ``family_level`` whatever its number of
     benchmarks (under the pair model)."""
-    judged = [k for k, v in enumerate(verdicts) if v.pair_figures and v.pvalue is not None
+    out = list(verdicts)
+    members = holm_members(verdicts, family_level, lambda v: bool(v.pair_figures))
+    for k, level, p in members:
+        out[k] = replace(judge_pairs(verdicts[k], level, len(members)), adjusted_p=p)
+    return out
+
+
+def holm_members(verdicts: list[Verdict], family_level: float,
+                 member: Callable[[Verdict], bool]) -> list[tuple[int, float, float]]:
+    """The family's members among ``verdicts`` (``member`` of them, compared, with a
+    p-value) by index, with their Holm level and Holm-adjusted p-value."""
+    judged = [k for k, v in enumerate(verdicts) if member(v) and v.pvalue is not None
               and v.status in JUDGED]
-    if not judged:
-        return list(verdicts)
     levels, adjusted = holm_levels([float(verdicts[k].pvalue or 1.0) for k in judged],
                                    family_level)
-    out = list(verdicts)
-    for k, level, p in zip(judged, levels, adjusted, strict=True):
-        out[k] = replace(judge_pairs(verdicts[k], level, len(judged)), adjusted_p=p)
-    return out
+    return list(zip(judged, levels, adjusted, strict=True))
 
 
 #: The start of the reason of a stored regression held back at the family's first step.
@@ -537,20 +544,16 @@ def judge_stored_family(verdicts: list[Verdict], family_level: float) -> list[Ve
     regression.  The stored p-values come from a test that treats rounds as
     independent (docs/benchmarks.md), so this bounds the family's false alarms only as
     well as those p-values are calibrated."""
-    judged = [k for k, v in enumerate(verdicts) if not v.pair_figures and
-              v.relative_to != INTERLEAVED and v.pvalue is not None and v.status in JUDGED]
-    if not judged:
-        return list(verdicts)
-    levels, adjusted = holm_levels([float(verdicts[k].pvalue or 1.0) for k in judged],
-                                   family_level)
     out = list(verdicts)
-    for k, level, q in zip(judged, levels, adjusted, strict=True):
+    members = holm_members(verdicts, family_level,
+                           lambda v: not v.pair_figures and v.relative_to != INTERLEAVED)
+    for k, level, q in members:
         v = verdicts[k]
         threshold = v.settings.relative_min_effect if v.relative_to else v.settings.min_effect
         regressed = (q <= family_level and float(v.pvalue or 1.0) < v.settings.alpha
                      and (v.change or 0.0) > threshold)
         held = v.reason.startswith(_HELD)
-        out[k] = replace(v, adjusted_p=q, level=level, family=len(judged),
+        out[k] = replace(v, adjusted_p=q, level=level, family=len(members),
                          status="regression" if regressed else v.status,
                          reason=v.reason.partition("; ")[2] if regressed and held
                          else v.reason)
