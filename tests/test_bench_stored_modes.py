@@ -131,6 +131,10 @@ def test_a_stored_regression_is_advisory_unless_asked_to_fail(
 ) -> None:
     """A planted 2x slowdown: reported as an advisory REGRESSION with the mode's measured
     rates, the run passes; with --gpu-bench-compare-fails the same run fails."""
+    # Each stored record counts its page faults per call (compared below).
+    (saved,) = (pytester.path / "baselines").glob("*/numpy/*.json")
+    assert all(r["extra"]["page_faults_per_call"] >= 0.0
+               for r in json.loads(saved.read_text())["benchmarks"])
     monkeypatch.setenv("BENCH_SCALE", "2")
     advised = run(pytester, recorded, "--gpu-bench-compare")
     advised.assert_outcomes(passed=2)
@@ -198,3 +202,22 @@ def test_failing_stored_comparisons_are_one_family() -> None:
     settled = judge_stored_family(held, 0.01)
     assert [v.status for v in settled] == ["inconclusive", "regression"]
     assert settled[1].reason == ""
+
+
+def test_page_faults_that_differ_are_named_in_the_stored_verdict() -> None:
+    """0 against 65 faults per call (an in-process heap against fresh mappings, as
+    measured for a 2^16 saxpy) is named; 60 against 65, or no count, is not."""
+    def with_faults(mode: str, scale: float, faults: float | None) -> BenchmarkRecord:
+        made = record(mode, scale)
+        if faults is not None:
+            made.extra["page_faults_per_call"] = faults
+        return made
+
+    named = compare(with_faults("in-process", 1.0, 0.0), with_faults("in-process", 2.0, 65.0),
+                    GateSettings())
+    assert named.status == "regression"
+    assert "page faults per call: baseline 0, this run 65" in format_verdict(named)
+    for old, new in ((60.0, 65.0), (None, 65.0), (0.0, 0.4)):
+        quiet = compare(with_faults("in-process", 1.0, old), with_faults("in-process", 2.0, new),
+                        GateSettings())
+        assert "page faults" not in format_verdict(quiet), (old, new)

@@ -38,7 +38,9 @@ def derived_figures(record: BenchmarkRecord) -> str:
         parts.append(f"{record.gflops:.3g} GFLOP/s")
     parts.append(f"first call {format_seconds(record.first_call_seconds)}")
     faults = record.extra.get("page_faults_per_call")
-    if faults is not None and float(faults) >= 1.0:
+    if faults is not None and float(faults) >= 1.0 and not record.extra.get("replicates"):
+        parts.append(f"{float(faults):.0f} page faults per call")
+    elif faults is not None and float(faults) >= 1.0:
         # What makes the medians of --gpu-bench-against higher than in-process ones: both
         # sides fix glibc's mmap threshold (bench/interleave.py) so their arrays are
         # placed alike, and so pay this on every call (2^16 float32 saxpy here: 65 faults,
