@@ -178,8 +178,10 @@ class BenchSession:
             return
         from ..selection import item_backends
 
+        # A skipped item measures nothing (the routers leave it here too).
         items = [item for item in session.items
-                 if "gpu_benchmark" in getattr(item, "fixturenames", ())]
+                 if "gpu_benchmark" in getattr(item, "fixturenames", ())
+                 and item.get_closest_marker("skip") is None]
         devices = local_device_models(
             sorted({name for item in items for name in item_backends(item)}))
         for item in items:
