@@ -100,7 +100,10 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("mode", list(MODES))
 def test_compare_fails_an_8x_slower_kernel(stored: Path, mode: str) -> None:
     args, backend = MODES[mode]
-    done = run(stored, "--gpu-bench-compare", *args, slow=8)
+    # The baseline was recorded in-process; the scenario is the gate's options reaching
+    # the workers, so it compares across modes and asks the stored gate to fail.
+    done = run(stored, "--gpu-bench-compare", "--gpu-bench-cross-mode",
+               "--gpu-bench-compare-fails", *args, slow=8)
     assert_regression(stored, done, backend)
 
 
@@ -113,7 +116,8 @@ def test_compare_passes_the_unchanged_kernel_in_a_worker(tmp_path: Path) -> None
     def recorded_then_compared() -> subprocess.CompletedProcess[str]:
         saved = run(folder, "--gpu-bench-save", "--gpu-isolate=none", slow=1)
         assert saved.returncode == 0, saved.stdout + saved.stderr
-        return run(folder, "--gpu-bench-compare", "--gpu-isolate=backend", *STORED_LOOSE,
+        return run(folder, "--gpu-bench-compare", "--gpu-bench-cross-mode",
+                   "--gpu-bench-compare-fails", "--gpu-isolate=backend", *STORED_LOOSE,
                    slow=1)
 
     assert_passed(folder, recorded_then_compared(), "numpy")

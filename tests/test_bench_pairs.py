@@ -42,7 +42,6 @@ from pytest_gpucheck.bench.stats import (
     pair_test,
     t_critical,
     t_two_sided_p,
-    wilcoxon_signed_rank,
 )
 from pytest_gpucheck.bench.summary import derived_figures, gate_terminal_lines
 
@@ -145,7 +144,8 @@ def test_a_pair_offset_shared_by_its_blocks_fooled_the_pooled_test_not_the_pair_
         per = len(base.samples) // 6
         runs = [interleaved_blocks(base.samples[j * per:(j + 1) * per],
                                    cand.samples[j * per:(j + 1) * per]) for j in range(6)]
-        pooled += wilcoxon_signed_rank([b for run in runs for b in run]).pvalue < 0.001
+        pooled += scipy_stats.wilcoxon([b for run in runs for b in run], correction=True,
+                                   method="approx").pvalue < 0.001
         paired += pair_test([float(np.median(run)) for run in runs], 0.001).low > 0.0
     assert pooled >= 30  # 12% of identical runs: 120 times the level
     assert paired <= 1
@@ -342,7 +342,9 @@ def test_a_stored_baseline_of_another_process_mode_is_named_in_the_verdict() -> 
     base = dataclasses.replace(records(rng, 0.0)[0], extra={"process_mode": "in-process"})
     worker = dataclasses.replace(records(rng, 0.0)[1],
                                  extra={"process_mode": "isolation worker"})
-    verdict = compare(base, worker, GateSettings())
+    # Compared only when asked (--gpu-bench-cross-mode; refused otherwise:
+    # tests/test_bench_stored_modes.py).
+    verdict = compare(base, worker, GateSettings(), cross_mode=True)
     assert ("baseline measured in the test process, this run in an isolation worker: "
             "different heap histories alone moved identical code by +49%") in verdict.reason
     same = dataclasses.replace(worker, extra={"process_mode": "in-process"})

@@ -13,12 +13,10 @@ from hypothesis.extra import numpy as hnp
 
 from pytest_gpucheck.bench.stats import (
     mann_whitney_u,
-    paired_power,
     rank_with_ties,
     robust_sigma,
     rounds_for_power,
     shift_power,
-    wilcoxon_signed_rank,
 )
 
 scipy_stats = pytest.importorskip("scipy.stats")
@@ -163,56 +161,3 @@ def test_robust_sigma_is_efficient_and_ignores_preempted_rounds() -> None:
         robust_sigma([])
 
 
-# -- The signed-rank test of the interleaved gate ------------------------------------
-
-signed = hnp.arrays(np.float64, st.integers(1, 40),
-                    elements=st.sampled_from([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0]))
-signed_continuous = hnp.arrays(np.float64, st.integers(1, 40),
-                               elements=st.floats(-1.0, 1.0, allow_nan=False))
-
-
-@settings(max_examples=60, deadline=None)
-@given(d=st.one_of(signed, signed_continuous),
-       alternative=st.sampled_from(["two-sided", "greater", "less"]))
-def test_signed_rank_matches_scipy(d: np.ndarray, alternative: str) -> None:
-    if not np.any(d != 0.0):
-        return  # SciPy refuses all-zero differences; covered below
-    expected = scipy_stats.wilcoxon(d, zero_method="wilcox", correction=True,
-                                    method="approx", alternative=alternative)
-    got = wilcoxon_signed_rank(d, alternative)
-    np.testing.assert_allclose(got.pvalue, expected.pvalue, rtol=1e-9, atol=1e-15)
-
-
-def test_a_signed_rank_without_tie_correction_disagrees_with_scipy() -> None:
-    """A broken signed-rank test (untied variance) is caught by the comparison above."""
-    d = np.array([1.0, 1.0, 1.0, -1.0, 2.0, 2.0, -2.0, 1.0])
-    n = d.size
-    ranks, _ = rank_with_ties(np.abs(d))
-    r_plus = ranks[d > 0].sum()
-    sigma = np.sqrt(n * (n + 1) * (2 * n + 1) / 24)  # the broken, untied variance
-    broken = 2 * scipy_stats.norm.sf((abs(r_plus - n * (n + 1) / 4) - 0.5) / sigma)
-    expected = scipy_stats.wilcoxon(d, correction=True, method="approx").pvalue
-    assert not np.isclose(broken, expected, rtol=1e-6)
-    assert np.isclose(wilcoxon_signed_rank(d).pvalue, expected, rtol=1e-9)
-
-
-def test_all_zero_differences_are_no_evidence_and_bad_input_raises() -> None:
-    assert wilcoxon_signed_rank([0.0, 0.0, 0.0]).pvalue == 1.0
-    with pytest.raises(ValueError, match="non-empty"):
-        wilcoxon_signed_rank([])
-    with pytest.raises(ValueError, match="non-finite"):
-        wilcoxon_signed_rank([1.0, math.inf])
-    with pytest.raises(ValueError, match="unknown alternative"):
-        wilcoxon_signed_rank([1.0], "bigger")
-
-
-@pytest.mark.parametrize(("sigma", "n"), [(0.10, 30), (0.05, 12), (0.15, 40)])
-def test_the_paired_power_figure_agrees_with_simulation(sigma: float, n: int) -> None:
-    """paired_power against the gate's own two conditions on simulated differences."""
-    shift, alpha, minimum = math.log1p(0.10), 0.001, math.log1p(0.05)
-    rng = np.random.default_rng(7)
-    hits = 0
-    for _ in range(400):
-        d = rng.normal(shift, sigma, n)
-        hits += wilcoxon_signed_rank(d).pvalue < alpha and float(np.median(d)) > minimum
-    assert abs(paired_power(sigma, n, shift, alpha, minimum) - hits / 400) < 0.07

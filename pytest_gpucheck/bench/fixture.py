@@ -221,7 +221,10 @@ class GpuBenchmark:
             flops=self.flops,
             ceiling_gbps=ceiling[0] if ceiling else None,
             ceiling_bytes=ceiling[1] if ceiling else None,
-            extra=dict(self.extra),
+            # Page faults per call: a stored comparison names them where the two sides
+            # differ (bench/gate.py: a mode or allocator change shows up here first).
+            extra={**self.extra, **({"page_faults_per_call": float(np.median(runner.faults))}
+                                    if runner.faults else {})},
             reference=reference.description if reference is not None else "",
             reference_samples=list(reference.samples) if reference is not None else [],
             dispatch_samples=list(runner.dispatch),

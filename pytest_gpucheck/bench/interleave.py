@@ -56,6 +56,7 @@ from ..child_env import (
     REPORT_SINK_VARIABLE,
     SERVE_VARIABLE,
 )
+from .measure import minor_faults
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -373,19 +374,6 @@ def shared_cpu(backend: Backend, pids: tuple[int, ...]) -> Iterator[None]:
                 os.sched_setaffinity(pid, cpus)
 
 
-def _minor_faults() -> int:
-    """This process's minor page faults so far (0 where ``resource`` is missing).
-
-    Counted around each round: with the mmap threshold fixed (:func:`same_host_allocation`)
-    every array of 128 KiB or more is a fresh mapping whose pages fault in on first touch,
-    on every call, and that time is part of what the rounds measure."""
-    try:
-        import resource
-    except ImportError:  # not on Windows
-        return 0
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
-
-
 def _last_cpu() -> int | None:
     """The CPU this process last ran on (Linux ``/proc/self/stat``), else ``None``."""
     try:
@@ -469,10 +457,10 @@ class PeerServer:
             while True:
                 message = self.conn.recv()
                 if message[0] == "round":
-                    faults = _minor_faults()
+                    faults = minor_faults()
                     seconds = time_round()
                     self.conn.send(("sample", seconds,
-                                    (_minor_faults() - faults) / max(self.iterations, 1)))
+                                    (minor_faults() - faults) / max(self.iterations, 1)))
                 elif message[0] == "done":
                     return
         except (EOFError, OSError):

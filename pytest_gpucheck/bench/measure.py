@@ -102,6 +102,8 @@ class RoundRunner:
     #: Host seconds per call of each round's first calls (their dispatch: the launch
     #: overhead), where the timer measures it (GPU timers); empty elsewhere.
     dispatch: list[float] = field(default_factory=list)
+    #: Minor page faults per call of each timed round (:func:`minor_faults`).
+    faults: list[float] = field(default_factory=list)
     clock: DeviceClock = field(init=False)
 
     def __post_init__(self) -> None:
@@ -123,7 +125,9 @@ class RoundRunner:
         elif self.rewarm:
             self.timer.time_round(self.call, 1)
         self.timer.dispatch_per_call = None
+        faults = minor_faults()
         elapsed, result = self.timer.time_round(self.call, self.iterations)
+        self.faults.append((minor_faults() - faults) / self.iterations)
         # Read before the reference's round, which sets the timer's figure anew.
         if self.timer.dispatch_per_call is not None:
             self.dispatch.append(self.timer.dispatch_per_call)
@@ -170,3 +174,18 @@ def calibrate_iterations(timer: RoundTimer, call: Callable[[], Any],
     # The probes over several calls measured dispatch over more calls: they decide.
     floor = max(minimum, timer.min_round_seconds)
     return int(min(max(math.ceil(floor / per_call), 1), MAX_ITERATIONS))
+
+
+def minor_faults() -> int:
+    """This process's minor page faults so far (0 where ``resource`` is missing).
+
+    Counted around each timed round, on both sides of a comparison: a host array that
+    is a fresh mapping on every call faults its pages in on first touch, on every call
+    (every array of 128 KiB or more with the mmap threshold fixed, as under
+    ``--gpu-bench-against``: bench/interleave.py), and that time is part of what the
+    rounds measure; an in-process run that reuses heap pages pays none of it."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return 0
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)

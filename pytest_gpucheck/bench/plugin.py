@@ -68,6 +68,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-bench-compare", dest="gpu_bench_compare", action="store_true",
                     help="compare gpu_benchmark results with the stored baseline of the same "
                     "device model and backend; fail on significant regressions.")
+    group.addoption("--gpu-bench-compare-fails", dest="gpu_bench_compare_fails",
+                    action="store_true", help="--gpu-bench-compare: a regression fails its "
+                    "test (by default it is advisory: the stored mode misses the gate's "
+                    "targets; ini gpu_bench_stored_fails).")
+    group.addoption("--gpu-bench-cross-mode", dest="gpu_bench_cross_mode", action="store_true",
+                    help="--gpu-bench-compare: compare with a baseline measured in another "
+                    "process mode (in-process, isolation worker, xdist worker, MPI rank, "
+                    "simulator child) all the same; refused otherwise.")
     group.addoption("--gpu-bench-against", dest="gpu_bench_against", metavar="DIR",
                     default=None, help="compare every gpu_benchmark with the same test in DIR, "
                     "a checkout of the baseline code (git worktree add DIR origin/main), timed "
@@ -75,8 +83,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "The gate for shared CI runners.")
     group.addoption("--gpu-bench-family-level", dest="gpu_bench_family_level",
                     metavar="LEVEL", default=None,
-                    help="--gpu-bench-against: the chance that identical code fails the run "
-                    "anywhere, over all its benchmarks (Holm's method; default ini "
+                    help="--gpu-bench-against (and --gpu-bench-compare-fails): the chance "
+                    "that identical code fails the run anywhere, over all its benchmarks "
+                    "(Holm's method; default ini "
                     f"gpu_bench_family_level, {DEFAULT_FAMILY_LEVEL}).")
     # Internal: the baseline checkout's process, started by --gpu-bench-against.
     group.addoption("--gpu-bench-peer", dest="gpu_bench_peer", type=int, default=None,
@@ -117,6 +126,8 @@ INI_KEYS: dict[str, tuple[str, Any]] = {
     "gpu_bench_family_level": ("--gpu-bench-against: chance that identical code fails the "
                                "run anywhere (Holm's method over its benchmarks)",
                                str(DEFAULT_FAMILY_LEVEL)),
+    "gpu_bench_stored_fails": ("--gpu-bench-compare: a regression fails its test (true/false; "
+                               "advisory by default)", "false"),
     "gpu_bench_warmup_rounds": ("untimed rounds after the first call",
                                 str(DEFAULT_WARMUP_ROUNDS)),
     "gpu_bench_cpu_clock": ("clock of CPU-tier benchmarks: auto (CPU time for single-threaded "
@@ -154,6 +165,12 @@ class BenchFeature:
         """pytest-xdist: a worker ended; keep what it said about its benchmark save."""
         if self._session is not None:
             self._session.worker_done(getattr(node, "workeroutput", None) or {})
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """A stored baseline from another process mode stops the run here, before any
+        test runs (exit 4), in the process the user started."""
+        if self.config.getoption("gpu_bench_compare", False):
+            self.session.refuse_cross_mode(session)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._session is not None:
@@ -210,7 +227,9 @@ def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
     worker); paths are made absolute (a child runs in the rootdir)."""
     args = [flag for dest, flag in (("gpu_bench_save", "--gpu-bench-save"),
                                     ("gpu_bench_compare", "--gpu-bench-compare"),
-                                    ("gpu_bench_l2_flush", "--gpu-bench-l2-flush"))
+                                    ("gpu_bench_l2_flush", "--gpu-bench-l2-flush"),
+                                    ("gpu_bench_compare_fails", "--gpu-bench-compare-fails"),
+                                    ("gpu_bench_cross_mode", "--gpu-bench-cross-mode"))
             if config.getoption(dest, False)]
     for dest, flag in (("gpu_bench_baseline", "--gpu-bench-baseline"),
                        ("gpu_bench_against", "--gpu-bench-against")):
@@ -243,6 +262,12 @@ def pytest_gpucheck_rerun_args(config: pytest.Config) -> list[str]:
             config.getini("gpu_bench_baseline") or Path(config.rootpath) / DEFAULT_BASELINE_DIR
         # Resolved as the session resolves it (bench/session.py: relative to here).
         args += ["--gpu-bench-compare", f"--gpu-bench-baseline={Path(folder).resolve()}"]
+        args += [flag for dest, flag in (("gpu_bench_compare_fails", "--gpu-bench-compare-fails"),
+                                         ("gpu_bench_cross_mode", "--gpu-bench-cross-mode"))
+                 if config.getoption(dest, False)]
+        level = config.getoption("gpu_bench_family_level", None)
+        if level is not None:
+            args.append(f"--gpu-bench-family-level={level}")
     return args
 
 
@@ -331,7 +356,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         item.stash[VERDICT_KEY] = verdict
         # Saved with the record, so the baseline history shows the gate's decisions.
         record.extra["gate"] = verdict.status
-        if verdict.status == "regression":
+        if verdict.status == "regression" and not verdict.advisory:
             from .gate import format_verdict
 
             raise BenchmarkRegression(format_verdict(verdict))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,13 @@ from .gate import (
     Verdict,
     compare,
     compare_interleaved,
+    cross_mode_refusal,
     format_verdict,
     judge_family,
+    judge_stored_family,
     parse_override_line,
     settings_for,
+    stored_first_step,
 )
 from .interleave import BaselinePeer
 from .records import BenchmarkRecord
@@ -83,6 +86,12 @@ class BenchSession:
     benchmarks_started: int = 0
     #: Regressions found only when the run's family was judged (their tests passed).
     family_regressions: list[Verdict] = field(default_factory=list)
+    #: ``--gpu-bench-cross-mode``: compare a stored baseline measured in another process
+    #: mode all the same (refused otherwise).
+    cross_mode: bool = False
+    #: ``--gpu-bench-compare-fails``: a stored regression fails its test; otherwise it is
+    #: advisory (the stored mode misses its targets, :data:`~.gate.STORED_MEASURED`).
+    stored_fails: bool = False
 
     @property
     def gating(self) -> bool:
@@ -139,7 +148,14 @@ class BenchSession:
                            relative_to=INTERLEAVED, reason=against or (
                                f"the baseline checkout {self.against} did not time it"))
         baseline = self.store.baseline(record.name, env.device_model, record.backend)
-        verdict = compare(baseline, record, settings)
+        verdict = compare(baseline, record, settings, cross_mode=self.cross_mode)
+        if self.stored_fails:
+            # Failing, the stored comparisons are one family too (Holm's first step now,
+            # the step-down at the run's end: judge_the_family).
+            family = self.family_size(item.session)
+            verdict = stored_first_step(verdict, self.family_level / family, family)
+        elif verdict.status == "regression":
+            verdict = replace(verdict, advisory=True)
         if verdict.status == "no-baseline":
             others = [d for d in self.store.devices_with(record.name, record.backend)
                       if d != env.device_slug]
@@ -148,6 +164,37 @@ class BenchSession:
                     f"no baseline on {env.device_model}; baselines of it exist only for "
                     f"{', '.join(others)} (never compared across device models)")})
         return verdict
+
+    def refuse_cross_mode(self, session: pytest.Session) -> None:
+        """Exit 4 once the items are collected, before any benchmark runs, when a stored
+        baseline one of them compares with was measured in another process mode than
+        that item will be (:func:`predicted_mode`), unless ``--gpu-bench-cross-mode``.
+        Only in the process the user started (an xdist controller collects nothing: its
+        workers' comparisons refuse instead, :func:`~.gate.compare`)."""
+        config = session.config
+        if not self.compare or self.cross_mode or self.is_worker \
+                or self.process_mode != "in-process" \
+                or config.getoption("gpu_bench_peer", None) is not None:
+            return
+        from ..selection import item_backends
+
+        # A skipped item measures nothing (the routers leave it here too).
+        items = [item for item in session.items
+                 if "gpu_benchmark" in getattr(item, "fixturenames", ())
+                 and item.get_closest_marker("skip") is None]
+        devices = local_device_models(
+            sorted({name for item in items for name in item_backends(item)}))
+        for item in items:
+            mode = predicted_mode(item)
+            # A benchmark without a backend parameter times NumPy (the fixture's default).
+            for backend in sorted(item_backends(item)) or ["numpy"]:
+                for device in devices:
+                    stored = self.store.baseline(item.nodeid, device, backend)
+                    old = stored.extra.get("process_mode") if stored is not None else None
+                    if old and old != mode:
+                        raise pytest.UsageError(
+                            f"--gpu-bench-compare {item.nodeid} [{backend} on {device}]: "
+                            f"{cross_mode_refusal(str(old), mode)}")
 
     def started_benchmark(self) -> int:
         """Count a benchmark that starts its interleaved timing; its number in the run."""
@@ -165,10 +212,11 @@ class BenchSession:
         """Judge every interleaved comparison of the run as one family (Holm's method at
         :attr:`family_level`); a regression only the step-down finds fails the run (its
         test passed at the first step) and is named in the summary."""
-        if self.against is None:
+        if self.against is None and not (self.compare and self.stored_fails):
             return
         verdicts = [verdict for _, verdict in self.results if verdict is not None]
-        judged = iter(judge_family(verdicts, self.family_level))
+        judge = judge_family if self.against is not None else judge_stored_family
+        judged = iter(judge(verdicts, self.family_level))
         results: list[tuple[BenchmarkRecord, Verdict | None]] = []
         for record, verdict in self.results:
             if verdict is None:
@@ -242,6 +290,37 @@ class BenchSession:
             _publish(session.config, self)
 
 
+def predicted_mode(item: pytest.Item) -> str:
+    """The process mode (:func:`process_mode`) that will measure ``item``, as the process
+    the user started knows it once the items are collected: MPI ranks for an ``mpi``
+    item, the simulator's child for one on numba-cudasim, an isolation worker for one a
+    router runs in a child (``--gpu-isolate``, ``--gpu-sanitize``), else this process."""
+    from ..processes import Router, SimulatorRouter
+
+    if item.get_closest_marker("mpi") is not None:
+        return "MPI rank"
+    for router in item.config.pluginmanager.get_plugins():
+        if isinstance(router, Router) and router.claims(item):
+            return "simulator child" if isinstance(router, SimulatorRouter) \
+                else "isolation worker"
+    return "in-process"
+
+
+def local_device_models(backends: list[str]) -> list[str]:
+    """The device models this machine's benchmarks are stored under: its CPU, the CUDA
+    simulator on it, and the GPUs the driver reports (asked only when a GPU backend is
+    among ``backends``; no framework is imported)."""
+    from ..backends import GPU_BACKENDS
+    from .environment import cpu_model
+
+    models = [cpu_model(), f"CUDA simulator on {cpu_model()}"]
+    if any(name in GPU_BACKENDS for name in backends):
+        from ..devices import cuda_driver
+
+        models += [device.name for device in cuda_driver().devices]
+    return models
+
+
 def _float_ini(config: pytest.Config, name: str) -> float:
     value = config.getini(name)
     try:
@@ -310,6 +389,9 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         against=against,
         family_level=family_level,
         process_mode=process_mode(config),
+        cross_mode=bool(config.getoption("gpu_bench_cross_mode", False)),
+        stored_fails=bool(config.getoption("gpu_bench_compare_fails", False))
+        or str(config.getini("gpu_bench_stored_fails")).strip().lower() in _TRUE,
     )
     try:
         session.store.check_folder()
@@ -322,6 +404,10 @@ def session_from_config(config: pytest.Config) -> BenchSession:
     except BaselineError as exc:
         raise pytest.UsageError(str(exc)) from None
     return session
+
+
+#: Ini values that switch a flag on.
+_TRUE = ("1", "true", "yes", "on")
 
 
 def _against_folder(config: pytest.Config) -> Path | None:
@@ -396,13 +482,13 @@ def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
                    if data.get("pair_blocks") else None,
                    interval=tuple(data["interval"]) if data.get("interval") else None,
                    level=data.get("level"), family=data.get("family"),
-                   adjusted_p=data.get("adjusted_p"))
+                   adjusted_p=data.get("adjusted_p"), advisory=bool(data.get("advisory")))
 
 
 def _publish(config: pytest.Config, state: BenchSession) -> None:
     lines = gate_terminal_lines(state.results, compared=state.gating,
                                 family_level=state.family_level
-                                if state.against is not None else None)
+                                if state.against is not None or state.stored_fails else None)
     errors = [state.save_error] if state.save_error else []
     errors += [f"gpucheck benchmark gate: the run fails: Holm's step-down over the run's "
                f"benchmarks found {format_verdict(verdict)}" for verdict in
