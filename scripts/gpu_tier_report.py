@@ -15,8 +15,16 @@ from typing import Any
 import pytest
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Any:
+    # A wrapper: after every other summary, the core's included (itself trylast, it fills
+    # in the run's facts and writes the JSON), so the twin holds what the JSON holds.
+    result = yield
+    _write_twin(terminalreporter, config)
+    return result
+
+
+def _write_twin(terminalreporter: Any, config: pytest.Config) -> None:
     from pytest_gpucheck.backends import BACKENDS
     from pytest_gpucheck.report import get_matrix, write_report
     from pytest_gpucheck.selection import get_selection

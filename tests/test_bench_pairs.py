@@ -264,8 +264,8 @@ def test_a_regression_only_holms_step_down_finds_fails_the_run_by_name(tmp_path:
 
 
 @pytest.mark.parametrize(("args", "ini", "shown"), [
-    (["--gpu-bench-family-level=1.5"], "", "--gpu-bench-family-level = '1.5'"),
-    (["--gpu-bench-family-level=x"], "", "--gpu-bench-family-level = 'x'"),
+    (["--gpu-bench-family-level=1.5"], "", "--gpu-bench-family-level='1.5'"),
+    (["--gpu-bench-family-level=x"], "", "--gpu-bench-family-level='x'"),
     ([], "gpu_bench_family_level = 0", "ini gpu_bench_family_level = '0'"),
 ])
 def test_a_family_level_outside_0_1_is_one_line_and_exit_4(

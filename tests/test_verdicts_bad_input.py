@@ -130,6 +130,9 @@ BAD_VALUES: dict[str, tuple[str, str, str | None] | None] = {
     "--gpu-bench-against": ("no-such-folder", "--gpu-bench-against=no-such-folder: no such "
                                               "folder", None),
     "--gpu-bench-plot": ("plot.png", "--gpu-bench-plot=plot.png: the plot is HTML", None),
+    "--gpu-bench-family-level": ("2", "--gpu-bench-family-level='2': the chance that "
+                                      "identical code fails the run must be a number in (0, 1)",
+                                 "0.05"),
     # auto, off or a path (a '/' or .md); a path that cannot be written is reported where
     # the summary is appended, at the end, and leaves the verdict as it is (docs/ci.md).
     "--gpu-summary": ("maybe", "--gpu-summary='maybe' is not valid; use auto, off or a file "

@@ -458,7 +458,9 @@ def _family_level(config: pytest.Config) -> float:
     except ValueError:
         level = float("nan")
     if not 0.0 < level < 1.0:
-        raise pytest.UsageError(f"{where} = {value!r}: the chance that identical code fails "
+        # The house's shape: an option as typed (--opt='value'), an ini key spaced.
+        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
+        raise pytest.UsageError(f"{shown}: the chance that identical code fails "
                                 "the run must be a number in (0, 1), such as "
                                 f"{DEFAULT_FAMILY_LEVEL}")
     return level
