@@ -44,6 +44,7 @@
 # place of GPU ones, --gpu-isolate=backend as on a GPU machine, no --gpu-require,
 # the dev hypothesis profile and small budgets.  --only runs the named steps.
 # $GPU_TIER_PYTEST_ARGS is added to every pytest step (split on spaces: -x, -kNAME).
+# $GPU_TIER_KILL_AFTER: seconds a step stopped at its budget gets to end before it is killed (30).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -256,12 +257,15 @@ fi
 # job of a script does; each step gets SIGINT's default back so that its budget's
 # SIGINT stops pytest the way Ctrl-C does (partial results, JUnit file written).
 sigint_default='import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])'
+# How long a step stopped at its budget has to end its session (its workers, its JUnit
+# file) before it is killed; GPU_TIER_KILL_AFTER raises it on a loaded machine.
+kill_after=${GPU_TIER_KILL_AFTER:-30}
 run_step() {
     local name=$1 budget=${budgets[$1]} start=$SECONDS rc what last
     local -a command
     eval "command=(${commands[$name]})"
     echo "== $name (budget ${budget}s): ${command[*]}" >"$out/$name.log"
-    timeout --signal=INT --kill-after=30 "$budget" \
+    timeout --signal=INT --kill-after="$kill_after" "$budget" \
         "$py" -c "$sigint_default" "${command[@]}" >>"$out/$name.log" 2>&1 </dev/null &
     # Its pid, for stop_all: this subshell ignores SIGINT (a background job), timeout
     # passes a SIGINT it gets on to the step.
@@ -280,7 +284,7 @@ run_step() {
     case $rc in
         0) what="passed" ;;
         124) what="STOPPED at its budget of ${budget}s (what it had is in its log)" ;;
-        137) what="KILLED 30 s after its budget of ${budget}s" ;;
+        137) what="KILLED ${kill_after} s after its budget of ${budget}s" ;;
         5) what="no tests collected" ;;
         *) what="failed (exit $rc)" ;;
     esac
