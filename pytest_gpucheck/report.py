@@ -22,6 +22,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 from collections import Counter, defaultdict
@@ -105,8 +106,13 @@ class Failure:
     line: int = 0
 
 
+#: A first line that names the exception and nothing else (``AssertionError:``).
+_EXCEPTION_NAME_ONLY = re.compile(r"[A-Za-z_][\w.]*:")
+
+
 def one_line_reason(report: pytest.TestReport) -> str:
-    """The first line of the failure's message (``AssertionError: out differs ...``)."""
+    """The first line of the failure's message (``AssertionError: out differs ...``); a
+    message that starts on a new line gives its first non-empty line after the type."""
     longrepr = report.longrepr
     crash: Any = getattr(longrepr, "reprcrash", None)
     if crash is not None and crash.message:
@@ -117,6 +123,10 @@ def one_line_reason(report: pytest.TestReport) -> str:
         text = str(longrepr or "")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     reason = lines[0] if lines else f"failed in {report.when}"
+    if len(lines) > 1 and _EXCEPTION_NAME_ONLY.fullmatch(reason):
+        # The message starts on a new line (numpy.testing's assertions): pytest's first
+        # line is the bare "AssertionError:", so the message's first line follows it.
+        reason = f"{reason} {lines[1]}"
     if report.when != "call":
         reason = f"error in {report.when}: {reason}"
     if len(reason) > REASON_WIDTH:

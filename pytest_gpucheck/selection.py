@@ -210,13 +210,17 @@ def parametrize_backends(metafunc: pytest.Metafunc, argname: str,
 #: The parametrizations that name backends, and how to read the names from a value:
 #: the core's ``gpu_backend`` (a name), the kernel suites' ``impl`` (a registered
 #: implementation's cell, or a backend name for a skipped cell), the interop suite's
-#: pairs (producer and consumer) and producers.
+#: pairs (producer and consumer), producers, and documented behaviours (their
+#: trigger's producer and consumer: the exchange the item runs).  An item missing
+#: here runs without its backends' ``item_scope`` (JAX's 64-bit mode) and routing.
 BACKEND_PARAMETERS: dict[str, Callable[[Any], tuple[str, ...]]] = {
     "gpu_backend": lambda value: (value,),
     "impl": lambda value: (getattr(value, "backend", value),),
     "interop_pair": lambda value: (value.converter.producer, value.converter.consumer),
     "gpu_pair": lambda value: (value.converter.producer, value.converter.consumer),
     "interop_producer": lambda value: (value,),
+    "documented": lambda value: ((value.trigger.producer, value.trigger.consumer)
+                                 if getattr(value, "trigger", None) is not None else ()),
 }
 
 

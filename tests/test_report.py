@@ -152,3 +152,19 @@ def test_expected_failures_count_as_skips_with_a_one_line_reason(
     result.stdout.fnmatch_lines(["  numpy xfail (known bug 12)"])
     (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
     assert cell["skip_reasons"] == {"xfail (known bug 12)": 1}
+
+
+def test_a_message_that_starts_on_a_new_line_gives_its_first_line(
+        pytester: pytest.Pytester) -> None:
+    """numpy.testing's messages start with a newline: the FAIL line names the message's
+    first line, not a bare ``AssertionError:``."""
+    pytester.makepyfile(test_mine="""
+        import numpy as np
+
+        def test_bug(gpu_backend):
+            np.testing.assert_array_equal(np.array([1, 2, 3]), np.array([1, 2, 4]))
+    """)
+    result = pytester.runpytest("--gpu-backends=numpy", "-n0")
+    result.assert_outcomes(failed=1)
+    assert [line for line in result.stdout.lines if line.startswith("FAIL ")] == [
+        "FAIL test_mine.py::test_bug[numpy]: AssertionError: Arrays are not equal"]
