@@ -450,6 +450,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(fit(line, terminal_width(config)), yellow=True)
 
 
+def _write_failures(terminalreporter: Any, matrix: Any, width: int | None) -> None:
+    """Each failure's one-line reason and its ``rerun:`` command."""
+    for line in matrix.failure_lines():
+        # A rerun command stays one line, to be copied from the terminal whole.
+        terminalreporter.write_line(line if line.startswith("  rerun: ") else fit(line, width))
+
+
 def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """The matrix, the features' sections, the failures, the report and the job summary."""
     selection = get_selection(config)
@@ -489,12 +496,14 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
         terminalreporter.write_sep("=", "gpucheck conformance matrix")
         for line in lines:
             terminalreporter.write_line(line)
-        for line in matrix.failure_lines():
-            # A rerun command stays one line, to be copied from the terminal whole.
-            terminalreporter.write_line(line if line.startswith("  rerun: ") else fit(line, width))
+        _write_failures(terminalreporter, matrix, width)
         terminalreporter.write_line(fit(matrix.headline(terminal=True), width))
         for line in matrix.lines_after_the_matrix(path):
             terminalreporter.write_line(fit(line, width))
+    elif matrix.failures:
+        # No matrix (a run of benchmarks only: they have no cell), but its failures
+        # still get their one-line reason and the command that reruns them.
+        _write_failures(terminalreporter, matrix, width)
     if path:
         try:
             write_report(matrix, Path(path), order)
