@@ -78,8 +78,26 @@ def conftest_line(failure: BaseException, rootpath: Path) -> str | None:
         shown = str(Path(path).relative_to(rootpath))
     except ValueError:
         shown = str(path)
-    where = f"{shown}:{lines[-1]}" if lines else shown
+    where = f"{shown}:{_decorator_line(str(path), lines[-1])}" if lines else shown
     return f"{where}: {cause}"
+
+
+def _decorator_line(path: str, line: int) -> int:
+    """The line of the ``@implements(...)`` a failure came from: Python 3.11 reports a
+    decorator's call at its own line, 3.10 at the ``def`` below it; from a ``def`` line,
+    the first decorator of the block of lines right above it."""
+    import linecache
+
+    if not linecache.getline(path, line).lstrip().startswith(("def ", "async def ")):
+        return line
+    first = line
+    for above in range(line - 1, 0, -1):
+        text = linecache.getline(path, above).strip()
+        if not text:
+            break
+        if text.startswith("@"):
+            first = above
+    return first
 
 
 __all__ = ["WORKER_OUTPUT_KEY", "add", "conftest_line", "found", "hand_to_controller",
