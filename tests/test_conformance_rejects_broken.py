@@ -153,7 +153,9 @@ RACES = {
     "test_sum[numba-cpu:broken_race]": (
         "two runs of the same inputs gave different results: a data race or an uninitialised "
         "read: out differs between run 1 (2 threads) and run",
-        "rule: exact (integer-valued"),
+        "rule: exact (integer-valued",
+        # A lost update caught by the sweep's float cases: the sum's own tolerance rule.
+        "rule: |error| <= bound, max bound"),
 }
 
 ACCEPTED = [
@@ -193,7 +195,7 @@ def test_broken_implementation_is_rejected(suite_run: dict[str, Outcome], test_i
 
 @pytest.mark.parametrize(("test_id", "fragments"), sorted(RACES.items()))
 def test_a_race_on_the_pool_is_rejected(suite_run: dict[str, Outcome], test_id: str,
-                                        fragments: tuple[str, str]) -> None:
+                                        fragments: tuple[str, ...]) -> None:
     """A race shows only where the pool's threads run at the same time, which the machine's
     load decides (on 2 cores shared with other runs, 13 of 20 runs at load average 7 to 20,
     5 of 20 at 22 to 58; docs/kernels.md, check 6).  The harness probes the pool right
