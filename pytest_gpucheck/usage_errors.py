@@ -73,7 +73,7 @@ def conftest_line(failure: BaseException, rootpath: Path) -> str | None:
     if not isinstance(cause, (RegistrationError, pytest.UsageError)) or path is None:
         return None
     lines = [frame.lineno for frame in traceback.extract_tb(cause.__traceback__)
-             if Path(frame.filename) == Path(path)]
+             if Path(frame.filename) == Path(path) and frame.lineno is not None]
     try:
         shown = str(Path(path).relative_to(rootpath))
     except ValueError:
