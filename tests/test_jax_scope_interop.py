@@ -19,7 +19,10 @@ def test_documented_items_on_jax_cpu_run_in_64_bit_mode(pytester: pytest.Pyteste
     ``jax-copies-unaligned`` fails with "dtype changed: float64 -> float32"."""
     pytest.importorskip("jax")
     pytester.makepyfile(test_plain=PLAIN)
-    result = pytester.runpytest(
+    # A fresh interpreter, as a user's run: JAX's 64-bit switch is process-wide, and an
+    # in-process run inherits whatever an earlier test of this xdist worker left it at
+    # (the plain test read float64 once in a full run).
+    result = pytester.runpytest_subprocess(
         "test_plain.py", "--pyargs", "pytest_gpucheck.conformance.test_interop",
         "--gpu-backends=numpy,jax-cpu", "-n0", "-p", "no:cacheprovider", "-rA",
         "-k", "plain or documented_behaviour_reproduces and jax-")
