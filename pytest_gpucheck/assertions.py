@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from .guards import GuardReadback, same_bits
-from .kernel_launch import LaunchConfig
-from .tolerance import Tolerance, abs_error, is_float, ulp_error
+from pytest_gpucheck.guards import GuardReadback, same_bits
+from pytest_gpucheck.kernel_launch import LaunchConfig
+from pytest_gpucheck.tolerance import Tolerance, abs_error, is_float, ulp_error
 
 #: How many mismatching elements a message lists.
 SHOWN = 5

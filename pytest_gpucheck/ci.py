@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .options import one_of
+from pytest_gpucheck.options import one_of
 
 if TYPE_CHECKING:
-    from .report import Failure, Matrix
+    from pytest_gpucheck.report import Failure, Matrix
 
 SUMMARY_OPTION = "--gpu-summary"
 ANNOTATIONS_OPTION = "--gpu-annotations"
@@ -184,7 +184,7 @@ def _source_of(func: Any) -> dict[str, Any] | None:
 
 def junit_properties(item: pytest.Item, cell: dict[str, str]) -> list[tuple[str, str]]:
     """``gpucheck.*`` properties of an item in the matrix."""
-    from .selection import get_selection
+    from pytest_gpucheck.selection import get_selection
 
     backend = cell.get("backend", "")
     kernel_marker = item.get_closest_marker("gpu_kernel")
@@ -249,7 +249,7 @@ def annotation_lines(failures: list[Failure], root: Path) -> list[str]:
 
 # -- publishing --------------------------------------------------------------------
 def is_rank_other_than_zero() -> bool:
-    from .launch_env import launched_rank
+    from pytest_gpucheck.launch_env import launched_rank
 
     rank = launched_rank()
     return rank is not None and rank.rank != 0
@@ -262,7 +262,7 @@ def publish(config: pytest.Config, terminalreporter: Any, matrix: Matrix,
         return
     path = summary_path(config)
     if path is not None and (matrix.counts or matrix.failures or matrix.sections):
-        from .report import append_job_summary
+        from pytest_gpucheck.report import append_job_summary
 
         try:
             append_job_summary(matrix, path, order)

@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 # The node-local rank variables live with the other launcher variables (launch_env).
-from .launch_env import local_slot
+from pytest_gpucheck.launch_env import local_slot
 
 if TYPE_CHECKING:
     import ctypes

@@ -8,8 +8,8 @@ import pytest
 
 # Imported inside the fixtures: loading the plugin must stay cheap.
 if TYPE_CHECKING:
-    from .backends.base import Backend
-    from .devices import CudaDevice, DeviceSelection
+    from pytest_gpucheck.backends.base import Backend
+    from pytest_gpucheck.devices import CudaDevice, DeviceSelection
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def gpu_backend(request: pytest.FixtureRequest) -> Backend:
     ``cuda-python``): code that calls array functions requests the ``xp``
     fixture instead, which skips those backends with a one-line reason.
     """
-    from .selection import get_selection
+    from pytest_gpucheck.selection import get_selection
 
     name = getattr(request, "param", None)
     if name is None:
@@ -61,7 +61,7 @@ def xp(gpu_backend: Backend) -> Any:
     instead``.  A project whose ``conftest.py`` defines its own ``xp`` fixture keeps
     it: pytest prefers the nearer definition (``pytest --fixtures`` shows both).
     """
-    from .backends.base import BackendUnavailable
+    from pytest_gpucheck.backends.base import BackendUnavailable
 
     try:
         namespace = gpu_backend.xp
@@ -98,8 +98,8 @@ def gpu_device(pytestconfig: pytest.Config) -> GpuDevice:
     ``index`` is within ``CUDA_VISIBLE_DEVICES``; ``info`` has the name, compute
     capability and memory, or is None with ``reason`` when no device is visible.
     """
-    from .devices import cuda_driver
-    from .selection import get_selection
+    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.selection import get_selection
 
     selection = get_selection(pytestconfig).device
     driver = cuda_driver()

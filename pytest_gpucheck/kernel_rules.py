@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from . import tolerance as tol
+from pytest_gpucheck import tolerance as tol
 
 Rule = Callable[[Mapping[str, Any], np.ndarray], tol.Tolerance]
 

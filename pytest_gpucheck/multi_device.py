@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from .backends import BACKENDS, backend_class
-from .child_env import HOST_DEVICES_OPTION, XLA_FLAG
+from pytest_gpucheck.backends import BACKENDS, backend_class
+from pytest_gpucheck.child_env import HOST_DEVICES_OPTION, XLA_FLAG
 
 DEFAULT_HOST_DEVICES = 4
 MARKER = ("gpu_devices(n): the test needs at least n devices of its backend (default 2); "
@@ -60,7 +60,7 @@ _WHOLE_RUN_NOTE = pytest.StashKey[str]()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     count = host_devices(config)
-    from .options import selected_names
+    from pytest_gpucheck.options import selected_names
 
     names = selected_names(config)
     if count and "jax-cpu" in names and "jax-gpu" in names:
@@ -87,14 +87,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                                         "jax-cpu devices"):
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and not hasattr(config, "workerinput"):
-            from .terminal_width import fit, terminal_width
+            from pytest_gpucheck.terminal_width import fit, terminal_width
 
             reporter.write_line(fit(config.stash[_WHOLE_RUN_NOTE], terminal_width(config)))
 
 
 def needs_host_devices(item: pytest.Item) -> bool:
     """An item on ``jax-cpu`` that asks for several devices (marker or fixture), not skipped."""
-    from .selection import item_backends
+    from pytest_gpucheck.selection import item_backends
 
     wants = (item.get_closest_marker("gpu_devices") is not None
              or "gpu_devices" in getattr(item, "fixturenames", ()))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from .backends import BACKENDS, GROUPS
+from pytest_gpucheck.backends import BACKENDS, GROUPS
 
 BACKENDS_OPTION = "--gpu-backends"
 BACKENDS_INI = "gpu_backends"

@@ -15,16 +15,16 @@ from typing import Any
 
 import pytest
 
-from . import ci, fixtures
-from .backends import BACKENDS, GPU_BACKENDS
-from .child_env import (
+from pytest_gpucheck import ci, fixtures
+from pytest_gpucheck.backends import BACKENDS, GPU_BACKENDS
+from pytest_gpucheck.child_env import (
     CONFTESTS_VARIABLE,
     REPORT_SINK_VARIABLE,
     SIMULATOR_CHILD_VARIABLE,
     apply_jax_memory_policy,
 )
-from .options import add_options, selected_names
-from .selection import (
+from pytest_gpucheck.options import add_options, selected_names
+from pytest_gpucheck.selection import (
     BACKEND_OUTCOME_MARKERS,
     backend_outcome_marks,
     configure_selection,
@@ -32,7 +32,7 @@ from .selection import (
     item_backends,
     parametrize_backends,
 )
-from .terminal_width import fit, terminal_width
+from pytest_gpucheck.terminal_width import fit, terminal_width
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
 FEATURE_PLUGINS: tuple[str, ...] = (
@@ -65,7 +65,7 @@ gpu_device = fixtures.gpu_device
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import hookspecs
+    from pytest_gpucheck import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 
@@ -73,10 +73,10 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     add_options(parser)
     ci.add_options(parser.getgroup("gpucheck"))
-    from .processes import add_isolation_options
+    from pytest_gpucheck.processes import add_isolation_options
 
     add_isolation_options(parser.getgroup("gpucheck"))
-    from .sanitizer import add_options as add_sanitizer_options
+    from pytest_gpucheck.sanitizer import add_options as add_sanitizer_options
 
     add_sanitizer_options(parser.getgroup("gpucheck"))
     # The feature plugins register here, after the core's options, so `pytest --help`
@@ -98,7 +98,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config,
     A registration error in a conftest.py stops the run in one line. Every run keeps the
     arguments pytest parsed (addopts included): children get theirs from them
     (:mod:`pytest_gpucheck.processes.child_options`)."""
-    from .processes import record_args
+    from pytest_gpucheck.processes import record_args
 
     record_args(early_config, args)
     try:
@@ -107,14 +107,14 @@ def pytest_load_initial_conftests(early_config: pytest.Config,
         # A registration error in a conftest.py is bad input: one line, exit 4, not
         # pytest's "ImportError while loading conftest" with a frame in the registry.
         # --help still shows the help (pytest then only warns about the conftest).
-        from .usage_errors import conftest_line
+        from pytest_gpucheck.usage_errors import conftest_line
 
         line = conftest_line(exc, early_config.rootpath)
         if line is None or early_config.known_args_namespace.help:
             raise
         raise pytest.UsageError(line) from None
     if os.environ.get(CONFTESTS_VARIABLE):
-        from .processes import load_parent_conftests
+        from pytest_gpucheck.processes import load_parent_conftests
 
         load_parent_conftests(early_config)
 
@@ -132,19 +132,19 @@ def pytest_configure(config: pytest.Config) -> None:
     selection = configure_selection(config)
     # The child-process machinery is imported only by runs that use it.
     if os.environ.get(REPORT_SINK_VARIABLE):
-        from .processes import install_report_sink
+        from pytest_gpucheck.processes import install_report_sink
 
         install_report_sink(config)
     config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")
     if config.getoption("gpu_conformance"):
         _add_bundled_suites(config)
-    from .processes import configure_isolation
+    from pytest_gpucheck.processes import configure_isolation
 
     configure_isolation(config)
     if _in_first_process(config):
         _refuse_unreachable_options(config)
     if "numba-cudasim" in selection.names and not selection.in_simulator_child:
-        from .processes import SimulatorRouter
+        from pytest_gpucheck.processes import SimulatorRouter
 
         config.pluginmanager.register(SimulatorRouter(config), "gpucheck-simulator-router")
 
@@ -161,7 +161,7 @@ def _in_first_process(config: pytest.Config) -> bool:
     """True in the process the user started: not an xdist worker, an isolation or
     simulator child, a benchmark peer or an MPI rank. Usage errors are raised there
     only, once, before any child starts (an xdist worker's would be an INTERNALERROR)."""
-    from .launch_env import launched_rank
+    from pytest_gpucheck.launch_env import launched_rank
 
     return not (os.environ.get(REPORT_SINK_VARIABLE) or hasattr(config, "workerinput")
                 or get_selection(config).in_simulator_child
@@ -172,11 +172,11 @@ def _in_first_process(config: pytest.Config) -> bool:
 def _refuse_unreachable_options(config: pytest.Config) -> None:
     """Exit 4, before collection, on an option that cannot reach the child processes this
     run sends items to (``--pdb`` with isolation workers)."""
-    from .processes import REFUSE, check_refused, given_options, rule_for
+    from pytest_gpucheck.processes import REFUSE, check_refused, given_options, rule_for
 
     if not any(rule_for(name).kind == REFUSE for name, _ in given_options(config)):
         return  # nothing to refuse: no probe of a GPU backend for auto isolation
-    from .processes import isolation_mode
+    from pytest_gpucheck.processes import isolation_mode
 
     if isolation_mode(config) != "none":
         check_refused(config, "isolation workers (--gpu-isolate)", "--gpu-isolate=none")
@@ -187,7 +187,7 @@ def _refuse_unreachable_options(config: pytest.Config) -> None:
 
 def _add_bundled_suites(config: pytest.Config) -> None:
     """Add the suites of the ``pytest_gpucheck.suites`` entry points to the run's arguments."""
-    from .registry import load_bundled, suite_folders
+    from pytest_gpucheck.registry import load_bundled, suite_folders
 
     load_bundled()  # a broken third-party entry point stops the run here, in one line
     folders = suite_folders()
@@ -249,7 +249,7 @@ def pytest_collection_modifyitems(
 ) -> Generator[None, None, None]:
     """Stop the run on the usage errors collection found (malformed markers), all of them
     in one error, before any other plugin acts on the items (a wrapper runs first)."""
-    from . import usage_errors
+    from pytest_gpucheck import usage_errors
 
     for item in items:
         if any(item.get_closest_marker(name) for name in BACKEND_OUTCOME_MARKERS):
@@ -264,13 +264,13 @@ def pytest_collection_modifyitems(
     if errors and hasattr(config, "workerinput"):
         usage_errors.hand_to_controller(config, items)
     elif errors:
-        from .launch_env import launched_rank
+        from pytest_gpucheck.launch_env import launched_rank
 
         rank = launched_rank()
         # Under a launcher every rank finds them; rank 0 prints them (an error without
         # lines prints nothing and still exits 4).
         raise pytest.UsageError(*errors) if rank is None or rank.rank == 0 else pytest.UsageError()
-    from .devices import cuda_driver
+    from pytest_gpucheck.devices import cuda_driver
 
     for item in items:
         if item.get_closest_marker("requires_gpu") and "gpu_backend" not in getattr(
@@ -285,7 +285,7 @@ def pytest_collection_modifyitems(
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
     """pytest-xdist's controller: a worker that found usage errors hands them over here."""
-    from . import usage_errors
+    from pytest_gpucheck import usage_errors
 
     usage_errors.raise_from_worker(node)
 
@@ -396,7 +396,7 @@ def _require_user_implementations(config: pytest.Config) -> None:
     """
     if config.getoption("gpu_impls", "all") != "user":
         return
-    from .registry import implementations, load_bundled
+    from pytest_gpucheck.registry import implementations, load_bundled
 
     load_bundled()  # third-party packages register through the same entry points
     if not implementations(origin="user"):
@@ -408,7 +408,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    from .report import cell_of
+    from pytest_gpucheck.report import cell_of
 
     cell = cell_of(item)
     if cell is not None:
@@ -432,7 +432,7 @@ class MatrixRecorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Failures outside the matrix are kept too: the job summary lists them.
         if getattr(report, "gpucheck_cell", None) or report.failed:
-            from .report import get_matrix
+            from pytest_gpucheck.report import get_matrix
 
             get_matrix(self.config).record(report)
 
@@ -442,7 +442,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if get_selection(config).in_simulator_child:
         return
     _write_summary(terminalreporter, config)
-    from .selection import nothing_could_run
+    from pytest_gpucheck.selection import nothing_could_run
 
     # Last, where the eye lands: a green run that checked nothing it was asked to.
     line = nothing_could_run(config)
@@ -461,14 +461,14 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """The matrix, the features' sections, the failures, the report and the job summary."""
     selection = get_selection(config)
     path = config.getoption("gpu_report")
-    from .hookspecs import report_sections
+    from pytest_gpucheck.hookspecs import report_sections
 
     sections = report_sections(config)
     # Nothing was recorded (and no report asked for) unless the report module
     # was loaded or a feature has a section: a plain run ends without importing it.
     if not path and not sections and "pytest_gpucheck.report" not in sys.modules:
         return
-    from .report import get_matrix, run_facts, write_report
+    from pytest_gpucheck.report import get_matrix, run_facts, write_report
 
     matrix = get_matrix(config)
     for section in sections:

@@ -150,9 +150,8 @@ _not_applicable: dict[tuple[str, str], str] = {}
 
 
 def _validate(kernel: str, backend: str) -> None:
+    from pytest_gpucheck.backends import BACKENDS
     from pytest_gpucheck.reference_kernels import CATALOG
-
-    from .backends import BACKENDS
 
     if kernel not in CATALOG:
         raise RegistrationError(

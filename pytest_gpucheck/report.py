@@ -32,9 +32,9 @@ from typing import Any
 
 import pytest
 
-from .atomic_files import write_text_atomically
-from .hookspecs import ReportSection
-from .terminal_width import fit
+from pytest_gpucheck.atomic_files import write_text_atomically
+from pytest_gpucheck.hookspecs import ReportSection
+from pytest_gpucheck.terminal_width import fit
 
 CELL_KEY = pytest.StashKey[dict[str, str]]()
 MATRIX_KEY = pytest.StashKey["Matrix"]()

@@ -39,9 +39,16 @@ from typing import Any
 
 import pytest
 
-from .child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
-from .hypothesis_profiles import SANITIZE_DIVISOR as EXAMPLE_DIVISOR
-from .sanitizer_log import SECTION, device_errors, error_text, errors, outside_mark, read_mark
+from pytest_gpucheck.child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
+from pytest_gpucheck.hypothesis_profiles import SANITIZE_DIVISOR as EXAMPLE_DIVISOR
+from pytest_gpucheck.sanitizer_log import (
+    SECTION,
+    device_errors,
+    error_text,
+    errors,
+    outside_mark,
+    read_mark,
+)
 
 OPTION = "--gpu-sanitize"
 #: compute-sanitizer's tools, one per run (its ``--tool``).
@@ -222,7 +229,7 @@ def is_sanitized(item: pytest.Item) -> bool:
         return False
     if item.get_closest_marker("skip") is not None or item.get_closest_marker("mpi"):
         return False
-    from .selection import item_backends
+    from pytest_gpucheck.selection import item_backends
 
     return bool(item_backends(item) & plan.backends)
 
@@ -234,9 +241,9 @@ def plan_run(config: pytest.Config) -> Sanitizing | None:
     if text is None or os.environ.get(SANITIZE_LOG_VARIABLE):
         return None
     tools = parse_tools(str(text))
-    from .backends import GPU_BACKENDS
-    from .launch_env import launched_rank
-    from .selection import get_selection
+    from pytest_gpucheck.backends import GPU_BACKENDS
+    from pytest_gpucheck.launch_env import launched_rank
+    from pytest_gpucheck.selection import get_selection
 
     if config.getoption("gpu_isolate", "auto") == "none":
         raise pytest.UsageError(
@@ -257,7 +264,7 @@ def plan_run(config: pytest.Config) -> Sanitizing | None:
     version = tool_version(executable)
     if isinstance(version, str):
         raise pytest.UsageError(f"{OPTION}: {version}; reinstall compute-sanitizer")
-    from .devices import cuda_driver
+    from pytest_gpucheck.devices import cuda_driver
 
     problem = version_problem(version, cuda_driver().version)
     if problem is not None:
@@ -277,7 +284,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config.stash[SANITIZE_KEY] = plan
     if plan.backends:
         assert plan.executable is not None  # plan_run found it for the routed backends
-        from .processes import SanitizerRouter
+        from pytest_gpucheck.processes import SanitizerRouter
 
         router = SanitizerRouter(
             config, executable=plan.executable, claims=is_sanitized,
@@ -293,7 +300,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if not plan.backends:
         return [f"gpucheck: {OPTION}: no GPU backend selected, nothing is sanitized "
                 "(select one with --gpu-backends=gpu)"]
-    from .hypothesis_profiles import PROFILES
+    from pytest_gpucheck.hypothesis_profiles import PROFILES
 
     examples = ", ".join(
         f"{name} {values['max_examples']} -> "
@@ -325,7 +332,7 @@ class SanitizedChild:
         #: The test whose kernels the sanitizer last reported (its later failed API calls
         #: are the same finding).
         self._device_error_in: str | None = None
-        from .hypothesis_profiles import use_sanitize_divisor
+        from pytest_gpucheck.hypothesis_profiles import use_sanitize_divisor
 
         use_sanitize_divisor()
 
@@ -338,7 +345,7 @@ class SanitizedChild:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        from .selection import item_backends
+        from pytest_gpucheck.selection import item_backends
 
         if not self._cupy_done and "cupy" in item_backends(item):
             self._cupy_done = True
@@ -380,7 +387,7 @@ class SanitizedChild:
     def _synchronize(self, item: pytest.Item) -> None:
         """Wait for the item's kernels: memcheck, racecheck and synccheck report a kernel's
         errors when it completes, so they are in the log once the device is idle."""
-        from .selection import get_selection, item_backends
+        from pytest_gpucheck.selection import get_selection, item_backends
 
         selection = get_selection(item.config)
         for name in sorted(item_backends(item)):
@@ -404,7 +411,7 @@ class SanitizedChild:
 
     @staticmethod
     def _write(path: Path, text: str) -> None:
-        from .atomic_files import write_text_atomically
+        from pytest_gpucheck.atomic_files import write_text_atomically
 
         with contextlib.suppress(OSError):
             write_text_atomically(path, text)

@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 
-from .backends import BACKENDS, GPU_BACKENDS, get_backend
-from .backends.base import Backend, Probe
-from .child_env import SIMULATOR_CHILD_VARIABLE
-from .devices import (
+from pytest_gpucheck.backends import BACKENDS, GPU_BACKENDS, get_backend
+from pytest_gpucheck.backends.base import Backend, Probe
+from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
+from pytest_gpucheck.devices import (
     DeviceSelection,
     DeviceSpecError,
     cuda_driver,
     parse_device_spec,
     select_device,
 )
-from .options import (
+from pytest_gpucheck.options import (
     BACKENDS_INI,
     BACKENDS_OPTION,
     DEFAULT_BACKENDS,
@@ -183,7 +183,7 @@ def parametrize_backends(metafunc: pytest.Metafunc, argname: str,
     except pytest.UsageError as exc:
         # Raised here it would be a collection traceback; kept for the end of collection,
         # where it stops the run as the one-line usage error it is.
-        from . import usage_errors
+        from pytest_gpucheck import usage_errors
 
         usage_errors.add(metafunc.config, f"{metafunc.definition.nodeid}: {exc}")
         allowed = set()
@@ -310,7 +310,7 @@ def _user_backends() -> tuple[str, ...]:
     here (they load before ``pytest_configure``); a ``conftest.py`` deeper in the
     tree loads during collection and is reported in the summary instead.
     """
-    from .registry import implementations
+    from pytest_gpucheck.registry import implementations
 
     names = {impl.backend for impl in implementations(origin="user")}
     return tuple(name for name in BACKENDS if name in names)

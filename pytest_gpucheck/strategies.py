@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numpy.typing import DTypeLike
 
-from .backends import BACKENDS, backend_class
-from .device_views import slice_view, transpose_view
-from .guards import guard_value
-from .kernel_launch import LaunchConfig
+from pytest_gpucheck.backends import BACKENDS, backend_class
+from pytest_gpucheck.device_views import slice_view, transpose_view
+from pytest_gpucheck.guards import guard_value
+from pytest_gpucheck.kernel_launch import LaunchConfig
 
 #: Memory layouts an input can be handed to a kernel in.
 CONTIGUOUS = "contiguous"

@@ -67,7 +67,7 @@ def conftest_line(failure: BaseException, rootpath: Path) -> str | None:
     :class:`pytest.UsageError` (an interop converter's registration) becomes
     ``conftest.py:LINE: message``, the line of the conftest that registered.
     """
-    from .registry import RegistrationError
+    from pytest_gpucheck.registry import RegistrationError
 
     cause, path = getattr(failure, "cause", None), getattr(failure, "path", None)
     if not isinstance(cause, (RegistrationError, pytest.UsageError)) or path is None:

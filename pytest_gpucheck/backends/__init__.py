@@ -18,7 +18,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .base import Backend
+    from pytest_gpucheck.backends.base import Backend
 
 #: Backend name -> "module:class", in the order reports list them.
 BACKENDS: dict[str, str] = {

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from .dtypes import DtypeUnavailable, numpy_dtype
+from pytest_gpucheck.backends.dtypes import DtypeUnavailable, numpy_dtype
 
 if TYPE_CHECKING:
-    from .array_facts import ArrayFacts
-    from .base import Backend
-    from .exchange_case import Case
+    from pytest_gpucheck.backends.array_facts import ArrayFacts
+    from pytest_gpucheck.backends.base import Backend
+    from pytest_gpucheck.backends.exchange_case import Case
 
 #: How a framework represents read-only memory.
 ReadOnly = Literal["flag", "never", "always"]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .base import Backend
+    from pytest_gpucheck.backends.base import Backend
 
 Index = tuple[slice, ...]
 

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import DTypeLike
 
-    from .adapter_base import Adapter
-    from .array_ops import ArrayOps
-    from .timing import RoundTimer
+    from pytest_gpucheck.backends.adapter_base import Adapter
+    from pytest_gpucheck.backends.array_ops import ArrayOps
+    from pytest_gpucheck.backends.timing import RoundTimer
 
 Tier = Literal["cpu", "gpu"]
 
@@ -276,7 +276,7 @@ class Backend:
         at both ends; CUDA backends return a CUDA event timer on their stream,
         JAX a timer that waits on ``block_until_ready``.
         """
-        from .timing import RoundTimer
+        from pytest_gpucheck.backends.timing import RoundTimer
 
         return RoundTimer(self, clock)
 
@@ -313,7 +313,7 @@ class Backend:
 
     def mpi_ops(self) -> ArrayOps:
         """The device-array operations distributed checks run on this backend."""
-        from .array_ops import ArrayOps
+        from pytest_gpucheck.backends.array_ops import ArrayOps
 
         return ArrayOps(self)
 

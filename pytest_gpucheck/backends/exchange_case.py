@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from .dtypes import numpy_dtype
+from pytest_gpucheck.backends.dtypes import numpy_dtype
 
 Bounds = tuple[int, int, int]  # start, stop, step of one axis' slice
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .base import Backend
+    from pytest_gpucheck.backends.base import Backend
 
 #: A round of a device timer lasts at least this many times one call's host dispatch.
 #: The device is idle when the round's start event is recorded (the round begins

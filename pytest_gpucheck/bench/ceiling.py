@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .device_copy import device_copy
-from .measure import RoundRunner, calibrate_iterations, warm_up
-from .timing import timer_for
+from pytest_gpucheck.bench.device_copy import device_copy
+from pytest_gpucheck.bench.measure import RoundRunner, calibrate_iterations, warm_up
+from pytest_gpucheck.bench.timing import timer_for
 
 if TYPE_CHECKING:
-    from ..backends.base import Backend
+    from pytest_gpucheck.backends.base import Backend
 
 CEILING_ROUNDS = 10
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..backends.base import Backend
+    from pytest_gpucheck.backends.base import Backend
 
 
 def device_copy(backend: Backend, src: Any, dst: Any) -> Any:

@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..backends.base import Backend
+    from pytest_gpucheck.backends.base import Backend
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def describe(backend: Backend) -> Environment:
 
 
 def _cuda_device(index: int) -> tuple[str, str, str]:
-    from ..devices import cuda_driver
+    from pytest_gpucheck.devices import cuda_driver
 
     driver = cuda_driver()
     for device in driver.devices:

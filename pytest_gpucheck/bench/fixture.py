@@ -17,14 +17,26 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from .ceiling import copy_ceiling
-from .device_copy import L2Flusher, default_flush_bytes
-from .environment import Environment, describe, environment_from_dict
-from .gate import GateSettings, planned_rounds
-from .interleave import BaselinePeer, PeerError, PeerServer, plug_heap_holes, shared_cpu
-from .measure import DeviceClock, RoundRunner, calibrate_iterations, copy_reference, warm_up
-from .records import BenchmarkRecord
-from .settings import (
+from pytest_gpucheck.bench.ceiling import copy_ceiling
+from pytest_gpucheck.bench.device_copy import L2Flusher, default_flush_bytes
+from pytest_gpucheck.bench.environment import Environment, describe, environment_from_dict
+from pytest_gpucheck.bench.gate import GateSettings, planned_rounds
+from pytest_gpucheck.bench.interleave import (
+    BaselinePeer,
+    PeerError,
+    PeerServer,
+    plug_heap_holes,
+    shared_cpu,
+)
+from pytest_gpucheck.bench.measure import (
+    DeviceClock,
+    RoundRunner,
+    calibrate_iterations,
+    copy_reference,
+    warm_up,
+)
+from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.bench.settings import (
     DEFAULT_MAX_ROUNDS,
     DEFAULT_REPLICATES,
     DEFAULT_ROUNDS,
@@ -33,11 +45,11 @@ from .settings import (
     MIN_BLOCKS_PER_PAIR,
     SETTING_NAMES,
 )
-from .timing import timer_for
+from pytest_gpucheck.bench.timing import timer_for
 
 if TYPE_CHECKING:
-    from ..backends.base import Backend
-    from .baseline import BaselineStore
+    from pytest_gpucheck.backends.base import Backend
+    from pytest_gpucheck.bench.baseline import BaselineStore
 
 
 

@@ -52,8 +52,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .records import BenchmarkRecord
-from .settings import (
+from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.bench.settings import (
     DEFAULT_ALPHA,
     DEFAULT_DETECT_EFFECT,
     DEFAULT_FAMILY_LEVEL,
@@ -64,7 +64,7 @@ from .settings import (
     DEFAULT_RELATIVE_MIN_EFFECT,
     SETTING_NAMES,
 )
-from .stats import (
+from pytest_gpucheck.bench.stats import (
     holm_levels,
     mann_whitney_u,
     pair_power,

@@ -50,18 +50,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..child_env import (
+from pytest_gpucheck.bench.measure import minor_faults
+from pytest_gpucheck.child_env import (
     CONFTESTS_VARIABLE,
     PARENT_VARIABLE,
     REPORT_SINK_VARIABLE,
     SERVE_VARIABLE,
 )
-from .measure import minor_faults
 
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from ..backends.base import Backend
+    from pytest_gpucheck.backends.base import Backend
 
 #: Seconds the lead waits for the peer to end after asking it to: twenty peers (ten
 #: pairs) ending at once on a 2-core machine at load average 25 took more than 30 s

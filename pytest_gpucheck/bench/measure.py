@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .device_copy import L2Flusher
-from .timing import RoundTimer
+from pytest_gpucheck.bench.device_copy import L2Flusher
+from pytest_gpucheck.bench.timing import RoundTimer
 
 MAX_ITERATIONS = 10_000
 CALIBRATION_PROBES = 5
@@ -66,7 +66,7 @@ def copy_reference(backend: Any, timer: RoundTimer, nbytes: int) -> Reference:
     """A device copy that moves ``nbytes`` (reads and writes ``nbytes / 2`` each)."""
     import numpy as np
 
-    from .device_copy import device_copy
+    from pytest_gpucheck.bench.device_copy import device_copy
 
     count = max(int(nbytes) // 8, 1)
     src = backend.to_device(np.ones(count, dtype=np.float32))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .settings import (
+from pytest_gpucheck.bench.settings import (
     DEFAULT_ALPHA,
     DEFAULT_BASELINE_DIR,
     DEFAULT_DETECT_EFFECT,
@@ -31,12 +31,12 @@ from .settings import (
 )
 
 if TYPE_CHECKING:
-    from ..hookspecs import ReportSection
-    from .fixture import GpuBenchmark
-    from .gate import Verdict
-    from .interleave import PeerServer
-    from .records import BenchmarkRecord
-    from .session import BenchSession
+    from pytest_gpucheck.bench.fixture import GpuBenchmark
+    from pytest_gpucheck.bench.gate import Verdict
+    from pytest_gpucheck.bench.interleave import PeerServer
+    from pytest_gpucheck.bench.records import BenchmarkRecord
+    from pytest_gpucheck.bench.session import BenchSession
+    from pytest_gpucheck.hookspecs import ReportSection
 
 MARKER = ("gpu_bench(**settings): settings of this benchmark: rounds, warmup_rounds, "
           "iterations, l2_flush, bytes, flops (measurement) and alpha, min_effect, min_rounds, "
@@ -151,7 +151,7 @@ class BenchFeature:
     @property
     def session(self) -> BenchSession:
         if self._session is None:
-            from .session import session_from_config
+            from pytest_gpucheck.bench.session import session_from_config
 
             self._session = session_from_config(self.config)
         return self._session
@@ -181,7 +181,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     """A benchmark is no conformance check: it has no cell in the matrix (its figures are
     in the benchmarks section; a failure is still listed with its rerun command)."""
     if "gpu_benchmark" in getattr(item, "fixturenames", ()):
-        from ..report import leave_out_of_matrix
+        from pytest_gpucheck.report import leave_out_of_matrix
 
         leave_out_of_matrix(item)
 
@@ -190,12 +190,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     peer_fd = config.getoption("gpu_bench_peer", None)
     if peer_fd is not None or config.getoption("gpu_bench_against", None):
-        from .interleave import same_host_allocation
+        from pytest_gpucheck.bench.interleave import same_host_allocation
 
         # Both sides of an interleaved comparison place their host arrays alike.
         same_host_allocation()
     if peer_fd is not None:
-        from .interleave import PeerServer
+        from pytest_gpucheck.bench.interleave import PeerServer
 
         server = PeerServer(int(peer_fd))
         config.stash[PEER_KEY] = server
@@ -203,7 +203,7 @@ def pytest_configure(config: pytest.Config) -> None:
     feature = BenchFeature(config)
     config.stash[FEATURE_KEY] = feature
     config.pluginmanager.register(feature, "gpucheck-bench")
-    from .relay import BenchmarkRelay
+    from pytest_gpucheck.bench.relay import BenchmarkRelay
 
     # pytest-benchmark's results of tests run in child processes come back through it.
     config.pluginmanager.register(BenchmarkRelay(config), "gpucheck-benchmark-relay")
@@ -281,15 +281,15 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
     ``--gpu-bench-compare`` the result is checked against the baseline after
     the test body, and a significant regression fails the test.
     """
-    from ..backends import get_backend
-    from .fixture import GpuBenchmark, marker_settings
+    from pytest_gpucheck.backends import get_backend
+    from pytest_gpucheck.bench.fixture import GpuBenchmark, marker_settings
 
     session = request.config.stash[FEATURE_KEY].session
     if "gpu_backend" in request.fixturenames:
         backend = request.getfixturevalue("gpu_backend")
     else:
         backend = get_backend("numpy")
-    from .gate import settings_for
+    from pytest_gpucheck.bench.gate import settings_for
 
     measure, gate_kwargs = marker_settings(request.node)
     item = request.node
@@ -319,7 +319,7 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
 
         def progress(done: int, pairs: int, baseline: list[float], current: list[float],
                      per: int) -> None:
-            from .gate import progress_line
+            from pytest_gpucheck.bench.gate import progress_line
 
             family = session.family_size(request.session)
             _write_now(config, progress_line(item.nodeid, number, family, done, pairs,
@@ -357,7 +357,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         # Saved with the record, so the baseline history shows the gate's decisions.
         record.extra["gate"] = verdict.status
         if verdict.status == "regression" and not verdict.advisory:
-            from .gate import format_verdict
+            from pytest_gpucheck.bench.gate import format_verdict
 
             raise BenchmarkRegression(format_verdict(verdict))
     return result

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .environment import Environment, environment_from_dict
-from .session_ceiling import SessionCeiling
+from pytest_gpucheck.bench.environment import Environment, environment_from_dict
+from pytest_gpucheck.bench.session_ceiling import SessionCeiling
 
 #: Dispatch per call over time per call from which a GPU record is dispatch-bound.
 #: Calls queue ahead of the device only while each one's device time exceeds its

@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from ..hookspecs import ReportSection
-from .baseline import BaselineError, BaselineStore
-from .fixture import MeasureDefaults, marker_settings
-from .gate import (
+from pytest_gpucheck.bench.baseline import BaselineError, BaselineStore
+from pytest_gpucheck.bench.fixture import MeasureDefaults, marker_settings
+from pytest_gpucheck.bench.gate import (
     INTERLEAVED,
     GateSettings,
     Verdict,
@@ -31,10 +30,10 @@ from .gate import (
     settings_for,
     stored_first_step,
 )
-from .interleave import BaselinePeer
-from .records import BenchmarkRecord
-from .session_ceiling import apply_session_ceilings
-from .settings import (
+from pytest_gpucheck.bench.interleave import BaselinePeer
+from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.bench.session_ceiling import apply_session_ceilings
+from pytest_gpucheck.bench.settings import (
     DEFAULT_ALPHA,
     DEFAULT_BASELINE_DIR,
     DEFAULT_DETECT_EFFECT,
@@ -42,8 +41,9 @@ from .settings import (
     DEFAULT_POWER,
     DEFAULT_REPLICATES,
 )
-from .summary import gate_markdown, gate_terminal_lines
-from .timing import CPU_CLOCK_CHOICES
+from pytest_gpucheck.bench.summary import gate_markdown, gate_terminal_lines
+from pytest_gpucheck.bench.timing import CPU_CLOCK_CHOICES
+from pytest_gpucheck.hookspecs import ReportSection
 
 
 @dataclass
@@ -176,7 +176,7 @@ class BenchSession:
                 or self.process_mode != "in-process" \
                 or config.getoption("gpu_bench_peer", None) is not None:
             return
-        from ..selection import item_backends
+        from pytest_gpucheck.selection import item_backends
 
         # A skipped item measures nothing (the routers leave it here too).
         items = [item for item in session.items
@@ -295,7 +295,7 @@ def predicted_mode(item: pytest.Item) -> str:
     the user started knows it once the items are collected: MPI ranks for an ``mpi``
     item, the simulator's child for one on numba-cudasim, an isolation worker for one a
     router runs in a child (``--gpu-isolate``, ``--gpu-sanitize``), else this process."""
-    from ..processes import Router, SimulatorRouter
+    from pytest_gpucheck.processes import Router, SimulatorRouter
 
     if item.get_closest_marker("mpi") is not None:
         return "MPI rank"
@@ -310,12 +310,12 @@ def local_device_models(backends: list[str]) -> list[str]:
     """The device models this machine's benchmarks are stored under: its CPU, the CUDA
     simulator on it, and the GPUs the driver reports (asked only when a GPU backend is
     among ``backends``; no framework is imported)."""
-    from ..backends import GPU_BACKENDS
-    from .environment import cpu_model
+    from pytest_gpucheck.backends import GPU_BACKENDS
+    from pytest_gpucheck.bench.environment import cpu_model
 
     models = [cpu_model(), f"CUDA simulator on {cpu_model()}"]
     if any(name in GPU_BACKENDS for name in backends):
-        from ..devices import cuda_driver
+        from pytest_gpucheck.devices import cuda_driver
 
         models += [device.name for device in cuda_driver().devices]
     return models
@@ -433,8 +433,8 @@ def _against_folder(config: pytest.Config) -> Path | None:
 
 def process_mode(config: pytest.Config) -> str:
     """The kind of process this is, as a stored baseline records it."""
-    from ..child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
-    from ..launch_env import launched_rank
+    from pytest_gpucheck.child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+    from pytest_gpucheck.launch_env import launched_rank
 
     if launched_rank() is not None:
         return "MPI rank"
@@ -503,7 +503,7 @@ def _publish(config: pytest.Config, state: BenchSession) -> None:
     if saved and not errors:
         lines.append(f"gpucheck: saved {saved} benchmark result(s) to {state.store.root}")
     if state.plot is not None:
-        from .plot import write_plot
+        from pytest_gpucheck.bench.plot import write_plot
 
         write_plot(state.plot, state.results, state.store)
         lines.append(f"gpucheck: benchmark plot written to {state.plot}")

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .records import BenchmarkRecord
+    from pytest_gpucheck.bench.records import BenchmarkRecord
 
 #: Best over slowest copy of the same bytes on one device above which the copies are
 #: said to disagree.  Copies of one size on an idle device agree within a few percent

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .gate import Verdict, format_level, format_seconds, format_verdict
-from .records import BenchmarkRecord
-from .session_ceiling import contention_lines, device_timed
+from pytest_gpucheck.bench.gate import Verdict, format_level, format_seconds, format_verdict
+from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.bench.session_ceiling import contention_lines, device_timed
 
 Result = tuple[BenchmarkRecord, "Verdict | None"]
 

@@ -41,10 +41,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..backends.timing import HOST_CLOCKS, CudaEventTimer, RoundTimer
+from pytest_gpucheck.backends.timing import HOST_CLOCKS, CudaEventTimer, RoundTimer
 
 if TYPE_CHECKING:
-    from ..backends.base import Backend
+    from pytest_gpucheck.backends.base import Backend
 
 CPU_CLOCK_CHOICES = ("auto", *HOST_CLOCKS)
 

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..backends.array_facts import c_strides, significant_strides
+from pytest_gpucheck.backends.array_facts import c_strides, significant_strides
 
 if TYPE_CHECKING:
-    from ..backends.array_facts import ArrayFacts
+    from pytest_gpucheck.backends.array_facts import ArrayFacts
 
 REQUIRED_KEYS = ("shape", "typestr", "data", "version")
 #: The versions whose rules are checked here (v0 and v1 are long obsolete).

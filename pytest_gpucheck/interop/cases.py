@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..backends.dtypes import DTYPE_NAMES
-from ..backends.exchange_case import Bounds, Case
+from pytest_gpucheck.backends.dtypes import DTYPE_NAMES
+from pytest_gpucheck.backends.exchange_case import Bounds, Case
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..backends.adapter_base import NotAvailable
-from ..backends.array_facts import ArrayFacts, significant_strides
-from .outcomes import Exchange, Outcome
+from pytest_gpucheck.backends.adapter_base import NotAvailable
+from pytest_gpucheck.backends.array_facts import ArrayFacts, significant_strides
+from pytest_gpucheck.interop.outcomes import Exchange, Outcome
 
 if TYPE_CHECKING:
-    from ..backends.adapter_base import Adapter
-    from .cases import Case
-    from .converters import Converter
+    from pytest_gpucheck.backends.adapter_base import Adapter
+    from pytest_gpucheck.interop.cases import Case
+    from pytest_gpucheck.interop.converters import Converter
 
 
 def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import pytest
 
 if TYPE_CHECKING:
-    from ..backends.adapter_base import Adapter
+    from pytest_gpucheck.backends.adapter_base import Adapter
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: What a converter promises: always zero-copy, zero-copy unless documented, or a copy.
@@ -88,7 +88,7 @@ _user_converters: dict[str, Converter] = {}
 
 
 def _check_backend(role: str, name: str) -> None:
-    from .adapters import ADAPTERS, NO_ADAPTER
+    from pytest_gpucheck.interop.adapters import ADAPTERS, NO_ADAPTER
 
     if name in NO_ADAPTER:
         raise pytest.UsageError(f"converter {role}={name!r}: {NO_ADAPTER[name]}; use 'numpy'")
@@ -116,7 +116,7 @@ def register_converter(
     limits the cases to the dtype names the converter handles (see
     ``pytest_gpucheck.backends.dtypes.DTYPE_NAMES``); by default it gets all.
     """
-    from ..backends.dtypes import DTYPE_NAMES
+    from pytest_gpucheck.backends.dtypes import DTYPE_NAMES
 
     _check_backend("producer", producer)
     _check_backend("consumer", consumer)

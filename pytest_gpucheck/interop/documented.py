@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
-from ..backends.array_facts import is_compact
-from ..backends.base import first_installed_version
-from ..backends.dtypes import DtypeUnavailable, numpy_dtype
-from .cases import Case
-from .outcomes import Exchange, Outcome
+from pytest_gpucheck.backends.array_facts import is_compact
+from pytest_gpucheck.backends.base import first_installed_version
+from pytest_gpucheck.backends.dtypes import DtypeUnavailable, numpy_dtype
+from pytest_gpucheck.interop.cases import Case
+from pytest_gpucheck.interop.outcomes import Exchange, Outcome
 
 if TYPE_CHECKING:
-    from .converters import Converter
+    from pytest_gpucheck.interop.converters import Converter
 
 Condition = Callable[[Case, Exchange], bool]
 

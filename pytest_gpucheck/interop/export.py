@@ -13,11 +13,11 @@ import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .documented import export_refusal
+from pytest_gpucheck.interop.documented import export_refusal
 
 if TYPE_CHECKING:
-    from ..backends.adapter_base import Adapter
-    from .cases import Case
+    from pytest_gpucheck.backends.adapter_base import Adapter
+    from pytest_gpucheck.interop.cases import Case
 
 KDL_CPU = 1
 KDL_CUDA = 2

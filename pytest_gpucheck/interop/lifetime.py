@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .classify import hand_over, produce_for, same_bytes
-from .outcomes import Exchange, Outcome
+from pytest_gpucheck.interop.classify import hand_over, produce_for, same_bytes
+from pytest_gpucheck.interop.outcomes import Exchange, Outcome
 
 if TYPE_CHECKING:
-    from ..backends.adapter_base import Adapter
-    from .cases import Case
-    from .converters import Converter
+    from pytest_gpucheck.backends.adapter_base import Adapter
+    from pytest_gpucheck.interop.cases import Case
+    from pytest_gpucheck.interop.converters import Converter
 
 #: New same-size arrays allocated after the producer is dropped.
 REUSE_ATTEMPTS = 8

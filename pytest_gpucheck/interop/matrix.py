@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .outcomes import Outcome
+from pytest_gpucheck.interop.outcomes import Outcome
 
 #: user_properties key naming an item's matrix cell.
 CELL_PROPERTY = "gpucheck_interop_cell"
@@ -99,7 +99,7 @@ class PairMatrix:
         return sorted({p for p, _, _ in self.cells}, key=_protocol_order)
 
     def frameworks(self, protocol: str) -> list[str]:
-        from .adapters import ADAPTERS
+        from pytest_gpucheck.interop.adapters import ADAPTERS
 
         names = {n for p, a, b in self.cells if p == protocol for n in (a, b)}
         return [n for n in ADAPTERS if n in names] + sorted(names - set(ADAPTERS))
@@ -182,7 +182,7 @@ class PairMatrix:
         return lines
 
     def _notes(self, markdown: bool = False) -> list[str]:
-        from .documented import DOCUMENTED
+        from pytest_gpucheck.interop.documented import DOCUMENTED
 
         used = set().union(*(c.documented | c.known for c in self.cells.values())) \
             if self.cells else set()
@@ -208,7 +208,7 @@ def _final_phase(report: pytest.TestReport) -> bool:
 
 
 def _protocol_order(protocol: str) -> tuple[int, str]:
-    from .converters import PROTOCOLS
+    from pytest_gpucheck.interop.converters import PROTOCOLS
 
     names = list(PROTOCOLS)
     return (names.index(protocol) if protocol in names else len(names), protocol)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..backends.array_facts import ArrayFacts
+    from pytest_gpucheck.backends.array_facts import ArrayFacts
 
 
 class Outcome(str, enum.Enum):

@@ -7,13 +7,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .adapters import ADAPTERS, get_adapter
-from .converters import PROTOCOLS, Converter, library_converter, user_converters
+from pytest_gpucheck.interop.adapters import ADAPTERS, get_adapter
+from pytest_gpucheck.interop.converters import (
+    PROTOCOLS,
+    Converter,
+    library_converter,
+    user_converters,
+)
 
 if TYPE_CHECKING:
-    from ..backends.adapter_base import Adapter
+    from pytest_gpucheck.backends.adapter_base import Adapter
 
-from .matrix import CELL_PROPERTY
+from pytest_gpucheck.interop.matrix import CELL_PROPERTY
 
 __all__ = ["CELL_PROPERTY", "Pair", "available_frameworks", "missing_host_importer",
            "pair_params"]
@@ -35,7 +40,7 @@ class Pair:
         return {"protocol": c.id, "producer": c.producer, "consumer": c.consumer}
 
     def adapters(self, config: pytest.Config) -> tuple[Adapter, Adapter]:
-        from ..selection import get_selection
+        from pytest_gpucheck.selection import get_selection
 
         selection = get_selection(config)
         return (get_adapter(selection.backend(self.converter.producer)),
@@ -44,7 +49,7 @@ class Pair:
 
 def available_frameworks(config: pytest.Config) -> list[str]:
     """Selected, available backends that have arrays of their own, in report order."""
-    from ..selection import get_selection
+    from pytest_gpucheck.selection import get_selection
 
     return [name for name in get_selection(config).available_names if name in ADAPTERS]
 
@@ -53,7 +58,7 @@ def pair_params(
     config: pytest.Config, protocols: tuple[str, ...] = tuple(PROTOCOLS)
 ) -> list[Any]:
     """``pytest.param`` per converter and ordered pair; pairs across devices are skipped."""
-    from ..selection import get_selection
+    from pytest_gpucheck.selection import get_selection
 
     selection = get_selection(config)
     names = available_frameworks(config)
@@ -88,7 +93,7 @@ def missing_host_importer(converter: Converter, consumer: Adapter) -> str | None
     parent of isolated workers never touches the GPU; a GPU consumer's is built when the
     test runs, as every producer's missing attribute is found on a live array.
     """
-    from ..backends.adapter_base import NotAvailable
+    from pytest_gpucheck.backends.adapter_base import NotAvailable
 
     if consumer.device != "cpu":
         return None

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..hookspecs import ReportSection
-from ..terminal_width import terminal_width
+from pytest_gpucheck.hookspecs import ReportSection
+from pytest_gpucheck.terminal_width import terminal_width
 
 # The suite's modules load when the suite (or a user's converter) is imported:
 # a run without interop checks never imports them.
 if TYPE_CHECKING:
-    from .converters import Converter
-    from .matrix import PairMatrix
+    from pytest_gpucheck.interop.converters import Converter
+    from pytest_gpucheck.interop.matrix import PairMatrix
 
 MATRIX_KEY: pytest.StashKey[PairMatrix] = pytest.StashKey()
 _CONVERTERS = f"{__package__}.converters"
@@ -53,7 +53,7 @@ class InteropRecorder:
         if matrix is None:
             if not report.user_properties:  # interop items always carry their cell
                 return
-            from .matrix import PairMatrix
+            from pytest_gpucheck.interop.matrix import PairMatrix
 
             matrix = self.config.stash[MATRIX_KEY] = PairMatrix()
         matrix.record(report)

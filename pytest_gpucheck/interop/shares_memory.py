@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backends.adapter_base import Adapter
+from pytest_gpucheck.backends.adapter_base import Adapter
 
 
 def _adapter_for(array: Any) -> Adapter:
     """The adapter whose framework owns ``array`` (frameworks are imported only if loaded)."""
     import sys
 
-    from ..backends import get_backend
-    from .adapters import ADAPTERS, get_adapter
+    from pytest_gpucheck.backends import get_backend
+    from pytest_gpucheck.interop.adapters import ADAPTERS, get_adapter
 
     modules = {"numpy": "numpy", "torch-cpu": "torch", "torch-cuda": "torch", "jax-cpu": "jax",
                "jax-gpu": "jax", "cupy": "cupy", "numba-cuda": "numba",
@@ -44,8 +44,8 @@ def assert_shares_memory(a: Any, b: Any) -> None:
     restored afterwards.  Raises ``AssertionError`` naming the first difference.
     """
     __tracebackhide__ = True
-    from ..backends.array_facts import significant_strides
-    from .classify import flipped, probe_indices, same_bytes
+    from pytest_gpucheck.backends.array_facts import significant_strides
+    from pytest_gpucheck.interop.classify import flipped, probe_indices, same_bytes
 
     first, second = _adapter_for(a), _adapter_for(b)
     fa, fb = first.facts(a), second.facts(b)

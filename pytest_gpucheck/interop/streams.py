@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..backends.adapter_base import NotAvailable
+from pytest_gpucheck.backends.adapter_base import NotAvailable
 
 if TYPE_CHECKING:
-    from ..backends.adapter_base import Adapter
+    from pytest_gpucheck.backends.adapter_base import Adapter
 
 #: Elements in the handed-over array, and spin-kernel cycles before the fill lands.
 ELEMENTS = 1 << 20

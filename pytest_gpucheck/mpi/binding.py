@@ -15,7 +15,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from ..launch_env import LOCAL_RANK_VARIABLE
+from pytest_gpucheck.launch_env import LOCAL_RANK_VARIABLE
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class RankBinding:
 
     def __post_init__(self) -> None:
         if not self.device_id and self.device_count:
-            from ..devices import cuda_driver
+            from pytest_gpucheck.devices import cuda_driver
 
             devices = cuda_driver().devices
             if self.device_index < len(devices) and devices[self.device_index].pci_bus_id:
@@ -95,7 +95,7 @@ def agree_on_backends(world: Any, selection: Any) -> list[str]:
     collection, and such a backend is made unavailable everywhere, with the
     first failing rank's reason.  Returns one header line per backend changed.
     """
-    from ..backends.base import Probe
+    from pytest_gpucheck.backends.base import Probe
 
     mine = {name: (probe.available, probe.reason) for name, probe in selection.probes.items()}
     everyone: list[dict[str, tuple[bool, str]]] = world.allgather(mine)

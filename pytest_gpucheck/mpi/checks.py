@@ -18,13 +18,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .. import tolerance as tol
-from ..backends.base import Backend
-from . import distributed
-from .decomposition import Partition, block_range, coverage_problem
-from .device_ops import ops_for
-from .transport import Transport
-from .watchdog import rank_local_failure, ranks_in_step
+from pytest_gpucheck import tolerance as tol
+from pytest_gpucheck.backends.base import Backend
+from pytest_gpucheck.mpi import distributed
+from pytest_gpucheck.mpi.decomposition import Partition, block_range, coverage_problem
+from pytest_gpucheck.mpi.device_ops import ops_for
+from pytest_gpucheck.mpi.transport import Transport
+from pytest_gpucheck.mpi.watchdog import rank_local_failure, ranks_in_step
 
 #: Value of ghost cells before an exchange: no interior cell ever holds it.
 POISON = -1.0
@@ -180,9 +180,8 @@ def check_heat_steps_1d(comm: Any, backend: Backend, transport: Transport, u: np
     gamma_7 * (1 + 4 alpha) * max|u|`` bounds any evaluation order or fused
     multiply-add; a wrong neighbour value is off by ``alpha * |u|``, far above that.
     """
+    from pytest_gpucheck.kernel_rules import tolerance_of
     from pytest_gpucheck.reference_kernels import KERNELS
-
-    from ..kernel_rules import tolerance_of
 
     ops = ops_for(backend)
     rank, size = comm.Get_rank(), comm.Get_size()

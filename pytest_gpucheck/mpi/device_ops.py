@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import pytest
 
-from ..backends.array_ops import ArrayOps, Index
-from ..backends.base import Backend, BackendUnavailable
-from ..backends.numba.backend import NumbaOps
+from pytest_gpucheck.backends.array_ops import ArrayOps, Index
+from pytest_gpucheck.backends.base import Backend, BackendUnavailable
+from pytest_gpucheck.backends.numba.backend import NumbaOps
 
 
 def ops_for(backend: Backend) -> ArrayOps:

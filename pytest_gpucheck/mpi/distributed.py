@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .device_ops import ArrayOps
-from .transport import Transport, dtype_of
+from pytest_gpucheck.mpi.device_ops import ArrayOps
+from pytest_gpucheck.mpi.transport import Transport, dtype_of
 
 
 def _strip(ndim: int, axis: int, start: int, stop: int) -> tuple[slice, ...]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ..launch_env import without_launcher
+from pytest_gpucheck.launch_env import without_launcher
 
 PROBE_TIMEOUT = 120.0
 #: The probe's test of itself: a buffer MPI cannot read on the host.
@@ -96,14 +96,14 @@ def main(argv: list[str]) -> int:
         comm.Allreduce(_UnreadableBuffer(), out, op=MPI.SUM)
         _verdict(True, "MPI read a buffer at address 8 without crashing")
         return 0
-    from ..backends import get_backend
+    from pytest_gpucheck.backends import get_backend
 
     backend = get_backend(name, device)
     probe = backend.probe()
     if not probe.available:
         _verdict(False, f"{name} is not available: {probe.reason}")
         return 0
-    from ..backends.base import BackendUnavailable
+    from pytest_gpucheck.backends.base import BackendUnavailable
 
     try:
         ops = backend.mpi_ops()  # not ops_for: this child runs no test to skip

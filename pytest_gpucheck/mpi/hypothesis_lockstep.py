@@ -22,7 +22,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 
-from .watchdog import ranks_in_step
+from pytest_gpucheck.mpi.watchdog import ranks_in_step
 
 
 def mpi_settings(max_examples: int) -> settings:

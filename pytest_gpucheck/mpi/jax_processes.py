@@ -42,7 +42,7 @@ def cross_process_psum(array: Any, mesh: Any) -> Any:
     import jax.numpy as jnp
     from jax.sharding import PartitionSpec as P
 
-    from ..backends.jax.compat import shard_map
+    from pytest_gpucheck.backends.jax.compat import shard_map
 
     def local(block: Any) -> Any:
         return jax.lax.psum(jnp.sum(block, dtype=block.dtype), "p")

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.base import Backend
-from ..randomness import uniform_samples_problems
-from .checks import collective_verdict, rank_local_failures_stop_the_job
-from .decomposition import Partition, block_range, coverage_problem
-from .device_ops import ArrayOps, NumbaOps, ops_for
-from .transport import Transport
+from pytest_gpucheck.backends.base import Backend
+from pytest_gpucheck.mpi.checks import collective_verdict, rank_local_failures_stop_the_job
+from pytest_gpucheck.mpi.decomposition import Partition, block_range, coverage_problem
+from pytest_gpucheck.mpi.device_ops import ArrayOps, NumbaOps, ops_for
+from pytest_gpucheck.mpi.transport import Transport
+from pytest_gpucheck.randomness import uniform_samples_problems
 
 _SHOWN = 4
 

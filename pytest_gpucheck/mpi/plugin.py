@@ -13,15 +13,21 @@ from typing import Any
 
 import pytest
 
-from ..launch_env import RANK_PID_VARIABLE, launched_rank
-from .launcher import (
+from pytest_gpucheck.launch_env import RANK_PID_VARIABLE, launched_rank
+from pytest_gpucheck.mpi.launcher import (
     DEFAULT_LAUNCHER,
     LauncherError,
     find_executable,
     missing_launcher_reason,
     parse_launcher,
 )
-from .marker import MARKER, MARKER_HELP, mpi_spec, parse_mpi_mark, timeout_problem
+from pytest_gpucheck.mpi.marker import (
+    MARKER,
+    MARKER_HELP,
+    mpi_spec,
+    parse_mpi_mark,
+    timeout_problem,
+)
 
 LAUNCHER_OPTION = "--gpu-mpi-launcher"
 TIMEOUT_OPTION = "--gpu-mpi-timeout"
@@ -85,7 +91,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     import importlib.util
 
     if launched_rank() is not None and importlib.util.find_spec("mpi4py") is not None:
-        from .rank_session import guard_mpi_abort
+        from pytest_gpucheck.mpi.rank_session import guard_mpi_abort
 
         guard_mpi_abort()
 
@@ -126,7 +132,7 @@ def pytest_configure(config: pytest.Config) -> None:
         import importlib.util
 
         if importlib.util.find_spec("mpi4py") is not None:
-            from .rank_session import RankSession
+            from pytest_gpucheck.mpi.rank_session import RankSession
 
             session = RankSession(config, launched, timeout)
             config.stash[RANK_SESSION_KEY] = session
@@ -153,7 +159,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     try:
         parse_mpi_mark(mark, nodeid)
     except pytest.UsageError as exc:
-        from .. import usage_errors
+        from pytest_gpucheck import usage_errors
 
         usage_errors.add(item.config, str(exc))
 
@@ -191,7 +197,7 @@ class _SpawnRouterLoader:
             return
         if not any(mpi_spec(item) is not None for item in items):
             return
-        from .spawn import SpawnRouter
+        from pytest_gpucheck.mpi.spawn import SpawnRouter
 
         router = SpawnRouter(self.config, *self.router_args)
         router.pytest_collection_modifyitems(items)
@@ -257,8 +263,8 @@ def mpi_transport(request: pytest.FixtureRequest, gpu_backend: Any, mpi_comm: An
     handed to MPI: immutable JAX arrays, or a GPU whose MPI failed the
     device-buffer probe (run once, by rank 0, in a child process).
     """
-    from .device_ops import ops_for
-    from .transport import DirectTransport, StagedTransport
+    from pytest_gpucheck.mpi.device_ops import ops_for
+    from pytest_gpucheck.mpi.transport import DirectTransport, StagedTransport
 
     if request.param == "staged":
         return StagedTransport()
@@ -267,7 +273,7 @@ def mpi_transport(request: pytest.FixtureRequest, gpu_backend: Any, mpi_comm: An
         pytest.skip(f"{gpu_backend.name} arrays are immutable: MPI cannot receive into them "
                     "(the staged transport is tested instead)")
     if gpu_backend.is_gpu:
-        from .gpu_aware import gpu_aware
+        from pytest_gpucheck.mpi.gpu_aware import gpu_aware
 
         verdict = (gpu_aware(gpu_backend.name, gpu_backend.device_index)
                    if mpi_comm.Get_rank() == 0 else None)

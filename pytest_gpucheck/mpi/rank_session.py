@@ -19,11 +19,10 @@ from typing import Any, NoReturn, TextIO
 
 import pytest
 
-from ..child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
-from ..hookspecs import ReportSection
-from ..launch_env import LaunchedRank, claim_rank_environment
-from ..processes import needs_simulator
-from .binding import (
+from pytest_gpucheck.child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+from pytest_gpucheck.hookspecs import ReportSection
+from pytest_gpucheck.launch_env import LaunchedRank, claim_rank_environment
+from pytest_gpucheck.mpi.binding import (
     RankBinding,
     agree_on_backends,
     describe_bindings,
@@ -31,9 +30,10 @@ from .binding import (
     node_local_rank,
     this_host,
 )
-from .marker import MpiSpec, mpi_spec
-from .outcome import RankOutcome, apply_collective, exchange
-from .watchdog import RUNNING, WAITING, Watchdog
+from pytest_gpucheck.mpi.marker import MpiSpec, mpi_spec
+from pytest_gpucheck.mpi.outcome import RankOutcome, apply_collective, exchange
+from pytest_gpucheck.mpi.watchdog import RUNNING, WAITING, Watchdog
+from pytest_gpucheck.processes import needs_simulator
 
 #: Seconds the end-of-session exchange of failures may take before the watchdog ends the job.
 SESSION_END_TIMEOUT = 60.0
@@ -130,8 +130,8 @@ class RankSession:
         if self.crash_reporter is not None:
             # After pytest's faulthandler plugin (its pytest_configure runs after ours).
             self.crash_reporter.enable()
-        from ..devices import cuda_driver
-        from ..selection import get_selection
+        from pytest_gpucheck.devices import cuda_driver
+        from pytest_gpucheck.selection import get_selection
 
         device = get_selection(self.config).device
         mine = RankBinding(self.rank, self.host, self.local_rank, self.local_size, device.index,

@@ -18,10 +18,13 @@ from typing import Any
 
 import pytest
 
-from ..child_env import SIMULATOR_CHILD_VARIABLE
-from ..hookspecs import ReportSection
-from ..launch_env import RANK_PID_VARIABLE
-from ..processes import (
+from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
+from pytest_gpucheck.hookspecs import ReportSection
+from pytest_gpucheck.launch_env import RANK_PID_VARIABLE
+from pytest_gpucheck.mpi.launcher import Launcher
+from pytest_gpucheck.mpi.marker import MpiSpec, mpi_spec
+from pytest_gpucheck.mpi.watchdog import extract_report, reported_test, stop_reason
+from pytest_gpucheck.processes import (
     ChildRun,
     backends_option,
     crash_text,
@@ -35,10 +38,7 @@ from ..processes import (
     run_child_pytest,
     write_deaths,
 )
-from ..terminal_width import fit, terminal_width
-from .launcher import Launcher
-from .marker import MpiSpec, mpi_spec
-from .watchdog import extract_report, reported_test, stop_reason
+from pytest_gpucheck.terminal_width import fit, terminal_width
 
 #: Seconds a job may take beyond its tests' timeouts (start-up, imports, JIT).
 STARTUP_ALLOWANCE = 120.0

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .device_ops import ArrayOps
+from pytest_gpucheck.mpi.device_ops import ArrayOps
 
 
 class StagedTransport:

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from .outcome import cause_of
+from pytest_gpucheck.mpi.outcome import cause_of
 
 BEGIN_MARK = "=" * 20 + " gpucheck mpi: job stopped " + "=" * 20
 END_MARK = "=" * 20 + " end of gpucheck mpi report " + "=" * 20

@@ -26,17 +26,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .sticky_errors import inject_sticky_error
+from pytest_gpucheck.processes.sticky_errors import inject_sticky_error
 
 if TYPE_CHECKING:
-    from .child_options import (
+    from pytest_gpucheck.processes.child_options import (
         REFUSE,
         check_refused,
         given_options,
         record_args,
         rule_for,
     )
-    from .controller import (
+    from pytest_gpucheck.processes.controller import (
         backends_option,
         crash_text,
         describe_exit,
@@ -49,17 +49,17 @@ if TYPE_CHECKING:
         tear_down_towards,
         write_deaths,
     )
-    from .deaths import KeepsChildDeaths
-    from .routers.base import Router
-    from .routers.isolation import (
+    from pytest_gpucheck.processes.deaths import KeepsChildDeaths
+    from pytest_gpucheck.processes.routers.base import Router
+    from pytest_gpucheck.processes.routers.isolation import (
         add_isolation_options,
         configure_isolation,
         isolation_mode,
     )
-    from .routers.sanitizer import SanitizerRouter
-    from .routers.simulator import SimulatorRouter, needs_simulator
-    from .wire import ChildRun
-    from .worker import install_report_sink, load_parent_conftests
+    from pytest_gpucheck.processes.routers.sanitizer import SanitizerRouter
+    from pytest_gpucheck.processes.routers.simulator import SimulatorRouter, needs_simulator
+    from pytest_gpucheck.processes.wire import ChildRun
+    from pytest_gpucheck.processes.worker import install_report_sink, load_parent_conftests
 
 #: Public name -> the module of this package that defines it (imported on first use).
 _FACE = {

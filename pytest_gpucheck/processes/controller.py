@@ -40,7 +40,7 @@ from typing import Any
 
 import pytest
 
-from ..child_env import (
+from pytest_gpucheck.child_env import (
     CONFTESTS_VARIABLE,
     JUNIT_VARIABLE,
     PARENT_VARIABLE,
@@ -48,9 +48,16 @@ from ..child_env import (
     SERVE_VARIABLE,
     STREAM_VARIABLE,
 )
-from .guard import Stopped, end_group, kill_group, sigterm_raises
-from .wire import ITEM_SERVER, ChildRun, child_target, read_reports, read_text, warning_message
-from .worker import SuiteProperties
+from pytest_gpucheck.processes.guard import Stopped, end_group, kill_group, sigterm_raises
+from pytest_gpucheck.processes.wire import (
+    ITEM_SERVER,
+    ChildRun,
+    child_target,
+    read_reports,
+    read_text,
+    warning_message,
+)
+from pytest_gpucheck.processes.worker import SuiteProperties
 
 #: Seconds between two looks at a running child's reports (for progress lines).
 PROGRESS_POLL = 5.0
@@ -123,7 +130,7 @@ def forwarded_options(config: pytest.Config) -> list[str]:
     :mod:`pytest_gpucheck.processes.child_options`.  The child skips the ini file's ``addopts``:
     they reach it through that table like the command line's.
     """
-    from .child_options import child_options
+    from pytest_gpucheck.processes.child_options import child_options
 
     args = ["-o", "addopts=", *child_options(config), "--rootdir", str(config.rootpath)]
     if config.inipath is not None:
@@ -168,7 +175,7 @@ def backends_option(config: pytest.Config, names: Sequence[str] = ()) -> list[st
 def plugin_options(config: pytest.Config) -> list[str]:
     """``-p`` options of this run; they must be on the child's real command line,
     because pytest reads them before it expands an ``@argsfile``."""
-    from .child_options import ARGS_KEY
+    from pytest_gpucheck.processes.child_options import ARGS_KEY
 
     options = ["-p", "no:cacheprovider"]
     # Every argument parsed, the ini file's addopts included (the child skips those).
@@ -465,7 +472,7 @@ def tear_down_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:
 def failed_report(item: pytest.Item, text: str, when: str = "call") -> pytest.TestReport:
     """A failed report of ``item`` made here, with ``text`` as its failure (and its
     matrix cell, so a crash counts in the conformance matrix)."""
-    from ..report import cell_of
+    from pytest_gpucheck.report import cell_of
 
     report = pytest.TestReport(
         nodeid=item.nodeid,

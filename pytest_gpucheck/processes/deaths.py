@@ -31,8 +31,8 @@ class KeepsChildDeaths:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from .controller import hand_over_deaths
-        from .guard import Stopped
+        from pytest_gpucheck.processes.controller import hand_over_deaths
+        from pytest_gpucheck.processes.guard import Stopped
 
         try:
             self.close_children()
@@ -43,14 +43,14 @@ class KeepsChildDeaths:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """pytest-xdist (controller): a worker ended; keep the deaths it handed over."""
-        from .controller import collect_deaths
+        from pytest_gpucheck.processes.controller import collect_deaths
 
         collect_deaths(node, self.deaths, self.DEATHS_OUTPUT)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if os.environ.get("PYTEST_XDIST_WORKER"):
             return
-        from .controller import write_deaths
+        from pytest_gpucheck.processes.controller import write_deaths
 
         write_deaths(terminalreporter, self.deaths)
 

@@ -38,7 +38,7 @@ from typing import IO, Any
 
 import pytest
 
-from ..child_env import (
+from pytest_gpucheck.child_env import (
     CONFTESTS_VARIABLE,
     JUNIT_VARIABLE,
     PARENT_VARIABLE,
@@ -46,7 +46,7 @@ from ..child_env import (
     SERVE_VARIABLE,
     STREAM_VARIABLE,
 )
-from .controller import (
+from pytest_gpucheck.processes.controller import (
     apply_session_output,
     crash_text,
     describe_exit,
@@ -58,8 +58,8 @@ from .controller import (
     output_stream,
     plugin_options,
 )
-from .guard import Stopped, end_group, kill_group, sigterm_raises
-from .wire import ChildRun, child_target, read_reports, read_text
+from pytest_gpucheck.processes.guard import Stopped, end_group, kill_group, sigterm_raises
+from pytest_gpucheck.processes.wire import ChildRun, child_target, read_reports, read_text
 
 #: Seconds a worker gets to finish its session after its last item.
 CLOSE_GRACE = 60.0

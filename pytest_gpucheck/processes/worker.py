@@ -22,15 +22,15 @@ from typing import Any
 
 import pytest
 
-from ..child_env import (
+from pytest_gpucheck.child_env import (
     CONFTESTS_VARIABLE,
     JUNIT_VARIABLE,
     REPORT_SINK_VARIABLE,
     SERVE_VARIABLE,
     STREAM_VARIABLE,
 )
-from .guard import start_orphan_guard
-from .wire import (
+from pytest_gpucheck.processes.guard import start_orphan_guard
+from pytest_gpucheck.processes.wire import (
     FAULT_PREFIX,
     ITEM_SERVER,
     REPORT_ATTRIBUTES,
@@ -321,8 +321,8 @@ def install_item_server(config: pytest.Config) -> None:
 
 def health_problem(item: pytest.Item) -> str | None:
     """After a failed item: None if every backend it used still works, else why not."""
-    from ..selection import get_selection, item_backends
-    from .sticky_errors import sticky_error
+    from pytest_gpucheck.processes.sticky_errors import sticky_error
+    from pytest_gpucheck.selection import get_selection, item_backends
 
     selection = get_selection(item.config)
     for name in sorted(item_backends(item)):

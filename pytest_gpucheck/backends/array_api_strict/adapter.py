@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..adapter_base import Adapter
-from ..array_facts import ArrayFacts
+from pytest_gpucheck.backends.adapter_base import Adapter
+from pytest_gpucheck.backends.array_facts import ArrayFacts
 
 
 class ArrayApiStrictAdapter(Adapter):

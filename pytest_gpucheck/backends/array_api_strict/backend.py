@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..base import Backend, BackendUnavailable, Probe
+from pytest_gpucheck.backends.base import Backend, BackendUnavailable, Probe
 
 if TYPE_CHECKING:
-    from ..adapter_base import Adapter
-    from ..array_ops import ArrayOps
+    from pytest_gpucheck.backends.adapter_base import Adapter
+    from pytest_gpucheck.backends.array_ops import ArrayOps
 
 
 class ArrayApiStrictBackend(Backend):
@@ -76,6 +76,6 @@ class ArrayApiStrictBackend(Backend):
             "does not have)")
 
     def interop_adapter(self) -> Adapter:
-        from .adapter import ArrayApiStrictAdapter
+        from pytest_gpucheck.backends.array_api_strict.adapter import ArrayApiStrictAdapter
 
         return ArrayApiStrictAdapter(self)

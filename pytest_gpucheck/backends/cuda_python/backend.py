@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._cuda_build import build_mismatch, device_line, unready
-from ..base import Backend, BackendUnavailable, Probe
-from ..numba.backend import NumbaOps
-from ..timing import CudaEventTimer
+from pytest_gpucheck.backends._cuda_build import build_mismatch, device_line, unready
+from pytest_gpucheck.backends.base import Backend, BackendUnavailable, Probe
+from pytest_gpucheck.backends.numba.backend import NumbaOps
+from pytest_gpucheck.backends.timing import CudaEventTimer
 
 if TYPE_CHECKING:
-    from ..adapter_base import Adapter
-    from ..array_ops import ArrayOps
-    from ..timing import RoundTimer
+    from pytest_gpucheck.backends.adapter_base import Adapter
+    from pytest_gpucheck.backends.array_ops import ArrayOps
+    from pytest_gpucheck.backends.timing import RoundTimer
 
 
 def _cuda_core() -> Any:
@@ -228,7 +228,7 @@ class CudaPythonBackend(Backend):
         return importlib.metadata.version("cuda-bindings")
 
     def interop_adapter(self) -> Adapter:
-        from .adapter import CudaCoreAdapter
+        from pytest_gpucheck.backends.cuda_python.adapter import CudaCoreAdapter
 
         return CudaCoreAdapter(self)
 
@@ -239,7 +239,7 @@ class CudaPythonBackend(Backend):
         install where numba-cuda cannot compile (numba-cuda 0.30.4 with NumPy 2.5)
         raises :class:`BackendUnavailable` with the probe's line for numba-cuda.
         """
-        from ..numba.compile_check import numba_cuda_problem
+        from pytest_gpucheck.backends.numba.compile_check import numba_cuda_problem
 
         problem = numba_cuda_problem()
         if problem:

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..adapter_base import Adapter, NotAvailable
-from ..array_facts import ArrayFacts
+from pytest_gpucheck.backends.adapter_base import Adapter, NotAvailable
+from pytest_gpucheck.backends.array_facts import ArrayFacts
 
 
 def _cupy() -> Any:
@@ -44,7 +44,7 @@ class CupyAdapter(Adapter):
     def dtype_problem(self, dtype_name: str) -> str | None:
         problem = super().dtype_problem(dtype_name)
         if problem is None:
-            from ..dtypes import numpy_dtype
+            from pytest_gpucheck.backends.dtypes import numpy_dtype
 
             try:
                 _cupy().empty(1, dtype=numpy_dtype(dtype_name))

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._cuda_build import build_mismatch, device_line, unready
-from ..base import Backend, PeerCopy, Probe
-from ..timing import CudaEventTimer
+from pytest_gpucheck.backends._cuda_build import build_mismatch, device_line, unready
+from pytest_gpucheck.backends.base import Backend, PeerCopy, Probe
+from pytest_gpucheck.backends.timing import CudaEventTimer
 
 if TYPE_CHECKING:
-    from ..adapter_base import Adapter
-    from ..timing import RoundTimer
+    from pytest_gpucheck.backends.adapter_base import Adapter
+    from pytest_gpucheck.backends.timing import RoundTimer
 
 
 class CupyBackend(Backend):
@@ -95,12 +95,12 @@ class CupyBackend(Backend):
         return f"{version // 1000}.{version % 1000 // 10}"
 
     def interop_adapter(self) -> Adapter:
-        from .adapter import CupyAdapter
+        from pytest_gpucheck.backends.cupy.adapter import CupyAdapter
 
         return CupyAdapter(self)
 
     def peer_copy(self) -> PeerCopy:
-        from .peer_copy import CupyPeerCopy
+        from pytest_gpucheck.backends.cupy.peer_copy import CupyPeerCopy
 
         return CupyPeerCopy()
 

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..adapter_base import Adapter, NotAvailable
-from ..array_facts import ArrayFacts, c_strides
-from .compat import major_to_minor
+from pytest_gpucheck.backends.adapter_base import Adapter, NotAvailable
+from pytest_gpucheck.backends.array_facts import ArrayFacts, c_strides
+from pytest_gpucheck.backends.jax.compat import major_to_minor
 
 if TYPE_CHECKING:
-    from ..exchange_case import Case
+    from pytest_gpucheck.backends.exchange_case import Case
 
 
 class JaxAdapter(Adapter):

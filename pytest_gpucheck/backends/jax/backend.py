@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...child_env import apply_jax_memory_policy
-from .._cuda_build import device_line, unready
-from ..array_ops import ArrayOps, Index
-from ..base import Backend, Probe, first_installed_version
-from ..timing import RoundTimer
+from pytest_gpucheck.backends._cuda_build import device_line, unready
+from pytest_gpucheck.backends.array_ops import ArrayOps, Index
+from pytest_gpucheck.backends.base import Backend, Probe, first_installed_version
+from pytest_gpucheck.backends.timing import RoundTimer
+from pytest_gpucheck.child_env import apply_jax_memory_policy
 
 if TYPE_CHECKING:
-    from ..adapter_base import Adapter
+    from pytest_gpucheck.backends.adapter_base import Adapter
 
 
 class _JaxBackend(Backend):
@@ -94,7 +94,7 @@ class _JaxBackend(Backend):
         return list(jax.devices(self.platform))
 
     def interop_adapter(self) -> Adapter:
-        from .adapter import JaxAdapter
+        from pytest_gpucheck.backends.jax.adapter import JaxAdapter
 
         return JaxAdapter(self)
 
@@ -121,7 +121,7 @@ class JaxCpuBackend(_JaxBackend):
     def fewer_devices_reason(self) -> str:
         import os
 
-        from ...child_env import HOST_DEVICES_OPTION, XLA_FLAG
+        from pytest_gpucheck.child_env import HOST_DEVICES_OPTION, XLA_FLAG
 
         flags = os.environ.get("XLA_FLAGS", "")
         return (f"JAX started with XLA_FLAGS={flags!r}; it reads "

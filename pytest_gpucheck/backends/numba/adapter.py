@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..adapter_base import Adapter, NotAvailable
-from ..array_facts import ArrayFacts
+from pytest_gpucheck.backends.adapter_base import Adapter, NotAvailable
+from pytest_gpucheck.backends.array_facts import ArrayFacts
 
 
 class NumbaCudaAdapter(Adapter):
@@ -41,7 +41,7 @@ class NumbaCudaAdapter(Adapter):
     def dtype_problem(self, dtype_name: str) -> str | None:
         problem = super().dtype_problem(dtype_name)
         if problem is None:
-            from ..dtypes import numpy_dtype
+            from pytest_gpucheck.backends.dtypes import numpy_dtype
 
             try:
                 from numba.np.numpy_support import from_dtype

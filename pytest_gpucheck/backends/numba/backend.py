@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...child_env import SIMULATOR_CHILD_VARIABLE
-from .._cuda_build import device_line, unready
-from ..array_ops import ArrayOps, Index
-from ..base import Backend, Probe
-from ..numpy.backend import HostArrays
-from ..timing import CudaEventTimer
-from .compile_check import compile_problem, one_element_kernel_problem
+from pytest_gpucheck.backends._cuda_build import device_line, unready
+from pytest_gpucheck.backends.array_ops import ArrayOps, Index
+from pytest_gpucheck.backends.base import Backend, Probe
+from pytest_gpucheck.backends.numba.compile_check import compile_problem, one_element_kernel_problem
+from pytest_gpucheck.backends.numpy.backend import HostArrays
+from pytest_gpucheck.backends.timing import CudaEventTimer
+from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
 
 if TYPE_CHECKING:
-    from ..adapter_base import Adapter
-    from ..timing import RoundTimer
+    from pytest_gpucheck.backends.adapter_base import Adapter
+    from pytest_gpucheck.backends.timing import RoundTimer
 
 __all__ = ["SIMULATOR_CHILD_VARIABLE", "NumbaCpuBackend", "NumbaCudaBackend", "NumbaCudasimBackend"]
 
@@ -147,7 +147,7 @@ class _NumbaCudaArrays(Backend):
         return dst
 
     def interop_adapter(self) -> Adapter:
-        from .adapter import NumbaCudaAdapter
+        from pytest_gpucheck.backends.numba.adapter import NumbaCudaAdapter
 
         return NumbaCudaAdapter(self)
 
@@ -249,7 +249,7 @@ class NumbaCudasimBackend(_NumbaCudaArrays):
                 "set, so this process cannot use the simulator"
             )
         if simulator_requested():  # grid.sync() over several blocks fails, not passes by luck
-            from .simulator_guard import install
+            from pytest_gpucheck.backends.numba.simulator_guard import install
 
             install()
         return Probe(True, version=self.version(), device="CUDA simulator (cpu)")
@@ -365,6 +365,6 @@ def _launch(n: int) -> tuple[int, int]:
 
 def _mpi_kernels() -> Any:
     """The kernels module (importing it imports ``numba.cuda``; Numba compiles lazily)."""
-    from . import mpi_kernels
+    from pytest_gpucheck.backends.numba import mpi_kernels
 
     return mpi_kernels

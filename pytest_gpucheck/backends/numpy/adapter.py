@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..adapter_base import Adapter, NotAvailable
-from ..array_facts import ArrayFacts
+from pytest_gpucheck.backends.adapter_base import Adapter, NotAvailable
+from pytest_gpucheck.backends.array_facts import ArrayFacts
 
 
 class NumpyAdapter(Adapter):

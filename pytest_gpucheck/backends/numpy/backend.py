@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..base import Backend, Probe
+from pytest_gpucheck.backends.base import Backend, Probe
 
 if TYPE_CHECKING:
-    from ..adapter_base import Adapter
+    from pytest_gpucheck.backends.adapter_base import Adapter
 
 
 class HostArrays(Backend):
@@ -44,6 +44,6 @@ class NumpyBackend(HostArrays):
         return Probe(True, version=np.__version__, device="cpu")
 
     def interop_adapter(self) -> Adapter:
-        from .adapter import NumpyAdapter
+        from pytest_gpucheck.backends.numpy.adapter import NumpyAdapter
 
         return NumpyAdapter(self)

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..adapter_base import Adapter, NotAvailable
-from ..array_facts import ArrayFacts
-from ..dtypes import numpy_dtype
+from pytest_gpucheck.backends.adapter_base import Adapter, NotAvailable
+from pytest_gpucheck.backends.array_facts import ArrayFacts
+from pytest_gpucheck.backends.dtypes import numpy_dtype
 
 
 def _torch() -> Any:

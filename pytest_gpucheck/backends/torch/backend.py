@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._cuda_build import build_mismatch, device_line, unready
-from ..array_ops import ArrayOps, Index
-from ..base import Backend, PeerCopy, Probe
-from ..timing import CudaEventTimer
+from pytest_gpucheck.backends._cuda_build import build_mismatch, device_line, unready
+from pytest_gpucheck.backends.array_ops import ArrayOps, Index
+from pytest_gpucheck.backends.base import Backend, PeerCopy, Probe
+from pytest_gpucheck.backends.timing import CudaEventTimer
 
 if TYPE_CHECKING:
-    from ..adapter_base import Adapter
-    from ..timing import RoundTimer
+    from pytest_gpucheck.backends.adapter_base import Adapter
+    from pytest_gpucheck.backends.timing import RoundTimer
 
 
 class _TorchBackend(Backend):
@@ -56,7 +56,7 @@ class _TorchBackend(Backend):
         return dst.copy_(src)
 
     def interop_adapter(self) -> Adapter:
-        from .adapter import TorchAdapter
+        from pytest_gpucheck.backends.torch.adapter import TorchAdapter
 
         return TorchAdapter(self)
 
@@ -123,7 +123,7 @@ class TorchCudaBackend(_TorchBackend):
         return str(torch.version.cuda or "")
 
     def peer_copy(self) -> PeerCopy:
-        from .peer_copy import TorchPeerCopy
+        from pytest_gpucheck.backends.torch.peer_copy import TorchPeerCopy
 
         return TorchPeerCopy()
 

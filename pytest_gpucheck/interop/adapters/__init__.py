@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...backends import INTEROP_BACKENDS, NO_INTEROP_ADAPTER
-from ...backends.adapter_base import Adapter
+from pytest_gpucheck.backends import INTEROP_BACKENDS, NO_INTEROP_ADAPTER
+from pytest_gpucheck.backends.adapter_base import Adapter
 
 if TYPE_CHECKING:
-    from ...backends.base import Backend
+    from pytest_gpucheck.backends.base import Backend
 
 #: Backends with an interop adapter, in report order.
 ADAPTERS: tuple[str, ...] = INTEROP_BACKENDS

@@ -32,10 +32,10 @@ from typing import Any
 
 import pytest
 
-from ...options import one_of
-from ..deaths import KeepsChildDeaths, close_all
-from ..sticky_errors import StickyError, any_sticky_error, sticky_error
-from .base import Router, other_routers
+from pytest_gpucheck.options import one_of
+from pytest_gpucheck.processes.deaths import KeepsChildDeaths, close_all
+from pytest_gpucheck.processes.routers.base import Router, other_routers
+from pytest_gpucheck.processes.sticky_errors import StickyError, any_sticky_error, sticky_error
 
 # The child-process machinery (the simulator router, workers) is imported only by runs
 # that isolate: a plain run loads this module and nothing more.
@@ -64,8 +64,8 @@ def isolation_mode(config: pytest.Config) -> str:
     mode = str(config.getoption("gpu_isolate", "auto") or "auto")
     if mode != "auto":
         return mode
-    from ...backends import GPU_BACKENDS
-    from ...selection import get_selection
+    from pytest_gpucheck.backends import GPU_BACKENDS
+    from pytest_gpucheck.selection import get_selection
 
     selection = get_selection(config)
     gpu = [name for name in selection.names if name in GPU_BACKENDS]
@@ -76,7 +76,7 @@ def configure_isolation(config: pytest.Config) -> None:
     """Register the sticky-error guard, and the router unless the mode is ``none`` or
     this process is a rank under a launcher (launched mode)."""
     config.pluginmanager.register(StickyGuard(), "gpucheck-sticky-guard")
-    from ...launch_env import launched_rank
+    from pytest_gpucheck.launch_env import launched_rank
 
     # Under a launcher every rank is a process the launcher owns; a worker started by a
     # rank would inherit the rank's MPI environment without being a rank.
@@ -91,7 +91,7 @@ class StickyGuard:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         if not any_sticky_error():
             return
-        from ...selection import item_backends
+        from pytest_gpucheck.selection import item_backends
 
         for name in sorted(item_backends(item)):
             injected = sticky_error(name)
@@ -103,7 +103,7 @@ class StickyGuard:
 def device_key(backends: set[str]) -> str:
     """The worker an item with these backends runs in: the GPU's when one of them runs
     on the GPU (this process has one device), else the host's."""
-    from ...backends import GPU_BACKENDS
+    from pytest_gpucheck.backends import GPU_BACKENDS
 
     return GPU if any(name in GPU_BACKENDS for name in backends) else HOST
 
@@ -138,7 +138,7 @@ class IsolationRouter(KeepsChildDeaths, Router):
         return self.mode != "none" and self._key(item) is not None
 
     def _key(self, item: pytest.Item) -> str | None:
-        from .simulator import item_backends, needs_simulator
+        from pytest_gpucheck.processes.routers.simulator import item_backends, needs_simulator
 
         if (item.get_closest_marker("skip") is not None
                 or item.get_closest_marker("mpi") is not None or needs_simulator(item)):
@@ -178,7 +178,7 @@ class IsolationRouter(KeepsChildDeaths, Router):
     def _under_a_controller(self) -> bool:
         """Whether another process hands this one its items (pytest-xdist, a worker's
         item server): then which items come here is not known in advance."""
-        from ..controller import ITEM_SERVER
+        from pytest_gpucheck.processes.controller import ITEM_SERVER
 
         return bool(os.environ.get("PYTEST_XDIST_WORKER")) or (
             self.config.pluginmanager.get_plugin(ITEM_SERVER) is not None)
@@ -192,7 +192,7 @@ class IsolationRouter(KeepsChildDeaths, Router):
         key = self._key(item)
         if key is None:
             return None
-        from ..controller import items_ahead, replay, tear_down_towards
+        from pytest_gpucheck.processes.controller import items_ahead, replay, tear_down_towards
 
         if self.mode == "test":
             worker = self._new_worker([item])
@@ -229,10 +229,10 @@ class IsolationRouter(KeepsChildDeaths, Router):
         return bool(routed) and routed[-1] is item
 
     def _new_worker(self, universe: list[pytest.Item]) -> Any:
-        from ...backends import BACKENDS
-        from ...selection import item_backends
-        from ..controller import backends_option
-        from ..pool import Worker
+        from pytest_gpucheck.backends import BACKENDS
+        from pytest_gpucheck.processes.controller import backends_option
+        from pytest_gpucheck.processes.pool import Worker
+        from pytest_gpucheck.selection import item_backends
 
         # Only the backends its items name: the worker's collection probes (imports) no
         # other framework, and its parametrization yields the same ids for them.

@@ -22,13 +22,25 @@ from pathlib import Path
 
 import pytest
 
-from ...child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
-from ...sanitizer_log import SECTION, device_errors, error_text, errors, read_mark, unread_part
-from ...selection import item_backends
-from ..controller import backends_option, items_ahead, replay, tear_down_towards
-from ..deaths import KeepsChildDeaths, close_all
-from ..pool import Worker
-from .base import Router
+from pytest_gpucheck.child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
+from pytest_gpucheck.processes.controller import (
+    backends_option,
+    items_ahead,
+    replay,
+    tear_down_towards,
+)
+from pytest_gpucheck.processes.deaths import KeepsChildDeaths, close_all
+from pytest_gpucheck.processes.pool import Worker
+from pytest_gpucheck.processes.routers.base import Router
+from pytest_gpucheck.sanitizer_log import (
+    SECTION,
+    device_errors,
+    error_text,
+    errors,
+    read_mark,
+    unread_part,
+)
+from pytest_gpucheck.selection import item_backends
 
 #: Environment variables that turn the frameworks' device memory pools off in a
 #: sanitized worker (a pool hands out slices of one big allocation, so an access past

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from ...child_env import SIMULATOR_CHILD_VARIABLE
-from ...selection import item_backends
-from ..controller import (
+from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
+from pytest_gpucheck.processes.controller import (
     ChildRun,
     backends_option,
     collect_deaths,
@@ -31,7 +30,8 @@ from ..controller import (
     tear_down_towards,
     write_deaths,
 )
-from .base import Router
+from pytest_gpucheck.processes.routers.base import Router
+from pytest_gpucheck.selection import item_backends
 
 SIMULATOR_BACKEND = "numba-cudasim"
 #: Key of an xdist worker's output that carries its children's deaths to the controller.
@@ -74,7 +74,7 @@ class SimulatorRouter(Router):
         if not self._routed(item):
             return None
         if self._served_one_by_one():
-            from ..pool import Worker
+            from pytest_gpucheck.processes.pool import Worker
 
             if self.worker is None:
                 self.worker = Worker(
