@@ -27,8 +27,8 @@ import pytest
 
 from pytest_gpucheck.backends.base import Backend
 from pytest_gpucheck.bench.device_copy import device_copy
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 from pytest_gpucheck.conformance.specs import spec_for
-from pytest_gpucheck.kernel_launch import LaunchConfig
 from pytest_gpucheck.reference_kernels import KERNELS
 from pytest_gpucheck.registry import Implementation, implementations
 

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck import hypothesis_profiles
-from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
+from pytest_gpucheck.checking import hypothesis_profiles
 from pytest_gpucheck.conformance.harness import Cell
 from pytest_gpucheck.conformance.specs import spec_for
+from pytest_gpucheck.environment import SIMULATOR_CHILD_VARIABLE
 from pytest_gpucheck.registry import implementations, load_bundled, not_applicable_reason
-from pytest_gpucheck.report import add_section, set_cell
+from pytest_gpucheck.reporting.report import add_section, set_cell
 from pytest_gpucheck.selection import get_selection, item_backend, parametrize_backends
 
 # Direct `pytest conformance/` without the feature plugin still needs the profiles.
@@ -130,7 +130,7 @@ class ConformanceNotes:
     """Reports what the suites record per test besides pass/fail.
 
     * the XLA compilations each JAX test made (JAX compiles once per distinct
-      input shape and dtype; the size buckets of :mod:`pytest_gpucheck.strategies`
+      input shape and dtype; the size buckets of :mod:`pytest_gpucheck.checking.strategies`
       bound that number per test);
     * the backends on which guard bands could not apply (immutable arrays), so
       that cell of the matrix is known to rest on the other checks only.

@@ -36,9 +36,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from pytest_gpucheck import ci, hypothesis_profiles
-from pytest_gpucheck import strategies as gst
-from pytest_gpucheck.assertions import (
+from pytest_gpucheck.checking import hypothesis_profiles
+from pytest_gpucheck.checking import strategies as gst
+from pytest_gpucheck.checking.assertions import (
     CheckContext,
     dtype_problem,
     guard_problem,
@@ -47,13 +47,14 @@ from pytest_gpucheck.assertions import (
     unchanged_problem,
     values_problem,
 )
+from pytest_gpucheck.checking.device_views import layout_of
+from pytest_gpucheck.checking.guards import GuardedBuffer, GuardReadback, same_bits
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
+from pytest_gpucheck.checking.randomness import uniform_samples_problems
 from pytest_gpucheck.conformance.known_defects import Tracker
 from pytest_gpucheck.conformance.specs import Case, KernelSpec, spec_for
-from pytest_gpucheck.device_views import layout_of
-from pytest_gpucheck.guards import GuardedBuffer, GuardReadback, same_bits
-from pytest_gpucheck.kernel_launch import LaunchConfig
-from pytest_gpucheck.randomness import uniform_samples_problems
 from pytest_gpucheck.registry import Implementation
+from pytest_gpucheck.reporting import ci
 
 #: Recorded (``item.user_properties``) when guard bands cannot apply.
 IMMUTABLE_NOTE = "not applicable: immutable arrays ({backend} returns new arrays)"
@@ -121,7 +122,7 @@ def choose_seed(nodeid: str) -> int:
 def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
     """Run the conformance property of ``cell``'s kernel against it (the body of every
     suite test).  Examples per backend: the profile's ``max_examples`` divided by the
-    backend's :attr:`~pytest_gpucheck.strategies.Sizing.example_divisor`."""
+    backend's :attr:`~pytest_gpucheck.checking.strategies.Sizing.example_divisor`."""
     __tracebackhide__ = True
     from pytest_gpucheck.selection import get_selection
 
@@ -230,7 +231,7 @@ def rerun_invocation(config: pytest.Config) -> dict[str, Any]:
     that decide which items and implementations exist."""
     import json
 
-    from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
+    from pytest_gpucheck.environment import SIMULATOR_CHILD_VARIABLE
 
     if os.environ.get(SIMULATOR_CHILD_VARIABLE) == "1" and os.environ.get(RERUN_VARIABLE):
         parent: dict[str, Any] = json.loads(os.environ[RERUN_VARIABLE])
@@ -260,7 +261,7 @@ def rerun_invocation(config: pytest.Config) -> dict[str, Any]:
 
 def rerun_selector(item_path: Path, name: str, invocation: dict[str, Any]) -> tuple[str, ...]:
     """The arguments that select exactly this item from the user's folder: the core's one
-    rule (:func:`pytest_gpucheck.ci.rerun_selector`), applied to the user's command
+    rule (:func:`pytest_gpucheck.reporting.ci.rerun_selector`), applied to the user's command
     (:func:`rerun_invocation`), so this line, the report and the CI annotation agree."""
     return ci.rerun_selector(item_path, name, invocation_dir=invocation["dir"],
                              named=invocation["paths"],

@@ -19,8 +19,8 @@ which is why guard bands and references cannot catch them.  Under a tool that
 does not look for a bug's class, that bug's test is skipped with the reason.
 Without ``--gpu-sanitize`` every test is skipped; on a backend other than
 numba-cuda or CuPy too (the CPU tier reaches these tests only through the test
-hook :func:`pytest_gpucheck.sanitizer.sanitize_cpu_backend_for_tests`, where
-:func:`pytest_gpucheck.sanitizer.planted_bug` stands for the kernel).
+hook :func:`pytest_gpucheck.sanitizer.plugin.sanitize_cpu_backend_for_tests`, where
+:func:`pytest_gpucheck.sanitizer.plugin.planted_bug` stands for the kernel).
 
 Never run on a GPU here: written against numba-cuda 0.30's ``cuda.jit`` /
 ``cuda.shared.array`` / ``cuda.syncthreads`` and CuPy's ``RawKernel``.
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_gpucheck.sanitizer import planted_bug, sanitized_tool
+from pytest_gpucheck.sanitizer.plugin import planted_bug, sanitized_tool
 
 N = 1000  # 4000 bytes: cudaMalloc rounds it up, so x[N] is in the allocation's slack
 BLOCK = 64

@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from pytest_gpucheck import strategies as gst
-from pytest_gpucheck import tolerance as tol
-from pytest_gpucheck.assertions import show_values
-from pytest_gpucheck.kernel_rules import HEAT_OPS, SIGMOID_ULPS, rule_for
+from pytest_gpucheck.checking import strategies as gst
+from pytest_gpucheck.checking import tolerance as tol
+from pytest_gpucheck.checking.assertions import show_values
+from pytest_gpucheck.checking.kernel_rules import HEAT_OPS, SIGMOID_ULPS, rule_for
+from pytest_gpucheck.checking.strategies import Sizing
 from pytest_gpucheck.reference_kernels.catalog import (
     FLOATS,
     FRACTIONAL,
@@ -41,7 +42,6 @@ from pytest_gpucheck.reference_kernels.catalog import (
     OutputInit,
     entry_for,
 )
-from pytest_gpucheck.strategies import Sizing
 
 
 @dataclass(frozen=True)
@@ -209,7 +209,7 @@ class KernelSpec:
 
     def initial_output(self, dtype: np.dtype) -> Any:
         """What ``out`` holds before the call: poison, 0, or the identity of max."""
-        from pytest_gpucheck.guards import poison_value
+        from pytest_gpucheck.checking.guards import poison_value
 
         if self.output_init == "zero":
             return np.zeros((), dtype=dtype)

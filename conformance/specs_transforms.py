@@ -8,11 +8,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pytest_gpucheck import strategies as gst
+from pytest_gpucheck.checking import strategies as gst
+from pytest_gpucheck.checking.kernel_rules import GRAD_SIGMOID_OPS
+from pytest_gpucheck.checking.strategies import Sizing
 from pytest_gpucheck.conformance.specs import Case, CaseDraw, KernelSpec, _heat_cases
-from pytest_gpucheck.kernel_rules import GRAD_SIGMOID_OPS
 from pytest_gpucheck.reference_kernels.catalog import Entry
-from pytest_gpucheck.strategies import Sizing
 
 
 def _vector_cases(bound: float) -> CaseDraw:

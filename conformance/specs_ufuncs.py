@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from pytest_gpucheck import strategies as gst
+from pytest_gpucheck.checking import strategies as gst
+from pytest_gpucheck.checking.strategies import Sizing
 from pytest_gpucheck.conformance.specs import (
     PRODUCT_EXACT_BOUND,
     Case,
@@ -26,7 +27,6 @@ from pytest_gpucheck.conformance.specs import (
     _values,
 )
 from pytest_gpucheck.reference_kernels.catalog import FRACTIONAL, Entry
-from pytest_gpucheck.strategies import Sizing
 
 
 def _saxpy_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_gpucheck import tolerance as tol
+from pytest_gpucheck.checking import tolerance as tol
+from pytest_gpucheck.checking.finite_differences import directional_check
 from pytest_gpucheck.conformance.harness import Cell, check_implementation
-from pytest_gpucheck.finite_differences import directional_check
 from pytest_gpucheck.reference_kernels.stencils import heat_step_1d
 from pytest_gpucheck.registry import implementations
 
@@ -144,12 +144,12 @@ FORWARD_OPS = 8
 def _check_finite_differences(impl: Cell, request: pytest.FixtureRequest) -> None:
     """The implementation's gradient, dotted with random directions, agrees with central
     differences of the float64 forward within the derived tolerance of
-    :mod:`pytest_gpucheck.finite_differences` (the gradient's own allowance is the
+    :mod:`pytest_gpucheck.checking.finite_differences` (the gradient's own allowance is the
     kernel's tolerance rule, summed along the direction)."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from pytest_gpucheck import strategies as gst
+    from pytest_gpucheck.checking import strategies as gst
     from pytest_gpucheck.conformance.specs import spec_for
     from pytest_gpucheck.selection import get_selection
 

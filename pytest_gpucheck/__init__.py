@@ -20,6 +20,12 @@ installing the package activates.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
+from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
 __version__ = "0.1.0"
@@ -31,19 +37,19 @@ _LAZY = {
     "implementations": "pytest_gpucheck.registry",
     "implements": "pytest_gpucheck.registry",
     "not_applicable": "pytest_gpucheck.registry",
-    "LaunchConfig": "pytest_gpucheck.kernel_launch",
-    "CheckContext": "pytest_gpucheck.assertions",
-    "assert_matches_reference": "pytest_gpucheck.assertions",
-    "assert_dtype": "pytest_gpucheck.assertions",
-    "assert_shape": "pytest_gpucheck.assertions",
-    "assert_unchanged": "pytest_gpucheck.assertions",
-    "assert_guards_intact": "pytest_gpucheck.assertions",
-    "GuardedBuffer": "pytest_gpucheck.guards",
+    "LaunchConfig": "pytest_gpucheck.checking.kernel_launch",
+    "CheckContext": "pytest_gpucheck.checking.assertions",
+    "assert_matches_reference": "pytest_gpucheck.checking.assertions",
+    "assert_dtype": "pytest_gpucheck.checking.assertions",
+    "assert_shape": "pytest_gpucheck.checking.assertions",
+    "assert_unchanged": "pytest_gpucheck.checking.assertions",
+    "assert_guards_intact": "pytest_gpucheck.checking.assertions",
+    "GuardedBuffer": "pytest_gpucheck.checking.guards",
     "assert_shares_memory": "pytest_gpucheck.interop",
     "converter": "pytest_gpucheck.interop",
     # The GPU pieces, for a project that keeps its own parametrization (its own `xp`).
-    "this_process_device": "pytest_gpucheck.devices",
-    "apply_jax_memory_policy": "pytest_gpucheck.child_env",
+    "this_process_device": "pytest_gpucheck.backends.devices",
+    "apply_jax_memory_policy": "pytest_gpucheck.environment",
 }
 
 
@@ -53,5 +59,44 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'pytest_gpucheck' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
 
+
+#: Modules that moved when the package's top level was sorted into folders by role
+#: (docs/architecture.md), and where they live now.  The old names keep working, with a
+#: DeprecationWarning that names the new one.
+MOVED_MODULES = {
+    **{f"pytest_gpucheck.{name}": f"pytest_gpucheck.checking.{name}" for name in (
+        "assertions", "device_views", "finite_differences", "guards", "hypothesis_profiles",
+        "kernel_launch", "kernel_rules", "randomness", "strategies", "tolerance")},
+    **{f"pytest_gpucheck.{name}": f"pytest_gpucheck.reporting.{name}" for name in (
+        "atomic_files", "ci", "report", "terminal_width")},
+    "pytest_gpucheck.child_env": "pytest_gpucheck.environment",
+    "pytest_gpucheck.launch_env": "pytest_gpucheck.environment",
+    "pytest_gpucheck.devices": "pytest_gpucheck.backends.devices",
+    "pytest_gpucheck.sanitizer_log": "pytest_gpucheck.sanitizer.log",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an old module name as the module that now lives elsewhere (the same
+    object, so its state is shared), warning once per name."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MOVED_MODULES:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        new = MOVED_MODULES[spec.name]
+        warnings.warn(f"{spec.name} moved to {new}; import it from there (the old name "
+                      "goes in a later release)", DeprecationWarning, stacklevel=2)
+        return importlib.import_module(new)
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: the module was imported under its new name."""
+
+
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
 
 __all__ = ["__version__", *_LAZY]

@@ -9,7 +9,7 @@ import pytest
 # Imported inside the fixtures: loading the plugin must stay cheap.
 if TYPE_CHECKING:
     from pytest_gpucheck.backends.base import Backend
-    from pytest_gpucheck.devices import CudaDevice, DeviceSelection
+    from pytest_gpucheck.backends.devices import CudaDevice, DeviceSelection
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def gpu_device(pytestconfig: pytest.Config) -> GpuDevice:
     ``index`` is within ``CUDA_VISIBLE_DEVICES``; ``info`` has the name, compute
     capability and memory, or is None with ``reason`` when no device is visible.
     """
-    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.backends.devices import cuda_driver
     from pytest_gpucheck.selection import get_selection
 
     selection = get_selection(pytestconfig).device

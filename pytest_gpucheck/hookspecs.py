@@ -1,7 +1,7 @@
 """Hooks through which feature plugins extend the core.
 
 The core (``plugin.py``, :mod:`pytest_gpucheck.processes.controller`,
-:mod:`pytest_gpucheck.report`) never names a feature's options or the content of
+:mod:`pytest_gpucheck.reporting.report`) never names a feature's options or the content of
 its report: each feature plugin (``bench``, ``interop``, ``mpi``, ...) implements
 these hooks.  They are registered with ``config.pluginmanager.add_hookspecs``
 when the plugin loads, so a conftest or a third-party plugin can implement

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from pytest_gpucheck.backends import BACKENDS, backend_class
-from pytest_gpucheck.child_env import HOST_DEVICES_OPTION, XLA_FLAG
+from pytest_gpucheck.environment import HOST_DEVICES_OPTION, XLA_FLAG
 
 DEFAULT_HOST_DEVICES = 4
 MARKER = ("gpu_devices(n): the test needs at least n devices of its backend (default 2); "
@@ -87,7 +87,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                                         "jax-cpu devices"):
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and not hasattr(config, "workerinput"):
-            from pytest_gpucheck.terminal_width import fit, terminal_width
+            from pytest_gpucheck.reporting.terminal_width import fit, terminal_width
 
             reporter.write_line(fit(config.stash[_WHOLE_RUN_NOTE], terminal_width(config)))
 

@@ -15,15 +15,17 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck import ci, fixtures
+from pytest_gpucheck import fixtures
 from pytest_gpucheck.backends import BACKENDS, GPU_BACKENDS
-from pytest_gpucheck.child_env import (
+from pytest_gpucheck.environment import (
     CONFTESTS_VARIABLE,
     REPORT_SINK_VARIABLE,
     SIMULATOR_CHILD_VARIABLE,
     apply_jax_memory_policy,
 )
 from pytest_gpucheck.options import add_options, selected_names
+from pytest_gpucheck.reporting import ci
+from pytest_gpucheck.reporting.terminal_width import fit, terminal_width
 from pytest_gpucheck.selection import (
     BACKEND_OUTCOME_MARKERS,
     backend_outcome_marks,
@@ -32,16 +34,15 @@ from pytest_gpucheck.selection import (
     item_backends,
     parametrize_backends,
 )
-from pytest_gpucheck.terminal_width import fit, terminal_width
 
 #: Feature plugins the core registers (each owns its options, markers and hooks).
 FEATURE_PLUGINS: tuple[str, ...] = (
     "pytest_gpucheck.bench.plugin",
     "pytest_gpucheck.mpi.plugin",
-    "pytest_gpucheck.hypothesis_profiles",
+    "pytest_gpucheck.checking.hypothesis_profiles",
     "pytest_gpucheck.interop.plugin",
     "pytest_gpucheck.multi_device",
-    "pytest_gpucheck.sanitizer",
+    "pytest_gpucheck.sanitizer.plugin",
 )
 
 MARKERS = (
@@ -76,7 +77,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     from pytest_gpucheck.processes import add_isolation_options
 
     add_isolation_options(parser.getgroup("gpucheck"))
-    from pytest_gpucheck.sanitizer import add_options as add_sanitizer_options
+    from pytest_gpucheck.sanitizer.plugin import add_options as add_sanitizer_options
 
     add_sanitizer_options(parser.getgroup("gpucheck"))
     # The feature plugins register here, after the core's options, so `pytest --help`
@@ -161,7 +162,7 @@ def _in_first_process(config: pytest.Config) -> bool:
     """True in the process the user started: not an xdist worker, an isolation or
     simulator child, a benchmark peer or an MPI rank. Usage errors are raised there
     only, once, before any child starts (an xdist worker's would be an INTERNALERROR)."""
-    from pytest_gpucheck.launch_env import launched_rank
+    from pytest_gpucheck.environment import launched_rank
 
     return not (os.environ.get(REPORT_SINK_VARIABLE) or hasattr(config, "workerinput")
                 or get_selection(config).in_simulator_child
@@ -264,13 +265,13 @@ def pytest_collection_modifyitems(
     if errors and hasattr(config, "workerinput"):
         usage_errors.hand_to_controller(config, items)
     elif errors:
-        from pytest_gpucheck.launch_env import launched_rank
+        from pytest_gpucheck.environment import launched_rank
 
         rank = launched_rank()
         # Under a launcher every rank finds them; rank 0 prints them (an error without
         # lines prints nothing and still exits 4).
         raise pytest.UsageError(*errors) if rank is None or rank.rank == 0 else pytest.UsageError()
-    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.backends.devices import cuda_driver
 
     for item in items:
         if item.get_closest_marker("requires_gpu") and "gpu_backend" not in getattr(
@@ -408,7 +409,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    from pytest_gpucheck.report import cell_of
+    from pytest_gpucheck.reporting.report import cell_of
 
     cell = cell_of(item)
     if cell is not None:
@@ -432,7 +433,7 @@ class MatrixRecorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Failures outside the matrix are kept too: the job summary lists them.
         if getattr(report, "gpucheck_cell", None) or report.failed:
-            from pytest_gpucheck.report import get_matrix
+            from pytest_gpucheck.reporting.report import get_matrix
 
             get_matrix(self.config).record(report)
 
@@ -466,9 +467,9 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     sections = report_sections(config)
     # Nothing was recorded (and no report asked for) unless the report module
     # was loaded or a feature has a section: a plain run ends without importing it.
-    if not path and not sections and "pytest_gpucheck.report" not in sys.modules:
+    if not path and not sections and "pytest_gpucheck.reporting.report" not in sys.modules:
         return
-    from pytest_gpucheck.report import get_matrix, run_facts, write_report
+    from pytest_gpucheck.reporting.report import get_matrix, run_facts, write_report
 
     matrix = get_matrix(config)
     for section in sections:

@@ -142,7 +142,8 @@ class RegistrationError(TypeError, ValueError):
     """A registration that cannot be used: an unknown kernel or backend, a callable off the
     kernel's contract, a name taken.  A ``TypeError`` and a ``ValueError`` (what these
     checks raised before it existed); raised while pytest loads a ``conftest.py``, the
-    plugin reports it as one usage line (:func:`pytest_gpucheck.usage_errors.conftest_line`).
+    plugin reports it as one usage line
+    (:func:`pytest_gpucheck.usage_errors.conftest_line`).
     """
 
 _implementations: dict[tuple[str, str, str], Implementation] = {}
@@ -169,7 +170,8 @@ def implements(
     The calling convention of each kernel is in ``docs/kernels.md``: inputs
     are device arrays of the backend; a parameter named ``out`` receives a
     preallocated output to write (otherwise the result is returned); a
-    parameter named ``launch`` receives a :class:`~pytest_gpucheck.kernel_launch.LaunchConfig`.
+    parameter named ``launch`` receives a
+    :class:`~pytest_gpucheck.checking.kernel_launch.LaunchConfig`.
 
     >>> @implements("vector_add", backend="numpy", name="doc_example")
     ... def add(a, b, out):

@@ -17,14 +17,14 @@ import pytest
 
 from pytest_gpucheck.backends import BACKENDS, GPU_BACKENDS, get_backend
 from pytest_gpucheck.backends.base import Backend, Probe
-from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
-from pytest_gpucheck.devices import (
+from pytest_gpucheck.backends.devices import (
     DeviceSelection,
     DeviceSpecError,
     cuda_driver,
     parse_device_spec,
     select_device,
 )
+from pytest_gpucheck.environment import SIMULATOR_CHILD_VARIABLE
 from pytest_gpucheck.options import (
     BACKENDS_INI,
     BACKENDS_OPTION,

@@ -15,7 +15,7 @@ from typing import Any
 
 from numba import cuda
 
-from pytest_gpucheck.kernel_launch import LaunchConfig
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 
 
 @cuda.jit

@@ -12,7 +12,7 @@ catalog entry (``pytest_gpucheck.reference_kernels.catalog``).  Inputs are chose
 expected result is exact in any evaluation order (integer-valued floats,
 power-of-two scalars) and compared bit for bit, except for ``sigmoid`` and
 the heat and Laplacian stencils, whose general float inputs are compared
-under the kernel's own tolerance rule (``pytest_gpucheck.kernel_rules``), the
+under the kernel's own tolerance rule (``pytest_gpucheck.checking.kernel_rules``), the
 one the conformance suites and the MPI checks apply.
 """
 
@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_gpucheck.device_views import slice_view, transpose_view
-from pytest_gpucheck.guards import GuardedBuffer, poison_value, same_bits
-from pytest_gpucheck.kernel_launch import LaunchConfig
-from pytest_gpucheck.kernel_rules import tolerance_of
+from pytest_gpucheck.checking.device_views import slice_view, transpose_view
+from pytest_gpucheck.checking.guards import GuardedBuffer, poison_value, same_bits
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
+from pytest_gpucheck.checking.kernel_rules import tolerance_of
 from pytest_gpucheck.reference_kernels import CATALOG, KERNELS
 
 ROOT = Path(__file__).resolve().parents[1]

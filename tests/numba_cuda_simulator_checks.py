@@ -24,8 +24,8 @@ import pytest
 from bundled_impl_checks import check_implementation, check_monte_carlo_samples
 
 from pytest_gpucheck.backends import get_backend
-from pytest_gpucheck.guards import GuardedBuffer, poison_value
-from pytest_gpucheck.kernel_launch import LaunchConfig
+from pytest_gpucheck.checking.guards import GuardedBuffer, poison_value
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 from pytest_gpucheck.reference_kernels import indexing
 from pytest_gpucheck.registry import implementations
 

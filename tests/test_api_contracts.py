@@ -463,9 +463,9 @@ def test_jax_exports_legacy_capsules_that_cannot_say_read_only() -> None:
 
 
 def test_jax_reads_the_allocator_variables_the_plugin_sets() -> None:
-    """The names in child_env's policy are the ones jaxlib's GPU client reads."""
+    """The names in the environment module's policy are the ones jaxlib's GPU client reads."""
     _need("jax")
-    from pytest_gpucheck.child_env import JAX_FRACTION_VARIABLES, JAX_MEMORY_POLICY
+    from pytest_gpucheck.environment import JAX_FRACTION_VARIABLES, JAX_MEMORY_POLICY
 
     source = inspect.getsource(importlib.import_module("jaxlib.xla_client"))
     for name in (*JAX_MEMORY_POLICY, *JAX_FRACTION_VARIABLES):

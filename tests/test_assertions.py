@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from user_runs import run_pytest
 
-from pytest_gpucheck import tolerance as tol
-from pytest_gpucheck.assertions import (
+from pytest_gpucheck.checking import tolerance as tol
+from pytest_gpucheck.checking.assertions import (
     CheckContext,
     assert_dtype,
     assert_matches_reference,
     assert_unchanged,
 )
-from pytest_gpucheck.kernel_launch import LaunchConfig
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 
 CONTEXT = CheckContext(kernel="vector_add", backend="cupy", implementation="raw",
                        case="n=7, dtype=float64", launch=LaunchConfig((1,), (32,)),
@@ -82,7 +82,7 @@ def test_plain_string_context() -> None:
 
 
 def test_small_inputs_are_shown_whole_and_large_ones_summarised() -> None:
-    from pytest_gpucheck.assertions import show_values
+    from pytest_gpucheck.checking.assertions import show_values
 
     assert show_values(np.array([1.5, -2.0], np.float32)) == "[ 1.5, -2. ]"
     large = show_values(np.arange(127, dtype=np.float64))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpucheck import atomic_files
 from pytest_gpucheck.bench.baseline import BaselineError, BaselineStore, read_run
 from pytest_gpucheck.bench.environment import Environment
 from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.reporting import atomic_files
 
 H100 = Environment("NVIDIA H100 80GB HBM3", "9.0", "13.0", "13.0", "cupy", "13.6.0", "3.11.9")
 A100 = dataclasses.replace(H100, device_model="NVIDIA A100-SXM4-40GB", compute_capability="8.0")

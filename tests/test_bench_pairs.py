@@ -284,7 +284,7 @@ def test_the_rerun_command_keeps_the_stored_gate(pytester: pytest.Pytester) -> N
     """A failed item's rerun line under --gpu-bench-compare keeps the compare and the
     baseline folder (without them the pasted command passes, the regression in place);
     the broken twin is the report without the hook, which printed ``pytest ID`` alone."""
-    from pytest_gpucheck.report import get_matrix
+    from pytest_gpucheck.reporting.report import get_matrix
 
     (pytester.path / "stored").mkdir()
     config = pytester.parseconfigure("--gpu-bench-compare", "--gpu-bench-baseline=stored")

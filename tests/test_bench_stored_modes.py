@@ -164,7 +164,7 @@ def test_a_stored_regression_is_advisory_unless_asked_to_fail(
 def test_the_rerun_command_keeps_the_stored_options(pytester: pytest.Pytester) -> None:
     """Pasted, a failed item's rerun line fails again: without --gpu-bench-compare-fails
     the regression would be advisory, without --gpu-bench-cross-mode refused."""
-    from pytest_gpucheck.report import get_matrix
+    from pytest_gpucheck.reporting.report import get_matrix
 
     (pytester.path / "stored").mkdir()
     config = pytester.parseconfigure("--gpu-bench-compare", "--gpu-bench-baseline=stored",

@@ -27,8 +27,8 @@ import numpy as np
 import pytest
 from bundled_impl_checks import Problem, assert_matches
 
+from pytest_gpucheck.checking.kernel_rules import RULES, tolerance_of
 from pytest_gpucheck.conformance.specs import SPECS, spec_for
-from pytest_gpucheck.kernel_rules import RULES, tolerance_of
 from pytest_gpucheck.reference_kernels import CATALOG, KERNELS
 from pytest_gpucheck.reference_kernels.catalog import BUNDLED
 from pytest_gpucheck.registry import CONTRACTS, IN_PLACE

@@ -24,9 +24,9 @@ from bundled_impl_checks import (
 from cuda_c_host import HostLauncher, Patch, compiler
 
 from pytest_gpucheck.backends import get_backend
+from pytest_gpucheck.checking.guards import GuardedBuffer
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 from pytest_gpucheck.conformance.implementations.cuda_c import drivers
-from pytest_gpucheck.guards import GuardedBuffer
-from pytest_gpucheck.kernel_launch import LaunchConfig
 from pytest_gpucheck.reference_kernels import CORE_KERNELS as KERNELS
 
 pytestmark = [

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pytest_gpucheck.backends.cuda_python.backend import DeviceArray
-from pytest_gpucheck.device_views import layout_of, slice_view, transpose_view
+from pytest_gpucheck.checking.device_views import layout_of, slice_view, transpose_view
 
 BASE = 1 << 20
 

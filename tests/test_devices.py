@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpucheck.devices import (
+from pytest_gpucheck.backends.devices import (
     CudaDevice,
     CudaDriver,
     DeviceSpecError,

@@ -114,8 +114,8 @@ def test_assertions_doc_example_runs_as_documented_on_the_cpu_tier(tmp_path: Pat
 def test_assertions_doc_failure_text_is_what_the_helper_prints() -> None:
     import numpy as np
 
-    from pytest_gpucheck import tolerance
-    from pytest_gpucheck.assertions import assert_matches_reference
+    from pytest_gpucheck.checking import tolerance
+    from pytest_gpucheck.checking.assertions import assert_matches_reference
 
     text = ASSERTIONS_DOC.read_text(encoding="utf-8")
     documented = text.split("```text\n", 2)[2].split("```", 1)[0].strip()

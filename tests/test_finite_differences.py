@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_gpucheck.finite_differences import directional_check, step_for
+from pytest_gpucheck.checking.finite_differences import directional_check, step_for
 
 
 def test_step_balances_truncation_and_rounding() -> None:

@@ -316,7 +316,7 @@ def test_every_cuda_python_copy_is_queued_on_the_kernels_stream(
 def test_cuda_python_arrays_export_the_stream_their_data_is_written_on(
         driver_calls: list[tuple[str, Any]]) -> None:
     from pytest_gpucheck.backends.cuda_python.adapter import CudaCoreAdapter
-    from pytest_gpucheck.device_views import slice_view, transpose_view
+    from pytest_gpucheck.checking.device_views import slice_view, transpose_view
     from pytest_gpucheck.interop.cai_export import cai_problems
 
     backend = _fake_cuda_python_backend()
@@ -342,7 +342,7 @@ def test_the_legacy_default_stream_is_exported_as_1_not_0() -> None:
 
 # -- JAX: no preallocation, and the probe's device kept -------------------------------------
 def test_the_jax_memory_policy_keeps_what_the_user_chose() -> None:
-    from pytest_gpucheck.child_env import apply_jax_memory_policy
+    from pytest_gpucheck.environment import apply_jax_memory_policy
 
     env: dict[str, str] = {}
     assert apply_jax_memory_policy(env) == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}

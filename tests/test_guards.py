@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pytest_gpucheck.backends import get_backend
-from pytest_gpucheck.guards import (
+from pytest_gpucheck.checking.guards import (
     GUARD_WIDTH,
     GuardedBuffer,
     guard_value,

@@ -6,7 +6,8 @@ import doctest
 
 import pytest
 
-from pytest_gpucheck import devices, launch_env
+from pytest_gpucheck import environment as launch_env
+from pytest_gpucheck.backends import devices
 from pytest_gpucheck.mpi import binding, gpu_aware, rank_session
 from pytest_gpucheck.mpi import plugin as mpi_plugin
 

@@ -40,7 +40,7 @@ def test_each_rank_is_bound_by_its_node_local_rank(pytestconfig: pytest.Config,
 
 
 def _visible_devices() -> tuple[Any, ...]:
-    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.backends.devices import cuda_driver
 
     return cuda_driver().devices
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpucheck.launch_env import RANK_PID_VARIABLE, launched_rank
+from pytest_gpucheck.environment import RANK_PID_VARIABLE, launched_rank
 from pytest_gpucheck.mpi.binding import RankBinding, describe_bindings
 from pytest_gpucheck.mpi.decomposition import block_range, coverage_problem
 from pytest_gpucheck.mpi.launcher import Launcher

@@ -186,7 +186,7 @@ def test_a_run_where_no_selected_backend_could_run_says_so_last(
         pytester: pytest.Pytester) -> None:
     """``--gpu-backends=gpu`` on a machine without a GPU ended "5 skipped", exit 0, with no
     hint: a CI job written that way is green on a runner that lost its GPU."""
-    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.backends.devices import cuda_driver
 
     if cuda_driver().available:
         pytest.skip("this machine has a GPU")
@@ -219,7 +219,7 @@ def test_the_run_ends_with_the_matrix_then_one_line_per_section(
     """The main job's matrix started 223 lines before pytest's last line: the interop pair
     matrix, its known defects and "interop not available" came after it, and the GPU
     backends' columns (all skip on a CPU machine) took 28 lines."""
-    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.backends.devices import cuda_driver
 
     if cuda_driver().available:
         pytest.skip("the GPU backends run here: no columns to fold")

@@ -99,7 +99,7 @@ def test_malformed_device_is_a_usage_error(
 
 
 def test_device_index_that_does_not_exist_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.backends.devices import cuda_driver
 
     pytester.makepyfile("def test_x(): pass")
     count = len(cuda_driver().devices)
@@ -118,7 +118,7 @@ def test_device_index_that_does_not_exist_is_a_usage_error(pytester: pytest.Pyte
 def test_gpu_require_fails_the_run_without_a_gpu(pytester: pytest.Pytester) -> None:
     # It names these frameworks' backends: without them (the core alone) it skips.
     pytest.importorskip("torch")
-    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.backends.devices import cuda_driver
 
     if cuda_driver().available:
         pytest.skip("this machine has a GPU; the failure path needs none")

@@ -42,7 +42,7 @@ def test_the_projects_own_xp_runs_with_the_gpu_pieces(project: pytest.Pytester) 
 
 
 def test_gpu_require_guards_the_projects_own_checks(project: pytest.Pytester) -> None:
-    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.backends.devices import cuda_driver
 
     driver = cuda_driver()
     if driver.available:

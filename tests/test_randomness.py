@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from pytest_gpucheck import randomness
+from pytest_gpucheck.checking import randomness
 
 
 def test_z_quantile_of_one_in_a_million() -> None:

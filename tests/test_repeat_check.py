@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_gpucheck import strategies as gst
-from pytest_gpucheck.assertions import CheckContext
 from pytest_gpucheck.backends.numpy.backend import NumpyBackend
+from pytest_gpucheck.checking import strategies as gst
+from pytest_gpucheck.checking.assertions import CheckContext
 from pytest_gpucheck.conformance.harness import POOL_RUNS, RACE, repeat_check
 from pytest_gpucheck.conformance.specs import spec_for
 from pytest_gpucheck.registry import Implementation

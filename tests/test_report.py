@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpucheck.report import write_atomically
+from pytest_gpucheck.reporting.report import write_atomically
 
 TESTS = """
 import pytest
@@ -53,7 +53,7 @@ def test_the_matrix_fits_the_terminal_and_names_each_reason_once(
     # It names torch-cpu and jax-cpu: without them (the core alone) it skips.
     pytest.importorskip("torch")
     pytest.importorskip("jax")
-    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.backends.devices import cuda_driver
 
     if cuda_driver().available:
         pytest.skip("the GPU backends run here: no shared skip reason to group")

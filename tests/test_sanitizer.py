@@ -21,8 +21,8 @@ import user_runs
 from nvrtc_compile import compile_cuda_c
 from user_runs import junit_outcomes
 
-from pytest_gpucheck import sanitizer
-from pytest_gpucheck.sanitizer_log import error_text, errors, records
+import pytest_gpucheck.sanitizer.plugin as sanitizer
+from pytest_gpucheck.sanitizer.log import error_text, errors, records
 
 HERE = Path(__file__).parent
 FAKE = HERE / "fake_compute_sanitizer.py"
@@ -166,7 +166,7 @@ def test_the_version_is_read_from_the_tools_own_text(tmp_path: Path) -> None:
 CONFTEST = """
 import os
 
-from pytest_gpucheck.sanitizer import sanitize_cpu_backend_for_tests
+from pytest_gpucheck.sanitizer.plugin import sanitize_cpu_backend_for_tests
 
 if os.environ.get("ROUTE_NUMPY"):
     sanitize_cpu_backend_for_tests("numpy")
@@ -411,7 +411,10 @@ def test_without_a_gpu_backend_it_says_nothing_was_sanitized(tmp_path: Path) -> 
 PLANTED_CONFTEST = """
 from fake_compute_sanitizer import plant
 
-from pytest_gpucheck.sanitizer import on_planted_bug_for_tests, sanitize_cpu_backend_for_tests
+from pytest_gpucheck.sanitizer.plugin import (
+    on_planted_bug_for_tests,
+    sanitize_cpu_backend_for_tests,
+)
 
 sanitize_cpu_backend_for_tests("numpy")
 

@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_gpucheck import strategies as gst
 from pytest_gpucheck.backends import get_backend
+from pytest_gpucheck.checking import strategies as gst
 
 NUMPY = get_backend("numpy")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_gpucheck import tolerance as tol
+from pytest_gpucheck.checking import tolerance as tol
 
 
 def test_gamma_matches_its_definition() -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_gpucheck.kernel_launch import LaunchConfig
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 from pytest_gpucheck.registry import implements
 
 from .cuda_c import drivers

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from pytest_gpucheck.kernel_launch import LaunchConfig
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 from pytest_gpucheck.registry import implements
 
 BACKENDS = ("numba-cuda", "numba-cudasim")

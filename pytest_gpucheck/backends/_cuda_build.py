@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from pytest_gpucheck.devices import CudaDriver, cuda_driver
+from pytest_gpucheck.backends.devices import CudaDriver, cuda_driver
 
 
 def unready(module: str, not_installed: str) -> str | None:

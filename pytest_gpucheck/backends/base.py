@@ -64,7 +64,7 @@ class Backend:
 
     Subclasses set the class attributes and implement ``_probe`` plus the array
     operations.  ``device_index`` is the CUDA device this process uses (chosen
-    by :mod:`pytest_gpucheck.devices` before any framework is imported); CPU
+    by :mod:`pytest_gpucheck.backends.devices` before any framework is imported); CPU
     backends ignore it.
 
     This class is the one protocol the features call: the benchmarks

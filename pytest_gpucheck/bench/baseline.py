@@ -25,9 +25,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_gpucheck.atomic_files import write_text_atomically
 from pytest_gpucheck.bench.environment import slugify
 from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.reporting.atomic_files import write_text_atomically
 
 SCHEMA = "pytest-gpucheck-benchmarks/1"
 RUN_SUFFIX = ".json"

@@ -65,7 +65,7 @@ def describe(backend: Backend) -> Environment:
 
 
 def _cuda_device(index: int) -> tuple[str, str, str]:
-    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.backends.devices import cuda_driver
 
     driver = cuda_driver()
     for device in driver.devices:

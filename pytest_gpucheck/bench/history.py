@@ -28,11 +28,11 @@ import shutil
 import sys
 from pathlib import Path
 
-from pytest_gpucheck.atomic_files import write_text_atomically
 from pytest_gpucheck.bench.baseline import RUN_SUFFIX, BaselineError, BaselineStore, read_run
 from pytest_gpucheck.bench.gate import format_seconds
 from pytest_gpucheck.bench.plot import COLORS, HISTORY_HEIGHT, MARGIN, STATUS_COLORS, WIDTH
 from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.reporting.atomic_files import write_text_atomically
 
 USAGE_ERROR = 4
 

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_gpucheck.bench.measure import minor_faults
-from pytest_gpucheck.child_env import (
+from pytest_gpucheck.environment import (
     CONFTESTS_VARIABLE,
     PARENT_VARIABLE,
     REPORT_SINK_VARIABLE,

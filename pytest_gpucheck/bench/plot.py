@@ -12,10 +12,10 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_gpucheck.atomic_files import write_text_atomically
 from pytest_gpucheck.bench.baseline import BaselineStore
 from pytest_gpucheck.bench.gate import Verdict, format_seconds
 from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.reporting.atomic_files import write_text_atomically
 
 WIDTH, STRIP_HEIGHT, HISTORY_HEIGHT, MARGIN = 520, 90, 120, 60
 COLORS = {"baseline": "#4878a8", "current": "#e07b28"}

@@ -181,7 +181,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     """A benchmark is no conformance check: it has no cell in the matrix (its figures are
     in the benchmarks section; a failure is still listed with its rerun command)."""
     if "gpu_benchmark" in getattr(item, "fixturenames", ()):
-        from pytest_gpucheck.report import leave_out_of_matrix
+        from pytest_gpucheck.reporting.report import leave_out_of_matrix
 
         leave_out_of_matrix(item)
 

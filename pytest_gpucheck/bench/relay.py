@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck.child_env import REPORT_SINK_VARIABLE
+from pytest_gpucheck.environment import REPORT_SINK_VARIABLE
 
 #: The report attribute that carries a test's benchmarks (a plain attribute: pytest's
 #: report serialization, the one pytest-xdist uses, takes it along).

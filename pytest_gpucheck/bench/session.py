@@ -315,7 +315,7 @@ def local_device_models(backends: list[str]) -> list[str]:
 
     models = [cpu_model(), f"CUDA simulator on {cpu_model()}"]
     if any(name in GPU_BACKENDS for name in backends):
-        from pytest_gpucheck.devices import cuda_driver
+        from pytest_gpucheck.backends.devices import cuda_driver
 
         models += [device.name for device in cuda_driver().devices]
     return models
@@ -433,8 +433,11 @@ def _against_folder(config: pytest.Config) -> Path | None:
 
 def process_mode(config: pytest.Config) -> str:
     """The kind of process this is, as a stored baseline records it."""
-    from pytest_gpucheck.child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
-    from pytest_gpucheck.launch_env import launched_rank
+    from pytest_gpucheck.environment import (
+        REPORT_SINK_VARIABLE,
+        SIMULATOR_CHILD_VARIABLE,
+        launched_rank,
+    )
 
     if launched_rank() is not None:
         return "MPI rank"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_gpucheck.hookspecs import ReportSection
-from pytest_gpucheck.terminal_width import terminal_width
+from pytest_gpucheck.reporting.terminal_width import terminal_width
 
 # The suite's modules load when the suite (or a user's converter) is imported:
 # a run without interop checks never imports them.

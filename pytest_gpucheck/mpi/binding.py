@@ -4,7 +4,7 @@ The node-local rank comes from splitting ``COMM_WORLD`` by shared memory
 (``MPI.COMM_TYPE_SHARED``), which is right for every launcher; it is exported
 as ``PYTEST_GPUCHECK_LOCAL_RANK`` *before* the core selects the device (and
 before any framework creates a CUDA context), so
-:func:`pytest_gpucheck.devices.select_device` binds rank ``r`` to visible device
+:func:`pytest_gpucheck.backends.devices.select_device` binds rank ``r`` to visible device
 ``local_rank % device_count``.
 """
 
@@ -15,7 +15,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_gpucheck.launch_env import LOCAL_RANK_VARIABLE
+from pytest_gpucheck.environment import LOCAL_RANK_VARIABLE
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class RankBinding:
 
     def __post_init__(self) -> None:
         if not self.device_id and self.device_count:
-            from pytest_gpucheck.devices import cuda_driver
+            from pytest_gpucheck.backends.devices import cuda_driver
 
             devices = cuda_driver().devices
             if self.device_index < len(devices) and devices[self.device_index].pci_bus_id:

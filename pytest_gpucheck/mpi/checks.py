@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from pytest_gpucheck import tolerance as tol
 from pytest_gpucheck.backends.base import Backend
+from pytest_gpucheck.checking import tolerance as tol
 from pytest_gpucheck.mpi import distributed
 from pytest_gpucheck.mpi.decomposition import Partition, block_range, coverage_problem
 from pytest_gpucheck.mpi.device_ops import ops_for
@@ -180,7 +180,7 @@ def check_heat_steps_1d(comm: Any, backend: Backend, transport: Transport, u: np
     gamma_7 * (1 + 4 alpha) * max|u|`` bounds any evaluation order or fused
     multiply-add; a wrong neighbour value is off by ``alpha * |u|``, far above that.
     """
-    from pytest_gpucheck.kernel_rules import tolerance_of
+    from pytest_gpucheck.checking.kernel_rules import tolerance_of
     from pytest_gpucheck.reference_kernels import KERNELS
 
     ops = ops_for(backend)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from pytest_gpucheck.launch_env import without_launcher
+from pytest_gpucheck.environment import without_launcher
 
 PROBE_TIMEOUT = 120.0
 #: The probe's test of itself: a buffer MPI cannot read on the host.

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_gpucheck.launch_env import SLURM_NTASKS_VARIABLE
+from pytest_gpucheck.environment import SLURM_NTASKS_VARIABLE
 
 DEFAULT_LAUNCHER = "mpiexec"
 

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from pytest_gpucheck.backends.base import Backend
+from pytest_gpucheck.checking.randomness import uniform_samples_problems
 from pytest_gpucheck.mpi.checks import collective_verdict, rank_local_failures_stop_the_job
 from pytest_gpucheck.mpi.decomposition import Partition, block_range, coverage_problem
 from pytest_gpucheck.mpi.device_ops import ArrayOps, NumbaOps, ops_for
 from pytest_gpucheck.mpi.transport import Transport
-from pytest_gpucheck.randomness import uniform_samples_problems
 
 _SHOWN = 4
 
@@ -127,7 +127,7 @@ def check_monte_carlo_streams(comm: Any, seed: int, n: int, *,
                               draw: Callable[[Any, int, int], np.ndarray] =
                               independent_samples) -> None:
     """Every rank's ``draw(comm, seed, n)`` comes from its own stream, and the pooled points
-    pass the statistical tests of :mod:`pytest_gpucheck.randomness` (pi within a z-bound of
+    pass the statistical tests of :mod:`pytest_gpucheck.checking.randomness` (pi within a z-bound of
     the total count, uniform coordinates; false-alarm rate 1e-6 each)."""
     samples = np.asarray(draw(comm, seed, n))
     per_rank = comm.allgather(samples)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck.launch_env import RANK_PID_VARIABLE, launched_rank
+from pytest_gpucheck.environment import RANK_PID_VARIABLE, launched_rank
 from pytest_gpucheck.mpi.launcher import (
     DEFAULT_LAUNCHER,
     LauncherError,

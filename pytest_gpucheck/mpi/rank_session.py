@@ -19,9 +19,13 @@ from typing import Any, NoReturn, TextIO
 
 import pytest
 
-from pytest_gpucheck.child_env import REPORT_SINK_VARIABLE, SIMULATOR_CHILD_VARIABLE
+from pytest_gpucheck.environment import (
+    REPORT_SINK_VARIABLE,
+    SIMULATOR_CHILD_VARIABLE,
+    LaunchedRank,
+    claim_rank_environment,
+)
 from pytest_gpucheck.hookspecs import ReportSection
-from pytest_gpucheck.launch_env import LaunchedRank, claim_rank_environment
 from pytest_gpucheck.mpi.binding import (
     RankBinding,
     agree_on_backends,
@@ -130,7 +134,7 @@ class RankSession:
         if self.crash_reporter is not None:
             # After pytest's faulthandler plugin (its pytest_configure runs after ours).
             self.crash_reporter.enable()
-        from pytest_gpucheck.devices import cuda_driver
+        from pytest_gpucheck.backends.devices import cuda_driver
         from pytest_gpucheck.selection import get_selection
 
         device = get_selection(self.config).device

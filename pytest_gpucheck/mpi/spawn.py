@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
+from pytest_gpucheck.environment import RANK_PID_VARIABLE, SIMULATOR_CHILD_VARIABLE
 from pytest_gpucheck.hookspecs import ReportSection
-from pytest_gpucheck.launch_env import RANK_PID_VARIABLE
 from pytest_gpucheck.mpi.launcher import Launcher
 from pytest_gpucheck.mpi.marker import MpiSpec, mpi_spec
 from pytest_gpucheck.mpi.watchdog import extract_report, reported_test, stop_reason
@@ -38,7 +37,7 @@ from pytest_gpucheck.processes import (
     run_child_pytest,
     write_deaths,
 )
-from pytest_gpucheck.terminal_width import fit, terminal_width
+from pytest_gpucheck.reporting.terminal_width import fit, terminal_width
 
 #: Seconds a job may take beyond its tests' timeouts (start-up, imports, JIT).
 STARTUP_ALLOWANCE = 120.0

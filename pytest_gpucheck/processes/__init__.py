@@ -9,7 +9,8 @@ processes, laid out as pytest-xdist's.
   the command line);
 - the routers, which choose the process an item runs in: one module per kind of child
   process behind one protocol (``routers/base.py``): ``routers/isolation.py``,
-  ``routers/simulator.py``, ``routers/sanitizer.py``;
+  ``routers/simulator.py`` (a feature brings its own: the sanitizer's is
+  ``pytest_gpucheck/sanitizer/router.py``, built on this face);
 - the worker side, what runs inside a child (pytest-xdist's ``remote.py``):
   ``worker.py`` (the report sink, the live output under ``-s``, the item server);
 - the wire between the two (pytest-xdist's serialized reports and ``workeroutput``):
@@ -49,14 +50,14 @@ if TYPE_CHECKING:
         tear_down_towards,
         write_deaths,
     )
-    from pytest_gpucheck.processes.deaths import KeepsChildDeaths
+    from pytest_gpucheck.processes.deaths import KeepsChildDeaths, close_all
+    from pytest_gpucheck.processes.pool import Worker
     from pytest_gpucheck.processes.routers.base import Router
     from pytest_gpucheck.processes.routers.isolation import (
         add_isolation_options,
         configure_isolation,
         isolation_mode,
     )
-    from pytest_gpucheck.processes.routers.sanitizer import SanitizerRouter
     from pytest_gpucheck.processes.routers.simulator import SimulatorRouter, needs_simulator
     from pytest_gpucheck.processes.wire import ChildRun
     from pytest_gpucheck.processes.worker import install_report_sink, load_parent_conftests
@@ -72,12 +73,13 @@ _FACE = {
     # the routers
     "Router": "routers.base",
     "KeepsChildDeaths": "deaths",
+    "close_all": "deaths",
+    "Worker": "pool",
     "add_isolation_options": "routers.isolation",
     "configure_isolation": "routers.isolation",
     "isolation_mode": "routers.isolation",
     "SimulatorRouter": "routers.simulator",
     "needs_simulator": "routers.simulator",
-    "SanitizerRouter": "routers.sanitizer",
     # the controller side: run items in a child and replay them here
     "ChildRun": "wire",
     "backends_option": "controller",
@@ -110,11 +112,12 @@ __all__ = [
     "ChildRun",
     "KeepsChildDeaths",
     "Router",
-    "SanitizerRouter",
     "SimulatorRouter",
+    "Worker",
     "add_isolation_options",
     "backends_option",
     "check_refused",
+    "close_all",
     "configure_isolation",
     "crash_text",
     "describe_exit",

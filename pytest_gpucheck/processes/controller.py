@@ -40,7 +40,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck.child_env import (
+from pytest_gpucheck.environment import (
     CONFTESTS_VARIABLE,
     JUNIT_VARIABLE,
     PARENT_VARIABLE,
@@ -354,7 +354,7 @@ def apply_session_output(config: pytest.Config, output: Mapping[str, Any]) -> No
 
 def junit_env(config: pytest.Config) -> dict[str, str]:
     """A child's environment entry that says this run writes a junit file (see
-    :data:`~pytest_gpucheck.child_env.JUNIT_VARIABLE`); empty when it does not."""
+    :data:`~pytest_gpucheck.environment.JUNIT_VARIABLE`); empty when it does not."""
     from _pytest.junitxml import xml_key  # private: where pytest keeps its LogXML
 
     xml = config.stash.get(xml_key, None)
@@ -472,7 +472,7 @@ def tear_down_towards(item: pytest.Item, nextitem: pytest.Item | None) -> None:
 def failed_report(item: pytest.Item, text: str, when: str = "call") -> pytest.TestReport:
     """A failed report of ``item`` made here, with ``text`` as its failure (and its
     matrix cell, so a crash counts in the conformance matrix)."""
-    from pytest_gpucheck.report import cell_of
+    from pytest_gpucheck.reporting.report import cell_of
 
     report = pytest.TestReport(
         nodeid=item.nodeid,

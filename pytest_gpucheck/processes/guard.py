@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from pytest_gpucheck.child_env import PARENT_VARIABLE, REPORT_SINK_VARIABLE
+from pytest_gpucheck.environment import PARENT_VARIABLE, REPORT_SINK_VARIABLE
 
 #: Seconds a child's process group gets to end after SIGTERM before SIGKILL.
 TERMINATE_GRACE = 3.0

@@ -38,7 +38,7 @@ from typing import IO, Any
 
 import pytest
 
-from pytest_gpucheck.child_env import (
+from pytest_gpucheck.environment import (
     CONFTESTS_VARIABLE,
     JUNIT_VARIABLE,
     PARENT_VARIABLE,

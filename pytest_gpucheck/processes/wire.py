@@ -57,7 +57,7 @@ ITEM_SERVER = "gpucheck-item-server"
 
 def current_rank(env: Mapping[str, str] | None = None) -> int:
     """This process's rank under a launcher, from its environment (0 without one)."""
-    from pytest_gpucheck.launch_env import launched_rank
+    from pytest_gpucheck.environment import launched_rank
 
     launched = launched_rank(env)
     return launched.rank if launched is not None else 0

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck.child_env import (
+from pytest_gpucheck.environment import (
     CONFTESTS_VARIABLE,
     JUNIT_VARIABLE,
     REPORT_SINK_VARIABLE,

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from pytest_gpucheck.kernel_launch import LaunchConfig
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 
 from .sources import REDUCE_BLOCK, TILE
 

@@ -84,7 +84,7 @@ class DeviceArray:
             "stream": stream_handle(self.stream),
         }
 
-    # The view protocol of pytest_gpucheck.device_views: a bare buffer has no
+    # The view protocol of pytest_gpucheck.checking.device_views: a bare buffer has no
     # slicing of its own, so views are computed from byte strides and an offset.
     @property
     def gpucheck_byte_strides(self) -> tuple[int, ...]:

@@ -22,7 +22,7 @@ from pytest_gpucheck.backends._cuda_build import device_line, unready
 from pytest_gpucheck.backends.array_ops import ArrayOps, Index
 from pytest_gpucheck.backends.base import Backend, Probe, first_installed_version
 from pytest_gpucheck.backends.timing import RoundTimer
-from pytest_gpucheck.child_env import apply_jax_memory_policy
+from pytest_gpucheck.environment import apply_jax_memory_policy
 
 if TYPE_CHECKING:
     from pytest_gpucheck.backends.adapter_base import Adapter
@@ -121,7 +121,7 @@ class JaxCpuBackend(_JaxBackend):
     def fewer_devices_reason(self) -> str:
         import os
 
-        from pytest_gpucheck.child_env import HOST_DEVICES_OPTION, XLA_FLAG
+        from pytest_gpucheck.environment import HOST_DEVICES_OPTION, XLA_FLAG
 
         flags = os.environ.get("XLA_FLAGS", "")
         return (f"JAX started with XLA_FLAGS={flags!r}; it reads "

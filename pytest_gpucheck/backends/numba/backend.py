@@ -28,7 +28,7 @@ from pytest_gpucheck.backends.base import Backend, Probe
 from pytest_gpucheck.backends.numba.compile_check import compile_problem, one_element_kernel_problem
 from pytest_gpucheck.backends.numpy.backend import HostArrays
 from pytest_gpucheck.backends.timing import CudaEventTimer
-from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
+from pytest_gpucheck.environment import SIMULATOR_CHILD_VARIABLE
 
 if TYPE_CHECKING:
     from pytest_gpucheck.backends.adapter_base import Adapter

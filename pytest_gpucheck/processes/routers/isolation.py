@@ -76,7 +76,7 @@ def configure_isolation(config: pytest.Config) -> None:
     """Register the sticky-error guard, and the router unless the mode is ``none`` or
     this process is a rank under a launcher (launched mode)."""
     config.pluginmanager.register(StickyGuard(), "gpucheck-sticky-guard")
-    from pytest_gpucheck.launch_env import launched_rank
+    from pytest_gpucheck.environment import launched_rank
 
     # Under a launcher every rank is a process the launcher owns; a worker started by a
     # rank would inherit the rank's MPI environment without being a rank.

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck.child_env import SIMULATOR_CHILD_VARIABLE
+from pytest_gpucheck.environment import SIMULATOR_CHILD_VARIABLE
 from pytest_gpucheck.processes.controller import (
     ChildRun,
     backends_option,

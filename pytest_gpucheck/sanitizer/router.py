@@ -1,13 +1,13 @@
 """The sanitizer's router (``--gpu-sanitize``): every item it claims runs once in the
 worker of each tool, and the runs merge into one outcome (:func:`merge_runs`).
 
-The feature (:mod:`pytest_gpucheck.sanitizer`) decides what is sanitized, with which
+The feature (:mod:`pytest_gpucheck.sanitizer.plugin`) decides what is sanitized, with which
 tools and executable, and runs the worker-side plugin; this module starts and talks to
 the workers.  A :class:`SanitizedWorker` is a
 :class:`~pytest_gpucheck.processes.pool.Worker` whose command starts with
 ``compute-sanitizer --tool TOOL --log-file LOG ...``; each start logs to a file of
 its own.  The worker attributes what it reads to its tests
-(:class:`pytest_gpucheck.sanitizer.SanitizedChild`); what is left in the log when
+(:class:`pytest_gpucheck.sanitizer.plugin.SanitizedChild`); what is left in the log when
 the worker ends is an error outside any test and fails the run, and when the
 worker dies on a test, the sanitizer's last words join that test's failure.
 """
@@ -22,17 +22,18 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpucheck.child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
-from pytest_gpucheck.processes.controller import (
+from pytest_gpucheck.environment import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
+from pytest_gpucheck.processes import (
+    KeepsChildDeaths,
+    Router,
+    Worker,
     backends_option,
+    close_all,
     items_ahead,
     replay,
     tear_down_towards,
 )
-from pytest_gpucheck.processes.deaths import KeepsChildDeaths, close_all
-from pytest_gpucheck.processes.pool import Worker
-from pytest_gpucheck.processes.routers.base import Router
-from pytest_gpucheck.sanitizer_log import (
+from pytest_gpucheck.sanitizer.log import (
     SECTION,
     device_errors,
     error_text,
@@ -139,7 +140,7 @@ class SanitizedWorker(Worker):
 class SanitizerRouter(KeepsChildDeaths, Router):
     """Parent-side plugin: run each item it claims once in every tool's worker.
 
-    The sanitizer feature (:mod:`pytest_gpucheck.sanitizer`) decides what is sanitized
+    The sanitizer feature (:mod:`pytest_gpucheck.sanitizer.plugin`) decides what is sanitized
     and how: it hands over its tools with their options, the executable, which items
     it claims and its key in an xdist worker's output."""
 

@@ -18,7 +18,7 @@ hypothesis tests keep their settings.  All three set ``deadline=None``: the
 first example of each new shape or dtype includes JIT compilation (Numba,
 JAX, NVRTC), which says nothing about the kernel.  The numbers are the
 examples of CPU and GPU backends; the CUDA simulator gets half (see
-:mod:`pytest_gpucheck.strategies`).  Every profile runs the suites' boundary
+:mod:`pytest_gpucheck.checking.strategies`).  Every profile runs the suites' boundary
 sweep (fixed edge cases, the same on every backend) before these examples.
 """
 

@@ -22,9 +22,9 @@ from hypothesis.extra import numpy as hnp
 from numpy.typing import DTypeLike
 
 from pytest_gpucheck.backends import BACKENDS, backend_class
-from pytest_gpucheck.device_views import slice_view, transpose_view
-from pytest_gpucheck.guards import guard_value
-from pytest_gpucheck.kernel_launch import LaunchConfig
+from pytest_gpucheck.checking.device_views import slice_view, transpose_view
+from pytest_gpucheck.checking.guards import guard_value
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 
 #: Memory layouts an input can be handed to a kernel in.
 CONTIGUOUS = "contiguous"
@@ -180,7 +180,7 @@ def integer_valued(dtype: DTypeLike, low: int, high: int) -> st.SearchStrategy[i
     """Integers in ``[low, high]``, for arrays of ``dtype`` (integer or float).
 
     Integer-valued floats make reductions exact in any order (see
-    :mod:`pytest_gpucheck.tolerance`), so a dropped element cannot hide.
+    :mod:`pytest_gpucheck.checking.tolerance`), so a dropped element cannot hide.
     """
     del dtype  # the array's dtype does the conversion
     return st.integers(low, high)

@@ -31,7 +31,7 @@ import pytest
 from pytest_gpucheck.options import one_of
 
 if TYPE_CHECKING:
-    from pytest_gpucheck.report import Failure, Matrix
+    from pytest_gpucheck.reporting.report import Failure, Matrix
 
 SUMMARY_OPTION = "--gpu-summary"
 ANNOTATIONS_OPTION = "--gpu-annotations"
@@ -249,7 +249,7 @@ def annotation_lines(failures: list[Failure], root: Path) -> list[str]:
 
 # -- publishing --------------------------------------------------------------------
 def is_rank_other_than_zero() -> bool:
-    from pytest_gpucheck.launch_env import launched_rank
+    from pytest_gpucheck.environment import launched_rank
 
     rank = launched_rank()
     return rank is not None and rank.rank != 0
@@ -262,7 +262,7 @@ def publish(config: pytest.Config, terminalreporter: Any, matrix: Matrix,
         return
     path = summary_path(config)
     if path is not None and (matrix.counts or matrix.failures or matrix.sections):
-        from pytest_gpucheck.report import append_job_summary
+        from pytest_gpucheck.reporting.report import append_job_summary
 
         try:
             append_job_summary(matrix, path, order)

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from pytest_gpucheck.guards import GuardReadback, same_bits
-from pytest_gpucheck.kernel_launch import LaunchConfig
-from pytest_gpucheck.tolerance import Tolerance, abs_error, is_float, ulp_error
+from pytest_gpucheck.checking.guards import GuardReadback, same_bits
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
+from pytest_gpucheck.checking.tolerance import Tolerance, abs_error, is_float, ulp_error
 
 #: How many mismatching elements a message lists.
 SHOWN = 5
@@ -274,7 +274,7 @@ def assert_matches_reference(actual: Any, expected: Any, rule: Tolerance,
     """Assert ``actual`` has the dtype and shape of ``expected`` and matches it under ``rule``.
 
     ``actual`` must already be on the host (``gpu_backend.to_host(result)``).
-    ``rule`` comes from :mod:`pytest_gpucheck.tolerance` (``exact``,
+    ``rule`` comes from :mod:`pytest_gpucheck.checking.tolerance` (``exact``,
     ``within_ulps``, ``sum_rule``, ...).
     """
     __tracebackhide__ = True
@@ -300,7 +300,8 @@ def assert_unchanged(before: np.ndarray, after: np.ndarray,
 
 def assert_guards_intact(readback: GuardReadback,
                          context: CheckContext | str | None = None) -> None:
-    """Assert nothing was written outside a :class:`~pytest_gpucheck.guards.GuardedBuffer`."""
+    """Assert nothing was written outside a
+    :class:`~pytest_gpucheck.checking.guards.GuardedBuffer`."""
     __tracebackhide__ = True
     problem = guard_problem(readback, context)
     if problem:

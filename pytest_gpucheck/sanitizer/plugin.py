@@ -5,7 +5,7 @@ references cannot see a kernel that reads out of bounds and happens to get a
 plausible value, a race that resolved well this time, a read of uninitialised
 memory or a barrier in divergent code; compute-sanitizer's tools can.
 
-The sanitizer's router (:mod:`pytest_gpucheck.processes.routers.sanitizer`) starts
+The sanitizer's router (:mod:`pytest_gpucheck.sanitizer.router`) starts
 one long-lived worker per tool and backend key, under ``compute-sanitizer --tool
 TOOL --log-file LOG``; every GPU-backend item runs once in each tool's worker.  The worker
 synchronises the item's devices after each phase (setup, call, teardown) and
@@ -39,9 +39,9 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck.child_env import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
-from pytest_gpucheck.hypothesis_profiles import SANITIZE_DIVISOR as EXAMPLE_DIVISOR
-from pytest_gpucheck.sanitizer_log import (
+from pytest_gpucheck.checking.hypothesis_profiles import SANITIZE_DIVISOR as EXAMPLE_DIVISOR
+from pytest_gpucheck.environment import SANITIZE_LOG_VARIABLE, SANITIZE_TOOL_VARIABLE
+from pytest_gpucheck.sanitizer.log import (
     SECTION,
     device_errors,
     error_text,
@@ -242,7 +242,7 @@ def plan_run(config: pytest.Config) -> Sanitizing | None:
         return None
     tools = parse_tools(str(text))
     from pytest_gpucheck.backends import GPU_BACKENDS
-    from pytest_gpucheck.launch_env import launched_rank
+    from pytest_gpucheck.environment import launched_rank
     from pytest_gpucheck.selection import get_selection
 
     if config.getoption("gpu_isolate", "auto") == "none":
@@ -264,7 +264,7 @@ def plan_run(config: pytest.Config) -> Sanitizing | None:
     version = tool_version(executable)
     if isinstance(version, str):
         raise pytest.UsageError(f"{OPTION}: {version}; reinstall compute-sanitizer")
-    from pytest_gpucheck.devices import cuda_driver
+    from pytest_gpucheck.backends.devices import cuda_driver
 
     problem = version_problem(version, cuda_driver().version)
     if problem is not None:
@@ -284,7 +284,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config.stash[SANITIZE_KEY] = plan
     if plan.backends:
         assert plan.executable is not None  # plan_run found it for the routed backends
-        from pytest_gpucheck.processes import SanitizerRouter
+        from pytest_gpucheck.sanitizer.router import SanitizerRouter
 
         router = SanitizerRouter(
             config, executable=plan.executable, claims=is_sanitized,
@@ -300,7 +300,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if not plan.backends:
         return [f"gpucheck: {OPTION}: no GPU backend selected, nothing is sanitized "
                 "(select one with --gpu-backends=gpu)"]
-    from pytest_gpucheck.hypothesis_profiles import PROFILES
+    from pytest_gpucheck.checking.hypothesis_profiles import PROFILES
 
     examples = ", ".join(
         f"{name} {values['max_examples']} -> "
@@ -332,7 +332,7 @@ class SanitizedChild:
         #: The test whose kernels the sanitizer last reported (its later failed API calls
         #: are the same finding).
         self._device_error_in: str | None = None
-        from pytest_gpucheck.hypothesis_profiles import use_sanitize_divisor
+        from pytest_gpucheck.checking.hypothesis_profiles import use_sanitize_divisor
 
         use_sanitize_divisor()
 
@@ -411,7 +411,7 @@ class SanitizedChild:
 
     @staticmethod
     def _write(path: Path, text: str) -> None:
-        from pytest_gpucheck.atomic_files import write_text_atomically
+        from pytest_gpucheck.reporting.atomic_files import write_text_atomically
 
         with contextlib.suppress(OSError):
             write_text_atomically(path, text)

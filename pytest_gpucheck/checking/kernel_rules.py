@@ -2,7 +2,7 @@
 
 A rule takes a problem's inputs (by argument name, as host arrays and
 scalars) and the reference's result, and returns the derived
-:class:`~pytest_gpucheck.tolerance.Tolerance` an implementation's result must
+:class:`~pytest_gpucheck.checking.tolerance.Tolerance` an implementation's result must
 meet, with its reason.  The conformance suites, the MPI checks and the
 project's direct checks of the bundled implementations all apply these rules,
 so a kernel has one tolerance wherever it is checked.
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_gpucheck import tolerance as tol
+from pytest_gpucheck.checking import tolerance as tol
 
 Rule = Callable[[Mapping[str, Any], np.ndarray], tol.Tolerance]
 
@@ -139,7 +139,7 @@ def laplacian_2d(inputs: Mapping[str, Any], expected: np.ndarray) -> tol.Toleran
 
 
 def matmul(inputs: Mapping[str, Any], expected: np.ndarray) -> tol.Tolerance:
-    """A dot product per element (:func:`~pytest_gpucheck.tolerance.matmul_rule`)."""
+    """A dot product per element (:func:`~pytest_gpucheck.checking.tolerance.matmul_rule`)."""
     return tol.matmul_rule(inputs["a"], inputs["b"], expected.dtype)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from pytest_gpucheck.device_views import slice_view
+from pytest_gpucheck.checking.device_views import slice_view
 
 #: Guard elements on each side of every axis.  Several elements, not one, so an
 #: overrun by a whole warp-sized stride still lands in the guard.

@@ -14,7 +14,7 @@ over the visible devices:
 3. the pytest-xdist worker number (``gw3`` -> 3);
 4. otherwise 0.
 
-(:func:`pytest_gpucheck.launch_env.local_slot` reads them.)
+(:func:`pytest_gpucheck.environment.local_slot` reads them.)
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-# The node-local rank variables live with the other launcher variables (launch_env).
-from pytest_gpucheck.launch_env import local_slot
+# The node-local rank variables live with the other launcher variables (pytest_gpucheck.environment).
+from pytest_gpucheck.environment import local_slot
 
 if TYPE_CHECKING:
     import ctypes

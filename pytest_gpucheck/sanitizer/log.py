@@ -1,8 +1,8 @@
 """compute-sanitizer's log: its records, the findings among them, and which part of a
 sanitized worker's log no test has read yet.
 
-Kept apart from :mod:`pytest_gpucheck.sanitizer` (the plugin) and
-:mod:`pytest_gpucheck.processes.routers.sanitizer` (the parent's worker) so both read one
+Kept apart from :mod:`pytest_gpucheck.sanitizer.plugin` (the plugin) and
+:mod:`pytest_gpucheck.sanitizer.router` (the parent's worker) so both read one
 format.  A sanitized worker logs to ``LOG`` (``--log-file``); after each test it
 writes how far the tests read into ``LOG.read`` and what the sanitizer logged
 before the first test (start-up, collection) into ``LOG.outside``.

@@ -32,9 +32,9 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck.atomic_files import write_text_atomically
 from pytest_gpucheck.hookspecs import ReportSection
-from pytest_gpucheck.terminal_width import fit
+from pytest_gpucheck.reporting.atomic_files import write_text_atomically
+from pytest_gpucheck.reporting.terminal_width import fit
 
 CELL_KEY = pytest.StashKey[dict[str, str]]()
 MATRIX_KEY = pytest.StashKey["Matrix"]()
@@ -142,7 +142,7 @@ def rerun_command(report: pytest.TestReport, backend: str, options: tuple[str, .
     it is, so the report and the traceback never disagree.  Otherwise
     ``pytest TARGET --gpu-backends=BACKEND [options]``, where the target
     (``report.gpucheck_rerun``) comes from the same rule as the harness's line,
-    :func:`pytest_gpucheck.ci.rerun_selector`: ``path::name``, or for the
+    :func:`pytest_gpucheck.reporting.ci.rerun_selector`: ``path::name``, or for the
     bundled suites under ``--gpu-conformance`` (whose node ids name no file the
     user has) the user's paths and ``-k 'TEST[ID]'``.
     """
