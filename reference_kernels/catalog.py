@@ -12,7 +12,7 @@ registration check (``pytest_gpucheck.registry``), the MPI checks, the
 benchmarks and the project's tests all read these entries; none keeps its own
 copy.
 
-The tolerance rules themselves live in ``pytest_gpucheck.kernel_rules`` (each
+The tolerance rules themselves live in ``pytest_gpucheck.checking.kernel_rules`` (each
 rule derives its bound and says why), named here by a string, so this package
 imports nothing but NumPy.
 
@@ -67,7 +67,7 @@ class Entry:
     arguments: tuple[str, ...]
     #: Dtypes the kernel is checked with.
     dtypes: tuple[str, ...]
-    #: Name of its rule in ``pytest_gpucheck.kernel_rules.RULES``.
+    #: Name of its rule in ``pytest_gpucheck.checking.kernel_rules.RULES``.
     tolerance: str
     #: Name of the argument updated in place (such a kernel takes no ``out``), or None.
     in_place: str | None = None
