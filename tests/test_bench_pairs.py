@@ -151,6 +151,7 @@ def test_a_pair_offset_shared_by_its_blocks_fooled_the_pooled_test_not_the_pair_
     assert paired <= 1
 
 
+@pytest.mark.slow  # a simulation of many runs: left out of the fast loop
 def test_at_the_default_pairs_identical_runs_of_30_benchmarks_rarely_fail() -> None:
     """200 runs of 30 identical benchmarks (6,000 comparisons): the family's design says
     at most 1% of runs fail; the floor makes it rarer still.  Measured: 0 runs."""
@@ -164,6 +165,7 @@ def test_at_the_default_pairs_identical_runs_of_30_benchmarks_rarely_fail() -> N
     assert flagged <= 2
 
 
+@pytest.mark.slow  # a simulation of many runs: left out of the fast loop
 def test_at_the_default_pairs_a_10_percent_slowdown_among_30_is_caught() -> None:
     """100 runs of 30 benchmarks, one of them 10% slower: caught (and named) in at least
     90% of runs, with nothing else flagged.  Measured: 98 of 100 (2 inconclusive)."""

@@ -150,6 +150,7 @@ def run_three_moments(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
     return result, records, fraction_problems(result.stdout.str(), records)
 
 
+@pytest.mark.slow  # pytest subprocess runs: left out of the fast loop
 def test_a_noisy_moment_does_not_lower_the_ceiling(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     # The contention line is read whole: a machine's long CPU name took it past the 250
@@ -173,6 +174,7 @@ def test_a_noisy_moment_does_not_lower_the_ceiling(
     assert "was measured under contention" in (pytester.path / "report.md").read_text()
 
 
+@pytest.mark.slow  # pytest subprocess runs: left out of the fast loop
 def test_the_check_rejects_a_ceiling_from_the_one_paired_copy(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     result, _, problems = run_three_moments(pytester, monkeypatch, BROKEN_CEILING="1")
@@ -184,6 +186,7 @@ def test_the_check_rejects_a_ceiling_from_the_one_paired_copy(
     assert "was measured under contention" not in result.stdout.str()
 
 
+@pytest.mark.slow  # pytest subprocess runs: left out of the fast loop
 def test_copies_that_agree_print_no_contention_line(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     result, records, problems = run_three_moments(pytester, monkeypatch, NOISY="0")
@@ -192,6 +195,7 @@ def test_copies_that_agree_print_no_contention_line(
     assert all(r["session_ceiling"]["spread"] < 1.5 for r in records), records
 
 
+@pytest.mark.slow  # pytest subprocess runs: left out of the fast loop
 def test_isolation_workers_copies_are_combined_in_the_parent(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """One process per backend: numpy's copies are all slow, numba-cpu's are not; the

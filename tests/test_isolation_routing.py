@@ -267,6 +267,7 @@ def test_a_worker_no_item_ahead_needs_is_closed_while_the_session_goes_on(
     assert result.returncode == 0, output
 
 
+@pytest.mark.slow  # isolation workers: left out of the fast loop
 @pytest.mark.parametrize("broken", [False, True], ids=["prestart", "broken-no-prestart"])
 def test_the_worker_starts_before_the_first_item(
         tmp_path: Path, broken: bool,

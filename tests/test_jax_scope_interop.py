@@ -14,6 +14,7 @@ def test_plain():
 """
 
 
+@pytest.mark.slow  # a fresh interpreter for its project: left out of the fast loop
 def test_documented_items_on_jax_cpu_run_in_64_bit_mode(pytester: pytest.Pytester) -> None:
     """Without the scope, numpy->jax-cpu of a float64 case arrives as float32 and
     ``jax-copies-unaligned`` fails with "dtype changed: float64 -> float32"."""

@@ -268,6 +268,7 @@ def test_ci_runs_each_session_and_a_failed_one_fails_ci_with_one_line(tmp_path: 
         "reruns one; logs in .nox-logs/)")
 
 
+@pytest.mark.slow  # two runs of the noxfile's header command: left out of the fast loop
 def test_the_not_installed_check_finds_the_line_of_a_real_header() -> None:
     """``newest`` without torch checks that torch-cpu's header line says why it is
     skipped; that check once read a ``-q`` run, which prints no header, and failed the

@@ -170,6 +170,7 @@ def test_chi_square_tail_of_even_degrees() -> None:
 SEEDS = 1000
 
 
+@pytest.mark.slow  # 1000 seeds: left out of the fast loop
 def test_a_correct_generator_passes_1000_seeds_at_the_stated_rate() -> None:
     """1000 fixed seeds of NumPy's generator at the suites' sample size 4096, the independence
     statistics computed for all seeds at once.  None may fail at the stated rate (1e-6 per
@@ -199,6 +200,7 @@ def test_a_correct_generator_passes_1000_seeds_at_the_stated_rate() -> None:
         assert abs(exceed - trials * 0.01) <= 5.5 * sd, (exceed, trials)
 
 
+@pytest.mark.slow  # 1000 seeds: left out of the fast loop
 def test_a_correct_generator_passes_every_test_on_1000_seeds() -> None:
     """All ten tests (``uniform_samples_problems``) on 1000 fixed seeds at the simulator's
     sample size 1031: a stated rate of 1e-5 per call makes a failure among them a 1% event,
