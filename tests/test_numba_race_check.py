@@ -112,7 +112,7 @@ def test_an_inner_serial_loop_does_not_make_the_index_follow_the_prange() -> Non
     (scalar_reduction, (F1, F1)),
     (row_of_a_2d_out, (F1, F2)),
     (scratch_of_its_own, (F1, F1)),
-], ids=lambda value: getattr(value, "__name__", ""))
+], ids=["loop_index", "scalar_reduction", "row_of_a_2d_out", "scratch_of_its_own"])
 def test_correct_loops_have_no_finding(function: Any, args: tuple[Any, ...]) -> None:
     assert findings(function, *args) == []
 
