@@ -115,6 +115,14 @@ class Backend:
         pool's own that races on purpose, a few calls in a row.  None without a pool."""
         return None
 
+    def race_scan(self) -> Any:
+        """A context manager that watches what the backend compiles while it is active;
+        afterwards its ``findings()`` returns ``(findings, note)``: the data races found by
+        reading the compiled parallel loops (each with ``kind``, ``"race"`` or ``"may
+        race"``, and ``message()``), and a note saying what was inspected.  None where the
+        backend compiles no parallel loops of its own (only ``numba-cpu`` does)."""
+        return None
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} device={self.device_index}>"
 

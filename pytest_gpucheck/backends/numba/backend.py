@@ -86,6 +86,15 @@ class NumbaCpuBackend(HostArrays):
             probe(ones, totals[index:index + 1])
         return bool(np.any(totals != ones.size))
 
+    def race_scan(self) -> Any:
+        """Reads the ``prange`` loops of the ``parallel=True`` functions compiled while it
+        is active (:class:`~.race_check.LoopScan`): a race found there does not depend on
+        the threads overlapping in this run."""
+        from pytest_gpucheck.backends.numba.race_check import LoopScan
+
+        # The overlap probe races on purpose, and it is compiled during the item.
+        return LoopScan(ignored=(_overlap_probe(),))
+
 
 @functools.cache
 def _overlap_probe() -> Any:
