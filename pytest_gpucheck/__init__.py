@@ -73,6 +73,9 @@ MOVED_MODULES = {
     "pytest_gpucheck.launch_env": "pytest_gpucheck.environment",
     "pytest_gpucheck.devices": "pytest_gpucheck.backends.devices",
     "pytest_gpucheck.sanitizer_log": "pytest_gpucheck.sanitizer.log",
+    # Shared by the numba and cuda-python backends, so outside both (no backend imports another).
+    "pytest_gpucheck.backends.numba.compile_check":
+        "pytest_gpucheck.backends.numba_device.compile_check",
 }
 
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-# The node-local rank variables live with the other launcher variables (pytest_gpucheck.environment).
+# The node-local rank variables live with the other launcher variables
+# (pytest_gpucheck.environment).
 from pytest_gpucheck.environment import local_slot
 
 if TYPE_CHECKING:
