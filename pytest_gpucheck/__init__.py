@@ -88,6 +88,9 @@ MOVED_MODULES = {
     "pytest_gpucheck.devices": "pytest_gpucheck.backends.devices",
     "pytest_gpucheck.sanitizer_log": "pytest_gpucheck.sanitizer.log",
     # Shared by the numba and cuda-python backends, so outside both (no backend imports another).
+    # The conformance specs, one module per family (conformance/specs/).
+    **{f"pytest_gpucheck.conformance.specs_{family}": f"pytest_gpucheck.conformance.specs.{family}"
+       for family in ("fused", "multi_device", "transforms", "ufuncs")},
     "pytest_gpucheck.backends.numba.compile_check":
         "pytest_gpucheck.backends.numba_device.compile_check",
 }

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from pytest_gpucheck.checking import strategies as gst
 from pytest_gpucheck.checking.kernel_rules import GRAD_SIGMOID_OPS
 from pytest_gpucheck.checking.strategies import Sizing
-from pytest_gpucheck.conformance.specs import Case, CaseDraw, KernelSpec, _heat_cases
+from pytest_gpucheck.conformance.specs.base import Case, CaseDraw, KernelSpec
+from pytest_gpucheck.conformance.specs.stencils import heat_cases
 from pytest_gpucheck.reference_kernels.catalog import Entry
 
 
@@ -52,7 +53,7 @@ SPECS: dict[str, KernelSpec] = {
         KernelSpec("grad_weighted_sum", _vector_cases(1e3)),
         # +-120 covers both saturations: exp(-x) overflows in float32 beyond ~88.
         KernelSpec("grad_sigmoid", _vector_cases(120.0)),
-        KernelSpec("grad_heat_step_1d", _heat_cases),
+        KernelSpec("grad_heat_step_1d", heat_cases),
         KernelSpec("vmap_saxpy", _vmap_cases),
     )
 }

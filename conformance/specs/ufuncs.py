@@ -18,14 +18,8 @@ from hypothesis import strategies as st
 
 from pytest_gpucheck.checking import strategies as gst
 from pytest_gpucheck.checking.strategies import Sizing
-from pytest_gpucheck.conformance.specs import (
-    PRODUCT_EXACT_BOUND,
-    Case,
-    Edge,
-    KernelSpec,
-    _one_kind,
-    _values,
-)
+from pytest_gpucheck.conformance.specs.base import Case, Edge, KernelSpec, one_kind, sweep_values
+from pytest_gpucheck.conformance.specs.reductions import PRODUCT_EXACT_BOUND
 from pytest_gpucheck.reference_kernels.catalog import FRACTIONAL, Entry
 
 
@@ -65,7 +59,7 @@ def _dot_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
     def draw(draw: Any) -> Case:
         dtype = draw(gst.dtypes(*entry.dtypes))
         b, n = draw(gst.shapes_2d(sizing))
-        elements = draw(_one_kind(dtype, PRODUCT_EXACT_BOUND, 1e3))
+        elements = draw(one_kind(dtype, PRODUCT_EXACT_BOUND, 1e3))
         x = draw(gst.arrays(dtype, (b, n), elements))
         y = draw(gst.arrays(dtype, (b, n), elements))
         return Case({"x": x, "y": y}, f"x.shape=y.shape={(b, n)} (loop b, core n), "
@@ -101,7 +95,7 @@ def _saxpy_large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
 def _dot_large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
                rng: np.random.Generator) -> Case:
     b, n = sizing.repeat_shape_2d
-    x, y = (_values((b, n), dtype, kind, PRODUCT_EXACT_BOUND, rng,
+    x, y = (sweep_values((b, n), dtype, kind, PRODUCT_EXACT_BOUND, rng,
                     integers=kind != FRACTIONAL) for _ in range(2))
     return Case({"x": x, "y": y}, f"x.shape=y.shape={(b, n)} (loop b, core n), "
                                   f"dtype={dtype}, {kind}", (b,))
@@ -110,7 +104,7 @@ def _dot_large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
 def _laplacian_large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
                      rng: np.random.Generator) -> Case:
     shape = sizing.repeat_shape_3d
-    u = _values(shape, dtype, kind, 1e3, rng)
+    u = sweep_values(shape, dtype, kind, 1e3, rng)
     return Case({"u": u}, f"u.shape={shape} (loop {shape[0]}, core {shape[1:]}), "
                           f"dtype={dtype}, {kind}", shape)
 
