@@ -222,6 +222,24 @@ class KernelSpec:
         return poison_value(dtype)
 
 
+#: Draws one case once its dtype is drawn: ``build(draw, sizing, entry, dtype)``.
+CaseBuild = Callable[[Any, Sizing, Entry, np.dtype], Case]
+
+
+def case_draw(build: CaseBuild) -> CaseDraw:
+    """The :data:`CaseDraw` of a spec whose first draw is a dtype of its catalog entry (every
+    spec's): ``build`` draws the rest with hypothesis' ``draw`` and returns the case."""
+
+    def cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
+        @st.composite
+        def draw(draw: Any) -> Case:
+            return build(draw, sizing, entry, draw(gst.dtypes(*entry.dtypes)))
+
+        return draw()
+
+    return cases
+
+
 def elements(dtype: np.dtype, bound: float) -> st.SearchStrategy[Any]:
     """Finite floats in [-bound, bound], or integers in that range for integer dtypes."""
     if dtype.kind == "f":
@@ -379,16 +397,12 @@ def spec_shapes(name: str, draw: CaseDraw, shapes: Callable[[Sizing], tuple[tupl
     return KernelSpec(name, draw, sweep_shapes(shapes, make), large_shape(repeat, make))
 
 
-def vectors_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        n = draw(gst.sizes(sizing, min_size=entry.min_size))
-        inputs = {name: draw(gst.arrays(dtype, n, elements(dtype, 2**20)))
-                  for name in entry.arguments}
-        return Case(inputs, f"n={n}, dtype={dtype}", (n,))
-
-    return draw()
+@case_draw
+def vectors_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    n = draw(gst.sizes(sizing, min_size=entry.min_size))
+    inputs = {name: draw(gst.arrays(dtype, n, elements(dtype, 2**20)))
+              for name in entry.arguments}
+    return Case(inputs, f"n={n}, dtype={dtype}", (n,))
 
 
 def edge_vectors(entry: Entry, n: int, dtype: np.dtype, kind: str,

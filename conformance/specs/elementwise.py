@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import strategies as st
 
 from pytest_gpucheck.checking import strategies as gst
 from pytest_gpucheck.checking.strategies import Sizing
 from pytest_gpucheck.conformance.specs.base import (
     Case,
     KernelSpec,
+    case_draw,
     elements,
     repeat_2d,
     spec_1d,
@@ -26,54 +26,38 @@ from pytest_gpucheck.reference_kernels.catalog import (
 )
 
 
-def _vector_add_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        n = draw(gst.sizes(sizing))
-        bound = 2**30 if dtype == np.int32 else 2**61 if dtype == np.int64 else 1e30
-        a = draw(gst.arrays(dtype, n, elements(dtype, bound)))
-        b = draw(gst.arrays(dtype, n, elements(dtype, bound)))
-        return Case({"a": a, "b": b}, f"n={n}, dtype={dtype}", (n,))
-
-    return draw()
+@case_draw
+def _vector_add_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    n = draw(gst.sizes(sizing))
+    bound = 2**30 if dtype == np.int32 else 2**61 if dtype == np.int64 else 1e30
+    a = draw(gst.arrays(dtype, n, elements(dtype, bound)))
+    b = draw(gst.arrays(dtype, n, elements(dtype, bound)))
+    return Case({"a": a, "b": b}, f"n={n}, dtype={dtype}", (n,))
 
 
-def _saxpy_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        n = draw(gst.sizes(sizing))
-        alpha = draw(gst.scalars(dtype, gst.finite_floats(dtype, 100.0)))
-        x = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 1e3)))
-        y = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 1e3)))
-        return Case({"alpha": alpha, "x": x, "y": y},
-                    f"n={n}, dtype={dtype}, alpha={float(alpha)!r}", (n,))
-
-    return draw()
+@case_draw
+def _saxpy_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    n = draw(gst.sizes(sizing))
+    alpha = draw(gst.scalars(dtype, gst.finite_floats(dtype, 100.0)))
+    x = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 1e3)))
+    y = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 1e3)))
+    return Case({"alpha": alpha, "x": x, "y": y},
+                f"n={n}, dtype={dtype}, alpha={float(alpha)!r}", (n,))
 
 
-def _sigmoid_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        n = draw(gst.sizes(sizing))
-        # +-120 covers both saturations (exp overflows beyond ~88 in float32).
-        x = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 120.0)))
-        return Case({"x": x}, f"n={n}, dtype={dtype}", (n,))
-
-    return draw()
+@case_draw
+def _sigmoid_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    n = draw(gst.sizes(sizing))
+    # +-120 covers both saturations (exp overflows beyond ~88 in float32).
+    x = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 120.0)))
+    return Case({"x": x}, f"n={n}, dtype={dtype}", (n,))
 
 
-def _add_one_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        shape = draw(gst.shapes_2d(sizing))
-        a = draw(gst.arrays(dtype, shape, elements(dtype, 2**20)))
-        return Case({"a": a}, f"shape={shape}, dtype={dtype}", shape)
-
-    return draw()
+@case_draw
+def _add_one_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    shape = draw(gst.shapes_2d(sizing))
+    a = draw(gst.arrays(dtype, shape, elements(dtype, 2**20)))
+    return Case({"a": a}, f"shape={shape}, dtype={dtype}", shape)
 
 
 def _edge_vector_add(_entry: Entry, n: int, dtype: np.dtype, kind: str,

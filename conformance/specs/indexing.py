@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import strategies as st
 
 from pytest_gpucheck.checking import strategies as gst
 from pytest_gpucheck.checking.strategies import Sizing
 from pytest_gpucheck.conformance.specs.base import (
     Case,
     KernelSpec,
+    case_draw,
     repeat_2d,
     repeat_3d,
     spec_1d,
@@ -26,31 +26,23 @@ from pytest_gpucheck.reference_kernels.catalog import (
 )
 
 
-def _index_map_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
+@case_draw
+def _index_map_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
     """Output shapes of the entry's launch domain (the index map's only argument is ``out``)."""
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        if entry.launch == "2d":
-            shape: tuple[int, ...] = draw(gst.shapes_2d(sizing))
-        elif entry.launch == "3d":
-            shape = draw(gst.shapes_3d(sizing))
-        else:
-            shape = (draw(gst.sizes(sizing)),)
-        return Case({}, f"shape={shape}, dtype={dtype}", shape, (shape, dtype))
-
-    return draw()
+    if entry.launch == "2d":
+        shape: tuple[int, ...] = draw(gst.shapes_2d(sizing))
+    elif entry.launch == "3d":
+        shape = draw(gst.shapes_3d(sizing))
+    else:
+        shape = (draw(gst.sizes(sizing)),)
+    return Case({}, f"shape={shape}, dtype={dtype}", shape, (shape, dtype))
 
 
-def _transpose_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        shape = draw(gst.shapes_2d(sizing))
-        a = draw(gst.distinct_values(dtype, shape))
-        return Case({"a": a}, f"shape={shape}, dtype={dtype}", (shape[1], shape[0]))
-
-    return draw()
+@case_draw
+def _transpose_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    shape = draw(gst.shapes_2d(sizing))
+    a = draw(gst.distinct_values(dtype, shape))
+    return Case({"a": a}, f"shape={shape}, dtype={dtype}", (shape[1], shape[0]))
 
 
 def _edge_index_map(_entry: Entry, shape: tuple[int, ...], dtype: np.dtype, kind: str,

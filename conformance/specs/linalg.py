@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import strategies as st
 
 from pytest_gpucheck.checking import strategies as gst
 from pytest_gpucheck.checking.strategies import Sizing
 from pytest_gpucheck.conformance.specs.base import (
     Case,
     KernelSpec,
+    case_draw,
     one_kind,
     repeat_matmul,
     spec_shapes,
@@ -23,17 +23,13 @@ from pytest_gpucheck.reference_kernels.catalog import (
 )
 
 
-def _matmul_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        m, k, n = draw(gst.matmul_shapes(sizing))
-        elements = draw(one_kind(dtype, 2**5, 1.0))
-        a = draw(gst.arrays(dtype, (m, k), elements))
-        b = draw(gst.arrays(dtype, (k, n), elements))
-        return Case({"a": a, "b": b}, f"({m}, {k}) @ ({k}, {n}), dtype={dtype}", (m, n))
-
-    return draw()
+@case_draw
+def _matmul_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    m, k, n = draw(gst.matmul_shapes(sizing))
+    elements = draw(one_kind(dtype, 2**5, 1.0))
+    a = draw(gst.arrays(dtype, (m, k), elements))
+    b = draw(gst.arrays(dtype, (k, n), elements))
+    return Case({"a": a, "b": b}, f"({m}, {k}) @ ({k}, {n}), dtype={dtype}", (m, n))
 
 
 def _edge_matmul(_entry: Entry, shape: tuple[int, ...], dtype: np.dtype, kind: str,

@@ -15,6 +15,7 @@ from pytest_gpucheck.conformance.specs.base import (
     CaseDraw,
     EdgeMaker,
     KernelSpec,
+    case_draw,
     elements,
     one_kind,
     spec_1d,
@@ -36,59 +37,43 @@ PRODUCT_EXACT_BOUND = 2**6
 
 
 def reduction_cases(exact_bound: int) -> CaseDraw:
-    def cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-        @st.composite
-        def draw(draw: Any) -> Case:
-            dtype = draw(gst.dtypes(*entry.dtypes))
-            n = draw(gst.sizes(sizing, min_size=entry.min_size))
-            elements = draw(one_kind(dtype, exact_bound, 1e3))
-            inputs = {name: draw(gst.arrays(dtype, n, elements)) for name in entry.arguments}
-            return Case(inputs, f"n={n}, dtype={dtype}", (n,))
-
-        return draw()
+    @case_draw
+    def cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+        n = draw(gst.sizes(sizing, min_size=entry.min_size))
+        elements = draw(one_kind(dtype, exact_bound, 1e3))
+        inputs = {name: draw(gst.arrays(dtype, n, elements)) for name in entry.arguments}
+        return Case(inputs, f"n={n}, dtype={dtype}", (n,))
 
     return cases
 
 
-def _max_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        n = draw(gst.sizes(sizing, min_size=entry.min_size))
-        bound = 1e30 if dtype.kind == "f" else np.iinfo(dtype).max
-        x = draw(gst.arrays(dtype, n, elements(dtype, bound)))
-        return Case({"x": x}, f"n={n}, dtype={dtype}", (n,))
-
-    return draw()
+@case_draw
+def _max_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    n = draw(gst.sizes(sizing, min_size=entry.min_size))
+    bound = 1e30 if dtype.kind == "f" else np.iinfo(dtype).max
+    x = draw(gst.arrays(dtype, n, elements(dtype, bound)))
+    return Case({"x": x}, f"n={n}, dtype={dtype}", (n,))
 
 
 HISTOGRAM_BINS = (1, 2, 7, 32, 33, 100)
 
 
-def _histogram_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        n = draw(gst.sizes(sizing))
-        nbins = draw(st.sampled_from(HISTOGRAM_BINS))
-        # Mostly inside [0, nbins), a few values outside, which must not be counted.
-        x = draw(gst.arrays(dtype, n, gst.integer_valued(dtype, -2, nbins + 1)))
-        return Case({"x": x, "nbins": nbins}, f"n={n}, nbins={nbins}, dtype={dtype}", (n,),
-                    (nbins,))
-
-    return draw()
+@case_draw
+def _histogram_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    n = draw(gst.sizes(sizing))
+    nbins = draw(st.sampled_from(HISTOGRAM_BINS))
+    # Mostly inside [0, nbins), a few values outside, which must not be counted.
+    x = draw(gst.arrays(dtype, n, gst.integer_valued(dtype, -2, nbins + 1)))
+    return Case({"x": x, "nbins": nbins}, f"n={n}, nbins={nbins}, dtype={dtype}", (n,),
+                (nbins,))
 
 
-def _monte_carlo_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        n = draw(st.sampled_from(sizing.samples))
-        seed = draw(st.integers(0, 2**31 - 1))
-        return Case({"seed": seed, "n": n, "dtype": dtype}, f"n={n}, seed={seed}, dtype={dtype}",
-                    (n,))
-
-    return draw()
+@case_draw
+def _monte_carlo_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    n = draw(st.sampled_from(sizing.samples))
+    seed = draw(st.integers(0, 2**31 - 1))
+    return Case({"seed": seed, "n": n, "dtype": dtype}, f"n={n}, seed={seed}, dtype={dtype}",
+                (n,))
 
 
 def _edge_reduction(bound: int) -> EdgeMaker:

@@ -18,6 +18,7 @@ from pytest_gpucheck.conformance.specs.base import (
     KernelSpec,
     LargeBuild,
     SweepBuild,
+    case_draw,
     repeat_2d,
     spec_1d,
     spec_shapes,
@@ -34,66 +35,54 @@ ALPHAS = (0.1, 0.25, 0.4, 0.5)
 STEPS = (0, 1, 2, 5)
 
 
-def heat_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
+@case_draw
+def heat_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
     """``u`` and ``alpha``, and ``steps`` or ``g`` where the entry takes them."""
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        n = draw(gst.sizes(sizing))
-        alpha = dtype.type(draw(st.sampled_from(ALPHAS)))
-        u = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 1e3)))
-        inputs: dict[str, Any] = {"u": u, "alpha": alpha}
-        text = f"n={n}, dtype={dtype}, alpha={float(alpha)}"
-        if "steps" in entry.arguments:
-            inputs["steps"] = draw(st.sampled_from(STEPS))
-            text += f", steps={inputs['steps']}"
-        if "g" in entry.arguments:  # the cotangent of the heat step's gradient
-            inputs["g"] = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 1e3)))
-        return Case(inputs, text, (n,))
-
-    return draw()
+    n = draw(gst.sizes(sizing))
+    alpha = dtype.type(draw(st.sampled_from(ALPHAS)))
+    u = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 1e3)))
+    inputs: dict[str, Any] = {"u": u, "alpha": alpha}
+    text = f"n={n}, dtype={dtype}, alpha={float(alpha)}"
+    if "steps" in entry.arguments:
+        inputs["steps"] = draw(st.sampled_from(STEPS))
+        text += f", steps={inputs['steps']}"
+    if "g" in entry.arguments:  # the cotangent of the heat step's gradient
+        inputs["g"] = draw(gst.arrays(dtype, n, gst.finite_floats(dtype, 1e3)))
+    return Case(inputs, text, (n,))
 
 
-def _laplacian_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        shape = draw(gst.shapes_2d(sizing))
-        u = draw(gst.arrays(dtype, shape, gst.finite_floats(dtype, 1e3)))
-        return Case({"u": u}, f"shape={shape}, dtype={dtype}", shape)
-
-    return draw()
+@case_draw
+def _laplacian_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    shape = draw(gst.shapes_2d(sizing))
+    u = draw(gst.arrays(dtype, shape, gst.finite_floats(dtype, 1e3)))
+    return Case({"u": u}, f"shape={shape}, dtype={dtype}", shape)
 
 
 HALO_WIDTHS = (0, 1, 2, 3)
 
 
 def _halo_cases(ndim: int) -> CaseDraw:
-    def cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-        @st.composite
-        def draw(draw: Any) -> Case:
-            dtype = draw(gst.dtypes(*entry.dtypes))
-            width = draw(st.sampled_from(HALO_WIDTHS if ndim == 1 else HALO_WIDTHS[:3]))
-            # Interiors from the bucket (at least the width, so both sources exist).
-            if ndim == 1:
-                inner: tuple[int, ...] = (draw(gst.sizes(sizing, min_size=max(width, 1))),)
-            else:
-                inner = draw(gst.shapes_2d(sizing, min_side=max(width, 1)))
-            shape = tuple(n + 2 * width for n in inner)
-            # Distinct interior values and ghost cells holding 0 (never an interior
-            # value): a ghost filled from the wrong cell, or not at all, is visible.
-            a = draw(gst.distinct_values(dtype, shape))
-            if width:
-                for axis in range(ndim):
-                    ghost = [slice(None)] * ndim
-                    ghost[axis] = slice(0, width)
-                    a[tuple(ghost)] = 0
-                    ghost[axis] = slice(-width, None)
-                    a[tuple(ghost)] = 0
-            return Case({"a": a, "width": width}, f"shape={shape}, width={width}, dtype={dtype}",
-                        shape)
-
-        return draw()
+    @case_draw
+    def cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+        width = draw(st.sampled_from(HALO_WIDTHS if ndim == 1 else HALO_WIDTHS[:3]))
+        # Interiors from the bucket (at least the width, so both sources exist).
+        if ndim == 1:
+            inner: tuple[int, ...] = (draw(gst.sizes(sizing, min_size=max(width, 1))),)
+        else:
+            inner = draw(gst.shapes_2d(sizing, min_side=max(width, 1)))
+        shape = tuple(n + 2 * width for n in inner)
+        # Distinct interior values and ghost cells holding 0 (never an interior
+        # value): a ghost filled from the wrong cell, or not at all, is visible.
+        a = draw(gst.distinct_values(dtype, shape))
+        if width:
+            for axis in range(ndim):
+                ghost = [slice(None)] * ndim
+                ghost[axis] = slice(0, width)
+                a[tuple(ghost)] = 0
+                ghost[axis] = slice(-width, None)
+                a[tuple(ghost)] = 0
+        return Case({"a": a, "width": width}, f"shape={shape}, width={width}, dtype={dtype}",
+                    shape)
 
     return cases
 

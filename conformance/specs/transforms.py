@@ -6,44 +6,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import strategies as st
+import numpy as np
 
 from pytest_gpucheck.checking import strategies as gst
 from pytest_gpucheck.checking.kernel_rules import GRAD_SIGMOID_OPS
 from pytest_gpucheck.checking.strategies import Sizing
-from pytest_gpucheck.conformance.specs.base import Case, CaseDraw, KernelSpec
+from pytest_gpucheck.conformance.specs.base import Case, CaseDraw, KernelSpec, case_draw
 from pytest_gpucheck.conformance.specs.stencils import heat_cases
 from pytest_gpucheck.reference_kernels.catalog import Entry
 
 
 def _vector_cases(bound: float) -> CaseDraw:
-    def cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-        @st.composite
-        def draw(draw: Any) -> Case:
-            dtype = draw(gst.dtypes(*entry.dtypes))
-            n = draw(gst.sizes(sizing))
-            inputs = {name: draw(gst.arrays(dtype, n, gst.finite_floats(dtype, bound)))
-                      for name in entry.arguments}
-            return Case(inputs, f"n={n}, dtype={dtype}", (n,))
-
-        return draw()
+    @case_draw
+    def cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+        n = draw(gst.sizes(sizing))
+        inputs = {name: draw(gst.arrays(dtype, n, gst.finite_floats(dtype, bound)))
+                  for name in entry.arguments}
+        return Case(inputs, f"n={n}, dtype={dtype}", (n,))
 
     return cases
 
 
-def _vmap_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        b, n = draw(gst.shapes_2d(sizing))
-        alpha = draw(gst.scalars(dtype, gst.finite_floats(dtype, 100.0)))
-        x = draw(gst.arrays(dtype, (b, n), gst.finite_floats(dtype, 1e3)))
-        y = draw(gst.arrays(dtype, (n, b), gst.finite_floats(dtype, 1e3)))
-        return Case({"alpha": alpha, "x": x, "y": y},
-                    f"batch={b}, n={n}, x.shape={(b, n)}, y.shape={(n, b)}, dtype={dtype}, "
-                    f"alpha={float(alpha)!r}", (n, b))
-
-    return draw()
+@case_draw
+def _vmap_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    b, n = draw(gst.shapes_2d(sizing))
+    alpha = draw(gst.scalars(dtype, gst.finite_floats(dtype, 100.0)))
+    x = draw(gst.arrays(dtype, (b, n), gst.finite_floats(dtype, 1e3)))
+    y = draw(gst.arrays(dtype, (n, b), gst.finite_floats(dtype, 1e3)))
+    return Case({"alpha": alpha, "x": x, "y": y},
+                f"batch={b}, n={n}, x.shape={(b, n)}, y.shape={(n, b)}, dtype={dtype}, "
+                f"alpha={float(alpha)!r}", (n, b))
 
 
 SPECS: dict[str, KernelSpec] = {
