@@ -305,7 +305,7 @@ def test_documented_behaviour_reproduces(documented: Documented,
     When a library changes for the better (a refusal that now works, a copy
     that is now zero-copy), this is skipped as "changed in <the installed
     version>"; any other change fails naming the versions the entry was seen
-    with, and the table in ``documented.py`` is updated.
+    with, and the table in ``documented_table.py`` is updated.
     """
     from pytest_gpucheck.interop.documented import (
         changed,
