@@ -176,13 +176,18 @@ def index_map_grid_stride(run: Launcher, out: Any, launch: LaunchConfig) -> None
 
 def transpose(run: Launcher, a: Any, out: Any) -> None:
     """``out = a.T`` through shared-memory tiles."""
-    dtype = _same_dtype(a, out)
-    rows, cols = a.shape
+    _tiled(run, "transpose", a, out)
+
+
+def _tiled(run: Launcher, kernel: str, source: Any, out: Any) -> None:
+    """One launch of a tiled 2-D kernel that reads ``source`` and writes ``out``."""
+    dtype = _same_dtype(source, out)
+    rows, cols = source.shape
     if rows == 0 or cols == 0:
         return
-    args = [run.arg(a), run.arg(out), *_i64(rows, cols, *element_strides(a),
-                                            *element_strides(out))]
-    run.launch("transpose", dtype, _tile_grid(rows, cols), (TILE, TILE), args)
+    args = [run.arg(source), run.arg(out), *_i64(rows, cols, *element_strides(source),
+                                                 *element_strides(out))]
+    run.launch(kernel, dtype, _tile_grid(rows, cols), (TILE, TILE), args)
 
 
 # -- reductions ----------------------------------------------------------------------------
@@ -286,13 +291,7 @@ def heat_steps_1d(run: Launcher, u: Any, alpha: Any, steps: int, out: Any) -> No
 
 def laplacian_2d(run: Launcher, u: Any, out: Any) -> None:
     """Five-point Laplacian on the interior, 0 on the boundary."""
-    dtype = _same_dtype(u, out)
-    rows, cols = u.shape
-    if rows == 0 or cols == 0:
-        return
-    args = [run.arg(u), run.arg(out), *_i64(rows, cols, *element_strides(u),
-                                            *element_strides(out))]
-    run.launch("laplacian_2d", dtype, _tile_grid(rows, cols), (TILE, TILE), args)
+    _tiled(run, "laplacian_2d", u, out)
 
 
 def _halo_axis(run: Launcher, a: Any, lines: int, n: int, width: int, s_line: int,
