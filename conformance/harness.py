@@ -235,13 +235,13 @@ def kernel_test(kernel: str, contract: str) -> Callable[[Cell, pytest.FixtureReq
     gets (this module's docstring).
     ``contract`` (what the kernel must do, within which tolerance) is the docstring.
 
-    Pytest places the test in the suite file that binds it (``place_as``: reports,
-    JUnit's ``file``), not here.
+    Pytest places the test in the suite file that binds it (``place_as``: its location in
+    reports), not here; a failure's traceback shows the call below, as it showed the
+    suite's own function before.
     """
 
     @pytest.mark.gpu_kernel(kernel)
     def test(impl: Cell, request: pytest.FixtureRequest) -> None:
-        __tracebackhide__ = True
         check_implementation(impl, request)
 
     suite = sys._getframe(1).f_globals["__name__"]  # the suite module binding the test
