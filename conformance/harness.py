@@ -26,7 +26,9 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import sys
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -240,6 +242,31 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
 #: Set by the parent run for its simulator child (which runs in another directory with
 #: other arguments): what a rerun command needs from the command the user typed.
 RERUN_VARIABLE = "PYTEST_GPUCHECK_RERUN"
+
+
+def kernel_test(kernel: str, contract: str) -> Callable[[Cell, pytest.FixtureRequest], None]:
+    """The suite test of ``kernel``, to bind to a ``test_<kernel>`` name in a suite file:
+    every registered implementation of the kernel (the ``impl`` fixture: ``backend:name``,
+    parametrized from the ``gpu_kernel`` marker) is run through
+    :func:`check_implementation` on hypothesis-drawn cases, with the checks every launch
+    gets (this module's docstring).
+    ``contract`` (what the kernel must do, within which tolerance) is the docstring.
+
+    Pytest places the test in the suite file that binds it (``place_as``: its location in
+    reports), not here; a failure's traceback shows the call below, as it showed the
+    suite's own function before.
+    """
+
+    @pytest.mark.gpu_kernel(kernel)
+    def test(impl: Cell, request: pytest.FixtureRequest) -> None:
+        check_implementation(impl, request)
+
+    suite = sys._getframe(1).f_globals["__name__"]  # the suite module binding the test
+    test.__name__ = test.__qualname__ = f"test_{kernel}"
+    test.__doc__ = contract
+    test.__module__ = suite
+    test.place_as = sys.modules[suite]  # type: ignore[attr-defined]
+    return test
 
 
 def rerun_invocation(config: pytest.Config) -> dict[str, Any]:

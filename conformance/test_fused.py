@@ -10,27 +10,16 @@ test runs every registered implementation of its kernel (the ``impl`` fixture:
 
 from __future__ import annotations
 
-import pytest
+from pytest_gpucheck.conformance.harness import kernel_test
 
-from pytest_gpucheck.conformance.harness import Cell, check_implementation
+test_fused_saxpy = kernel_test("fused_saxpy", (
+    "``alpha * x + y`` in one kernel, within ``gamma_3 * (|alpha x| + |y|)`` (a fused "
+    "multiply-add included); ``alpha`` comes as a scalar of the inputs' dtype."))
 
+test_fused_sigmoid = kernel_test("fused_sigmoid", (
+    "``1 / (1 + exp(-x))`` in one kernel, within ``sigmoid``'s ULP bound; NaN and "
+    "infinities as ``sigmoid``."))
 
-@pytest.mark.gpu_kernel("fused_saxpy")
-def test_fused_saxpy(impl: Cell, request: pytest.FixtureRequest) -> None:
-    """``alpha * x + y`` in one kernel, within ``gamma_3 * (|alpha x| + |y|)`` (a fused
-    multiply-add included); ``alpha`` comes as a scalar of the inputs' dtype."""
-    check_implementation(impl, request)
-
-
-@pytest.mark.gpu_kernel("fused_sigmoid")
-def test_fused_sigmoid(impl: Cell, request: pytest.FixtureRequest) -> None:
-    """``1 / (1 + exp(-x))`` in one kernel, within ``sigmoid``'s ULP bound; NaN and
-    infinities as ``sigmoid``."""
-    check_implementation(impl, request)
-
-
-@pytest.mark.gpu_kernel("fused_sum_of_squares")
-def test_fused_sum_of_squares(impl: Cell, request: pytest.FixtureRequest) -> None:
-    """``[sum(x * x)]`` as one map-reduce kernel: exact on small integer-valued data,
-    else Higham's bound over ``x * x``."""
-    check_implementation(impl, request)
+test_fused_sum_of_squares = kernel_test("fused_sum_of_squares", (
+    "``[sum(x * x)]`` as one map-reduce kernel: exact on small integer-valued data, "
+    "else Higham's bound over ``x * x``."))

@@ -12,12 +12,7 @@ every launch gets are listed in :mod:`pytest_gpucheck.conformance.harness`.
 
 from __future__ import annotations
 
-import pytest
+from pytest_gpucheck.conformance.harness import kernel_test
 
-from pytest_gpucheck.conformance.harness import Cell, check_implementation
-
-
-@pytest.mark.gpu_kernel("heat_steps_grid_sync")
-def test_heat_steps_grid_sync(impl: Cell, request: pytest.FixtureRequest) -> None:
-    """``steps`` heat steps in one cooperative launch equal ``heat_steps_1d``."""
-    check_implementation(impl, request)
+test_heat_steps_grid_sync = kernel_test("heat_steps_grid_sync", (
+    "``steps`` heat steps in one cooperative launch equal ``heat_steps_1d``."))

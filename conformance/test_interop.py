@@ -14,6 +14,7 @@ Run: ``pytest --pyargs pytest_gpucheck.conformance.test_interop --gpu-backends=c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -154,13 +155,25 @@ def _dtype_anchors(producer: Any, pair: Pair) -> list[Case]:
     return [Case(dtype, (2, 3)) for dtype in _usable_dtypes(producer, pair)]
 
 
-def _check(verdict: Verdict, tally: Tally) -> None:
+def _count(verdict: Verdict, tally: Tally, reasons: set[str]) -> None:
+    """One exchange's verdict: not available (its reason kept), a failure (raised), or
+    counted in the tally."""
+    if verdict.kind == "not available":
+        reasons.add(verdict.message)
+        return
     if verdict.kind == "fail":
         raise InteropMismatch(verdict.message)
     tally.add(verdict)
 
 
-def _finish(tally: Tally, reasons: set[str]) -> None:
+def _run(check: Callable[[], None], tally: Tally, reasons: set[str],
+         request: pytest.FixtureRequest) -> None:
+    """Run the hypothesis ``check``, record what it counted on the item, and end the test
+    as skipped when nothing was available, as an expected failure on a known defect."""
+    try:
+        check()
+    finally:
+        tally.record(request.node)
     if not tally.counts and reasons:
         pytest.skip("not available: " + "; ".join(sorted(reasons)))
     if tally.known:
@@ -171,7 +184,7 @@ def _finish(tally: Tally, reasons: set[str]) -> None:
 def test_exchange(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
     """Hand arrays over with this converter; accept only zero-copy or documented behaviour."""
     producer, consumer = _prepare(interop_pair, request.config)
-    tally, reasons = Tally(), set()
+    tally, reasons = Tally(), set[str]()
 
     _, profile = conformance_settings()
 
@@ -179,26 +192,18 @@ def test_exchange(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
     @given(case=_strategy(producer, interop_pair))
     def hand_over(case: Case) -> None:
         result = exchange(case, producer, consumer, interop_pair.converter)
-        verdict = judge(case, result, interop_pair.converter)
-        if verdict.kind == "not available":
-            reasons.add(verdict.message)
-            return
-        _check(verdict, tally)
+        _count(judge(case, result, interop_pair.converter), tally, reasons)
 
     for anchor in _anchors(producer, interop_pair) + _dtype_anchors(producer, interop_pair):
         hand_over = example(case=anchor)(hand_over)
-    try:
-        hand_over()
-    finally:
-        tally.record(request.node)
-    _finish(tally, reasons)
+    _run(hand_over, tally, reasons, request)
 
 
 @pytest.mark.interop
 def test_lifetime(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
     """The consumer's array stays valid after the producer is dropped and its memory reused."""
     producer, consumer = _prepare(interop_pair, request.config)
-    tally, reasons = Tally(), set()
+    tally, reasons = Tally(), set[str]()
 
     _, profile = conformance_settings()
 
@@ -208,19 +213,11 @@ def test_lifetime(interop_pair: Pair, request: pytest.FixtureRequest) -> None:
     def drop_producer(batch: list[Case]) -> None:
         results = check_lifetimes(batch, producer, consumer, interop_pair.converter)
         for case, result in zip(batch, results, strict=False):
-            verdict = judge(case, result, interop_pair.converter)
-            if verdict.kind == "not available":
-                reasons.add(verdict.message)
-                continue
-            _check(verdict, tally)
+            _count(judge(case, result, interop_pair.converter), tally, reasons)
 
     drop_producer = example(batch=_anchors(producer, interop_pair))(drop_producer)
     drop_producer = example(batch=_dtype_anchors(producer, interop_pair))(drop_producer)
-    try:
-        drop_producer()
-    finally:
-        tally.record(request.node)
-    _finish(tally, reasons)
+    _run(drop_producer, tally, reasons, request)
 
 
 @pytest.mark.interop
@@ -305,7 +302,7 @@ def test_documented_behaviour_reproduces(documented: Documented,
     When a library changes for the better (a refusal that now works, a copy
     that is now zero-copy), this is skipped as "changed in <the installed
     version>"; any other change fails naming the versions the entry was seen
-    with, and the table in ``documented.py`` is updated.
+    with, and the table in ``documented_table.py`` is updated.
     """
     from pytest_gpucheck.interop.documented import (
         changed,

@@ -1,24 +1,12 @@
-"""Conformance of the linear algebra: ``matmul`` and the shared-memory tiled ``matmul_tiled``.
-
-Each test runs every registered implementation of its kernel (the ``impl``
-fixture: ``backend:name``) on hypothesis-drawn cases; the checks every launch
-gets are listed in :mod:`pytest_gpucheck.conformance.harness`.
-"""
+"""Conformance of the linear algebra: ``matmul`` and the shared-memory tiled ``matmul_tiled``."""
 
 from __future__ import annotations
 
-import pytest
+from pytest_gpucheck.conformance.harness import kernel_test
 
-from pytest_gpucheck.conformance.harness import Cell, check_implementation
+test_matmul = kernel_test("matmul", (
+    "``out = a @ b`` for non-square shapes (including empty ones), per-element Higham "
+    "bound."))
 
-
-@pytest.mark.gpu_kernel("matmul")
-def test_matmul(impl: Cell, request: pytest.FixtureRequest) -> None:
-    """``out = a @ b`` for non-square shapes (including empty ones), per-element Higham bound."""
-    check_implementation(impl, request)
-
-
-@pytest.mark.gpu_kernel("matmul_tiled")
-def test_matmul_tiled(impl: Cell, request: pytest.FixtureRequest) -> None:
-    """The tiled kernel on sizes that are not multiples of the tile."""
-    check_implementation(impl, request)
+test_matmul_tiled = kernel_test("matmul_tiled", (
+    "The tiled kernel on sizes that are not multiples of the tile."))

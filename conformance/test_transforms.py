@@ -1,10 +1,6 @@
 """Conformance of function transformations: gradients (``jax.grad``, torch autograd)
 against analytic gradients, ``vmap`` against the stacked per-item results, and JAX
 implementations run eagerly against the same contracts as under ``jit``.
-
-Each test runs every registered implementation of its kernel (the ``impl``
-fixture: ``backend:name``) on hypothesis-drawn cases; the checks every launch
-gets are listed in :mod:`pytest_gpucheck.conformance.harness`.
 """
 
 from __future__ import annotations
@@ -19,33 +15,19 @@ import pytest
 
 from pytest_gpucheck.checking import tolerance as tol
 from pytest_gpucheck.checking.finite_differences import directional_check
-from pytest_gpucheck.conformance.harness import Cell, check_implementation
+from pytest_gpucheck.conformance.harness import Cell, check_implementation, kernel_test
 from pytest_gpucheck.reference_kernels.stencils import heat_step_1d
 from pytest_gpucheck.registry import implementations
 
+test_grad_sum_of_squares = kernel_test("grad_sum_of_squares", "``d/dx sum(x * x) = 2 x``, exactly.")
 
-@pytest.mark.gpu_kernel("grad_sum_of_squares")
-def test_grad_sum_of_squares(impl: Cell, request: pytest.FixtureRequest) -> None:
-    """``d/dx sum(x * x) = 2 x``, exactly."""
-    check_implementation(impl, request)
+test_grad_weighted_sum = kernel_test("grad_weighted_sum", "``d/dx sum(w * x) = w``, exactly.")
 
+test_grad_sigmoid = kernel_test("grad_sigmoid", (
+    "``d/dx sum(sigmoid(x))`` for ``|x| <= 120``: finite where ``exp(-x)`` overflows."))
 
-@pytest.mark.gpu_kernel("grad_weighted_sum")
-def test_grad_weighted_sum(impl: Cell, request: pytest.FixtureRequest) -> None:
-    """``d/dx sum(w * x) = w``, exactly."""
-    check_implementation(impl, request)
-
-
-@pytest.mark.gpu_kernel("grad_sigmoid")
-def test_grad_sigmoid(impl: Cell, request: pytest.FixtureRequest) -> None:
-    """``d/dx sum(sigmoid(x))`` for ``|x| <= 120``: finite where ``exp(-x)`` overflows."""
-    check_implementation(impl, request)
-
-
-@pytest.mark.gpu_kernel("grad_heat_step_1d")
-def test_grad_heat_step_1d(impl: Cell, request: pytest.FixtureRequest) -> None:
-    """``d/du sum(g * heat_step_1d(u, alpha)) = H^T g``, walls included."""
-    check_implementation(impl, request)
+test_grad_heat_step_1d = kernel_test("grad_heat_step_1d", (
+    "``d/du sum(g * heat_step_1d(u, alpha)) = H^T g``, walls included."))
 
 
 @pytest.mark.gpu_kernel("grad_sigmoid")

@@ -24,40 +24,54 @@ import importlib.abc
 import importlib.util
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
 __version__ = "0.1.0"
 
-#: Public names and the modules that define them, imported on first use: the
-#: pytest plugin lives in this package, so importing it must stay cheap.
+#: Public names and the modules that define them (under this package), imported on
+#: first use: the pytest plugin lives in this package, so importing it must stay cheap.
 _LAZY = {
-    "Implementation": "pytest_gpucheck.registry",
-    "implementations": "pytest_gpucheck.registry",
-    "implements": "pytest_gpucheck.registry",
-    "not_applicable": "pytest_gpucheck.registry",
-    "LaunchConfig": "pytest_gpucheck.checking.kernel_launch",
-    "CheckContext": "pytest_gpucheck.checking.assertions",
-    "assert_matches_reference": "pytest_gpucheck.checking.assertions",
-    "assert_dtype": "pytest_gpucheck.checking.assertions",
-    "assert_shape": "pytest_gpucheck.checking.assertions",
-    "assert_unchanged": "pytest_gpucheck.checking.assertions",
-    "assert_guards_intact": "pytest_gpucheck.checking.assertions",
-    "GuardedBuffer": "pytest_gpucheck.checking.guards",
-    "assert_shares_memory": "pytest_gpucheck.interop",
-    "converter": "pytest_gpucheck.interop",
+    "Implementation": "registry",
+    "implementations": "registry",
+    "implements": "registry",
+    "not_applicable": "registry",
+    "LaunchConfig": "checking.kernel_launch",
+    "CheckContext": "checking.assertions",
+    "assert_matches_reference": "checking.assertions",
+    "assert_dtype": "checking.assertions",
+    "assert_shape": "checking.assertions",
+    "assert_unchanged": "checking.assertions",
+    "assert_guards_intact": "checking.assertions",
+    "GuardedBuffer": "checking.guards",
+    "assert_shares_memory": "interop",
+    "converter": "interop",
     # The GPU pieces, for a project that keeps its own parametrization (its own `xp`).
-    "this_process_device": "pytest_gpucheck.backends.devices",
-    "apply_jax_memory_policy": "pytest_gpucheck.environment",
+    "this_process_device": "backends.devices",
+    "apply_jax_memory_policy": "environment",
 }
 
 
+def lazy_face(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """The module ``__getattr__`` of a package whose public names are imported on first
+    use: ``names`` maps each name to its module, relative to ``package``.  This package,
+    ``interop`` and ``processes`` use it, so that loading the plugin stays cheap."""
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{package}.{module}"), name)
+
+    return __getattr__
+
+
+_face = lazy_face(__name__, _LAZY)
+
+
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pytest_gpucheck' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return _face(name)
 
 
 #: Modules that moved when the package's top level was sorted into folders by role
@@ -73,6 +87,12 @@ MOVED_MODULES = {
     "pytest_gpucheck.launch_env": "pytest_gpucheck.environment",
     "pytest_gpucheck.devices": "pytest_gpucheck.backends.devices",
     "pytest_gpucheck.sanitizer_log": "pytest_gpucheck.sanitizer.log",
+    # Shared by the numba and cuda-python backends, so outside both (no backend imports another).
+    # The conformance specs, one module per family (conformance/specs/).
+    **{f"pytest_gpucheck.conformance.specs_{family}": f"pytest_gpucheck.conformance.specs.{family}"
+       for family in ("fused", "multi_device", "transforms", "ufuncs")},
+    "pytest_gpucheck.backends.numba.compile_check":
+        "pytest_gpucheck.backends.numba_device.compile_check",
 }
 
 

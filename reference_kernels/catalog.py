@@ -7,7 +7,7 @@ whether it updates an argument in place or must write ``out``, how ``out``
 starts, the dtypes it is checked with, the launch domain a ``launch`` covers,
 whether its bits may follow the launch, its edge cases (the smallest size it
 is defined for, the value classes its boundary sweep draws) and the *name* of
-its tolerance rule.  The conformance specs (``conformance/specs*.py``), the
+its tolerance rule.  The conformance specs (``conformance/specs/``), the
 registration check (``pytest_gpucheck.registry``), the MPI checks, the
 benchmarks and the project's tests all read these entries; none keeps its own
 copy.
@@ -43,7 +43,7 @@ FLOATS: tuple[str, ...] = ("float32", "float64")
 NUMERIC: tuple[str, ...] = ("float32", "float64", "int32", "int64")
 INDEX_DTYPES: tuple[str, ...] = ("int32", "int64")
 
-#: Value classes of the boundary sweep (``conformance/specs.py`` draws them).  ``specials``
+#: Value classes of the boundary sweep (``conformance/specs/base.py`` draws them).  ``specials``
 #: (NaN, +-inf) only where IEEE arithmetic defines the result the contract asks for;
 #: ``subnormal`` only where the tolerance rule allows flushing; ``fractional``: non-integer
 #: floats for the reductions, whose other cases are integer-valued (exact in any order), as

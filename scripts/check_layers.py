@@ -35,7 +35,11 @@ given to ``importlib.import_module`` / ``pluginmanager.import_plugin`` as string
 literals: a lazy import is still a dependency.  Besides the layers, the
 *units* (each top-level package, each subpackage of ``pytest_gpucheck`` and
 each module directly in ``pytest_gpucheck``) must not form a cycle.  The rules
-name packages, not files, so modules can move freely within their layer.  Exit
+name packages, not files, so modules can move freely within their layer.
+Modules must not form a cycle either (imports under ``if TYPE_CHECKING:`` are exempt
+from this one: they never run), and no framework's folder under ``backends/`` (one
+holding a ``backend.py``) imports another's: what two backends share lives in a
+neutral module under ``backends/``.  Exit
 status 0 when clean; otherwise one line per offending import
 (``file:line: a -> b``) and status 1.
 """
@@ -255,6 +259,80 @@ def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+def typing_only_lines(tree: ast.AST) -> set[int]:
+    """Lines inside ``if TYPE_CHECKING:`` blocks: imports that never run (only the type
+    checker reads them), so they cannot make a module wait on another while loading."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for statement in node.body:
+                last = statement.end_lineno or statement.lineno
+                lines.update(range(statement.lineno, last + 1))
+    return lines
+
+
+def existing_module(dotted: str) -> str:
+    """``dotted``, or the nearest enclosing name that is a module of the project."""
+    while not _is_module(dotted) and "." in dotted:
+        dotted = dotted.rpartition(".")[0]
+    return dotted
+
+
+def module_cycles() -> list[str]:
+    """Modules that import each other, directly or round a longer circle.
+
+    Every import counts as in the layer check (lazy ones inside functions and
+    ``import_module("...")`` included), except imports under ``if TYPE_CHECKING:``:
+    they are never executed, so they order no loading (a backend's protocol and the
+    timer it returns may name each other's types).  A package's ``__init__`` is a
+    module like any other."""
+    edges: dict[str, set[str]] = {}
+    where: dict[tuple[str, str], str] = {}
+    for path in project_files():
+        source = module_name(path)
+        typing_only = typing_only_lines(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        for line, target in imports(path):
+            target = existing_module(target)
+            if line in typing_only or target == source:
+                continue
+            edges.setdefault(source, set()).add(target)
+            where.setdefault((source, target), f"{path.relative_to(ROOT)}:{line}")
+    problems: list[str] = []
+    for cycle in find_cycles(edges):
+        problems.append("module import cycle: " + " -> ".join(cycle))
+        problems.extend(f"  {where[(a, b)]}: {a} -> {b}" for a, b in itertools.pairwise(cycle))
+    return problems
+
+
+def framework_of(module: str) -> str | None:
+    """The framework folder (``backends/<framework>/``, one holding a ``backend.py``) that
+    ``module`` lives in, or None."""
+    prefix = "pytest_gpucheck.backends."
+    if not module.startswith(prefix):
+        return None
+    folder = module[len(prefix):].split(".")[0]
+    where = module_path(prefix + folder)
+    return folder if where is not None and (where / "backend.py").is_file() else None
+
+
+def backends_importing_backends() -> list[str]:
+    """Imports from one framework's folder into another's (typing-only ones too): what
+    two backends share lives in a neutral module under ``backends/``."""
+    problems: list[str] = []
+    for path in project_files():
+        source = module_name(path)
+        mine = framework_of(source)
+        if mine is None:
+            continue
+        for line, target in imports(path):
+            theirs = framework_of(target)
+            if theirs is not None and theirs != mine:
+                problems.append(f"{path.relative_to(ROOT)}:{line}: {source} -> {target}: the "
+                                f"{mine} backend imports the {theirs} backend; move what they "
+                                "share to a module under pytest_gpucheck/backends/ outside both")
+    return problems
+
+
 def check() -> list[str]:
     problems: list[str] = []
     edges: dict[str, set[str]] = {}
@@ -277,6 +355,8 @@ def check() -> list[str]:
     for cycle in find_cycles(edges):
         problems.append("import cycle: " + " -> ".join(cycle))
         problems.extend(f"  {where[(a, b)]}" for a, b in itertools.pairwise(cycle))
+    problems.extend(module_cycles())
+    problems.extend(backends_importing_backends())
     return problems
 
 
@@ -294,7 +374,8 @@ def main(argv: list[str]) -> int:
         return 1
     count = sum(1 for _ in project_files())
     print(f"layers ok: {count} modules, imports only point down, no cycle between "
-          "subpackages, the process layer reached through its face")
+          "subpackages or modules, no backend imports another, the process layer reached "
+          "through its face")
     return 0
 
 

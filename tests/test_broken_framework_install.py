@@ -139,7 +139,7 @@ def test_cuda_python_mpi_ops_say_they_need_numba_cuda() -> None:
 
 ONE_ELEMENT = """
 from numba import cuda
-from pytest_gpucheck.backends.numba.compile_check import one_element_kernel_problem
+from pytest_gpucheck.backends.numba_device.compile_check import one_element_kernel_problem
 print(one_element_kernel_problem(cuda))
 """
 
@@ -198,7 +198,7 @@ class _WrongKernel:
 
 
 def test_a_one_element_kernel_that_writes_nothing_is_a_broken_install() -> None:
-    from pytest_gpucheck.backends.numba.compile_check import one_element_kernel_problem
+    from pytest_gpucheck.backends.numba_device.compile_check import one_element_kernel_problem
 
     problem = one_element_kernel_problem(_WrongKernel())
     assert problem is not None
@@ -206,7 +206,10 @@ def test_a_one_element_kernel_that_writes_nothing_is_a_broken_install() -> None:
 
 
 def test_known_incompatibilities_give_their_fix_and_others_the_versions() -> None:
-    from pytest_gpucheck.backends.numba.compile_check import KNOWN_INCOMPATIBILITIES, describe
+    from pytest_gpucheck.backends.numba_device.compile_check import (
+        KNOWN_INCOMPATIBILITIES,
+        describe,
+    )
 
     assert all(known.reason and known.fix and known.cause for known in KNOWN_INCOMPATIBILITIES)
     known = describe(AttributeError("module 'numpy' has no attribute 'row_stack'"))

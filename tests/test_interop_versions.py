@@ -11,7 +11,7 @@ from documented_fakes import numpy_refusal
 
 from pytest_gpucheck.backends.array_facts import ArrayFacts
 from pytest_gpucheck.backends.jax.compat import major_to_minor
-from pytest_gpucheck.interop import documented
+from pytest_gpucheck.interop import documented_entry
 from pytest_gpucheck.interop.cases import Case
 from pytest_gpucheck.interop.converters import library_converter
 from pytest_gpucheck.interop.documented import DOCUMENTED, release
@@ -59,7 +59,7 @@ def test_an_entry_explains_only_the_releases_it_names() -> None:
 def test_torch_takes_the_copy_keywords_from_2_9(monkeypatch: pytest.MonkeyPatch,
                                                 installed: str | None, applies: bool) -> None:
     (entry,) = [e for e in DOCUMENTED if e.key == "torch-dlpack-no-copy-keywords"]
-    monkeypatch.setattr(documented, "installed_version", lambda framework: installed)
+    monkeypatch.setattr(documented_entry, "installed_version", lambda framework: installed)
     assert entry.applies() is applies
 
 
@@ -70,7 +70,7 @@ def test_jax_copy_false_refuses_an_unaligned_buffer_from_0_7(
         monkeypatch: pytest.MonkeyPatch, installed: str, refuses: bool, copies: bool) -> None:
     """Before JAX 0.7 copy=False copied (a known defect); from 0.7 on it refuses."""
     entries = {e.key: e for e in DOCUMENTED}
-    monkeypatch.setattr(documented, "installed_version", lambda framework: installed)
+    monkeypatch.setattr(documented_entry, "installed_version", lambda framework: installed)
     assert entries["jax-refuses-unaligned-nocopy"].applies() is refuses
     assert entries["jax-nocopy-copies-unaligned"].applies() is copies
 

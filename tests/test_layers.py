@@ -119,3 +119,62 @@ def test_the_process_layer_face_hands_on_every_name_it_lists_without_loading_the
                             timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "face ok" in result.stdout
+
+
+#: A tree of modules (the layers' folders) for the module cycle and backend rules.
+MODULES_CLEAN = {
+    "pytest_gpucheck/backends/base.py": (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from pytest_gpucheck.backends.timing import Timer\n"
+        "def event_timer():\n    from pytest_gpucheck.backends.timing import Timer\n"),
+    # The timer names the protocol's type for the type checker only: no cycle.
+    "pytest_gpucheck/backends/timing.py": (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from pytest_gpucheck.backends.base import Backend\n"),
+    "pytest_gpucheck/backends/shared_ops.py": "import os\n",
+    "pytest_gpucheck/backends/numba/backend.py": "from ..shared_ops import os\n",
+    "pytest_gpucheck/backends/cuda_python/backend.py": (
+        "from pytest_gpucheck.backends.shared_ops import os\n"),
+}
+
+
+@pytest.mark.parametrize(("name", "files", "message"), [
+    ("two modules of one subpackage import each other (one lazily)",
+     {"pytest_gpucheck/backends/timing.py":
+      "def f():\n    from pytest_gpucheck.backends.base import Backend\n"},
+     "module import cycle: pytest_gpucheck.backends.base -> pytest_gpucheck.backends.timing "
+     "-> pytest_gpucheck.backends.base"),
+    ("a circle of three modules",
+     {"pytest_gpucheck/backends/timing.py": "from pytest_gpucheck.backends import shared_ops\n",
+      "pytest_gpucheck/backends/shared_ops.py": "import pytest_gpucheck.backends.base\n"},
+     "module import cycle: pytest_gpucheck.backends.base -> pytest_gpucheck.backends.timing "
+     "-> pytest_gpucheck.backends.shared_ops -> pytest_gpucheck.backends.base"),
+    ("a backend imports another (lazily)",
+     {"pytest_gpucheck/backends/cuda_python/backend.py":
+      "def ops():\n    from pytest_gpucheck.backends.numba.backend import NumbaOps\n"},
+     "pytest_gpucheck.backends.cuda_python.backend -> pytest_gpucheck.backends.numba.backend: "
+     "the cuda_python backend imports the numba backend"),
+    ("a backend imports another for its types only",
+     {"pytest_gpucheck/backends/numba/backend.py": "from typing import TYPE_CHECKING\n"
+      "if TYPE_CHECKING:\n    from ..cuda_python.backend import DeviceArray\n"},
+     "the numba backend imports the cuda_python backend"),
+])
+def test_module_cycles_and_backends_importing_backends_are_rejected(
+        tmp_path: Path, name: str, files: dict[str, str], message: str) -> None:
+    """The module-level rules: no two modules import each other (imports under
+    ``if TYPE_CHECKING:`` exempt: they never run), and no framework folder under
+    ``backends/`` (one with a ``backend.py``) imports another's; the clean twin passes."""
+    def tree(root: Path, overrides: dict[str, str]) -> Path:
+        _tree(root, {})
+        for folder in ("numba", "cuda_python"):
+            (root / "pytest_gpucheck/backends" / folder).mkdir()
+            (root / "pytest_gpucheck/backends" / folder / "__init__.py").write_text("")
+        for file, code in {**MODULES_CLEAN, **overrides}.items():
+            (root / file).write_text(code, encoding="utf-8")
+        return root
+
+    clean = _check(tree(tmp_path / "clean", {}))
+    assert clean.returncode == 0, clean.stdout
+    result = _check(tree(tmp_path / "broken", files))
+    assert result.returncode == 1, result.stdout
+    assert message in result.stdout, result.stdout

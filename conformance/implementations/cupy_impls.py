@@ -14,12 +14,10 @@ runs them where CuPy probes available.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 from pytest_gpucheck.registry import implements
 
 from .cuda_c import drivers
@@ -310,7 +308,7 @@ def _raw_module(group: str, dtype_name: str, value_dtype_name: str, device_id: i
                             options=RAW_OPTIONS)
 
 
-class CupyLauncher:
+class CupyLauncher(drivers.Launcher):
     """Runs the raw kernels of :mod:`.cuda_c.drivers` with CuPy on one device."""
 
     def __init__(self, device_id: int) -> None:
@@ -330,106 +328,23 @@ class CupyLauncher:
         with cp.cuda.Device(self.device_id):
             return cp.empty(shape, dtype=dtype)
 
-    def launch(
-        self,
-        kernel: str,
-        dtype: np.dtype,
-        grid: tuple[int, ...],
-        block: tuple[int, ...],
-        args: Sequence[Any],
-        *,
-        value_dtype: np.dtype | None = None,
-    ) -> None:
-        dtype_name = np.dtype(dtype).name
-        value_name = np.dtype(value_dtype).name if value_dtype is not None else dtype_name
-        module = _raw_module(group_of(kernel), dtype_name, value_name, self.device_id)
+    def run(self, kernel: str, types: tuple[str, str], grid: tuple[int, ...],
+            block: tuple[int, ...], args: tuple[Any, ...]) -> None:
+        module = _raw_module(group_of(kernel), *types, self.device_id)
         with _cupy().cuda.Device(self.device_id):
-            module.get_function(kernel)(tuple(grid), tuple(block), tuple(args))
+            module.get_function(kernel)(grid, block, args)
 
 
 def _run(array: Any) -> CupyLauncher:
     return CupyLauncher.for_array(array)
 
 
-@implements("add_one_2d", backend=BACKEND, name="raw", origin="bundled")
-def add_one_2d_raw(a: Any) -> None:
-    """``a += 1`` by a raw CUDA C kernel."""
-    drivers.add_one_2d(_run(a), a)
-
-
-@implements("index_map_1d", backend=BACKEND, name="raw", origin="bundled")
-def index_map_1d_raw(out: Any, launch: LaunchConfig) -> None:
-    """``out[i] = i`` by the thread with global x index ``i``, on the given launch."""
-    drivers.index_map_1d(_run(out), out, launch)
-
-
-@implements("index_map_2d", backend=BACKEND, name="raw", origin="bundled")
-def index_map_2d_raw(out: Any, launch: LaunchConfig) -> None:
-    """``out[r, c] = r * cols + c`` by thread (x=c, y=r), on the given launch."""
-    drivers.index_map_2d(_run(out), out, launch)
-
-
-@implements("index_map_3d", backend=BACKEND, name="raw", origin="bundled")
-def index_map_3d_raw(out: Any, launch: LaunchConfig) -> None:
-    """``out[z, y, x]`` = its flat index, by thread (x, y, z), on the given launch."""
-    drivers.index_map_3d(_run(out), out, launch)
-
-
-@implements("index_map_grid_stride", backend=BACKEND, name="raw", origin="bundled")
-def index_map_grid_stride_raw(out: Any, launch: LaunchConfig) -> None:
-    """``out[i] = i`` with a grid-stride loop over the given (small) grid."""
-    drivers.index_map_grid_stride(_run(out), out, launch)
-
-
-@implements("transpose", backend=BACKEND, name="raw", origin="bundled")
-def transpose_raw(a: Any, out: Any) -> None:
-    """``out = a.T`` through shared-memory tiles."""
-    drivers.transpose(_run(out), a, out)
-
-
-@implements("histogram", backend=BACKEND, name="raw", origin="bundled")
-def histogram_raw(x: Any, out: Any) -> None:
-    """``out[v] += 1`` per value with ``atomicAdd``."""
-    drivers.histogram(_run(out), x, out)
-
-
-@implements("monte_carlo_pi", backend=BACKEND, name="raw", origin="bundled")
-def monte_carlo_pi_raw(seed: int, out: Any) -> None:
-    """Samples from a counter-based generator: thread i owns samples 2i and 2i + 1."""
-    drivers.monte_carlo_pi(_run(out), seed, out)
-
-
-@implements("heat_step_1d", backend=BACKEND, name="raw", origin="bundled")
-def heat_step_1d_raw(u: Any, alpha: Any, out: Any) -> None:
-    """One heat step by a raw CUDA C kernel."""
-    drivers.heat_step_1d(_run(out), u, alpha, out)
-
-
-@implements("heat_steps_1d", backend=BACKEND, name="raw", origin="bundled")
-def heat_steps_1d_raw(u: Any, alpha: Any, steps: int, out: Any) -> None:
-    """``steps`` heat steps, one launch each, ping-ponging between scratch arrays."""
-    drivers.heat_steps_1d(_run(out), u, alpha, steps, out)
-
-
-@implements("laplacian_2d", backend=BACKEND, name="raw", origin="bundled")
-def laplacian_2d_raw(u: Any, out: Any) -> None:
-    """Five-point Laplacian by a raw CUDA C kernel."""
-    drivers.laplacian_2d(_run(out), u, out)
-
-
-@implements("halo_exchange_1d", backend=BACKEND, name="raw", origin="bundled")
-def halo_exchange_1d_raw(a: Any, width: int) -> None:
-    """Periodic ghost cells in place by a raw CUDA C kernel."""
-    drivers.halo_exchange_1d(_run(a), a, width)
-
-
-@implements("halo_exchange_2d", backend=BACKEND, name="raw", origin="bundled")
-def halo_exchange_2d_raw(a: Any, width: int) -> None:
-    """Periodic ghost cells on both axes (corners included) by raw CUDA C kernels."""
-    drivers.halo_exchange_2d(_run(a), a, width)
-
-
-@implements("matmul_tiled", backend=BACKEND, name="raw", origin="bundled")
-def matmul_tiled_raw(a: Any, b: Any, out: Any) -> None:
-    """``out = a @ b`` with shared-memory tiles."""
-    drivers.matmul_tiled(_run(out), a, b, out)
+#: The kernels CuPy also runs as raw CUDA C (name ``raw``), each by its driver in
+#: .cuda_c.drivers.
+RAW_KERNELS = ("add_one_2d", "index_map_1d", "index_map_2d", "index_map_3d",
+               "index_map_grid_stride", "transpose", "histogram", "monte_carlo_pi",
+               "heat_step_1d", "heat_steps_1d", "laplacian_2d", "halo_exchange_1d",
+               "halo_exchange_2d", "matmul_tiled")
+# The launcher is looked up at each call (the host tests swap this module's _run).
+drivers.implement_by_drivers(RAW_KERNELS, backend=BACKEND, name="raw", module=__name__,
+                             launcher_for=lambda array: _run(array), suffix="_raw")

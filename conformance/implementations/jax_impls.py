@@ -22,7 +22,9 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pytest_gpucheck.registry import implements, not_applicable
+from pytest_gpucheck.registry import implements
+
+from ._applicability import INDEX_MAPS, not_applicable_on
 
 BACKENDS = ("jax-cpu", "jax-gpu")
 NAME = "jnp"
@@ -268,9 +270,7 @@ def matmul(a: Any, b: Any) -> Any:
 
 _NO_THREAD_INDEX = ("JAX exposes no thread index: jnp code cannot choose which thread "
                     "writes which element, so there is no launch to check")
-for _backend in BACKENDS:
-    for _kernel in ("index_map_1d", "index_map_2d", "index_map_3d", "index_map_grid_stride"):
-        not_applicable(_kernel, _backend, _NO_THREAD_INDEX)
-    not_applicable("matmul_tiled", _backend,
-                   "jnp code has no shared memory to tile through; XLA tiles matmul itself "
-                   "(checked as matmul)")
+not_applicable_on(INDEX_MAPS, BACKENDS, _NO_THREAD_INDEX)
+not_applicable_on(["matmul_tiled"], BACKENDS,
+                  "jnp code has no shared memory to tile through; XLA tiles matmul itself "
+                  "(checked as matmul)")

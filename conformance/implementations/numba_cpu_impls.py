@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from pytest_gpucheck.registry import implements, not_applicable
+from pytest_gpucheck.registry import implements
+
+from ._applicability import INDEX_MAPS, not_applicable_on
 
 BACKEND = "numba-cpu"
 NAME = "njit"
@@ -92,9 +94,8 @@ def add_one_2d(a: np.ndarray) -> None:
 
 # -- indexing ---------------------------------------------------------------------------------
 
-for _kernel in ("index_map_1d", "index_map_2d", "index_map_3d", "index_map_grid_stride"):
-    not_applicable(_kernel, BACKEND,
-                   "Numba's CPU target has no thread or block indices (prange hands out "
+not_applicable_on(INDEX_MAPS, [BACKEND],
+                  "Numba's CPU target has no thread or block indices (prange hands out "
                    "iterations, not thread ids)")
 
 

@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from pytest_gpucheck.checking.kernel_launch import LaunchConfig
-from pytest_gpucheck.registry import implements
+
+from ._applicability import implements_on
 
 BACKENDS = ("numba-cuda", "numba-cudasim")
 NAME = "cuda-jit"
@@ -43,12 +44,7 @@ def kernels() -> Any:
 
 
 def _register(kernel: str) -> Callable[[F], F]:
-    def register(func: F) -> F:
-        for backend in BACKENDS:
-            implements(kernel, backend=backend, name=NAME, origin="bundled")(func)
-        return func
-
-    return register
+    return implements_on(kernel, BACKENDS, NAME)
 
 
 def _launch(kernel: Any, launch: LaunchConfig, *args: Any) -> None:

@@ -18,6 +18,8 @@ import numpy as np
 
 from pytest_gpucheck.registry import implements, not_applicable
 
+from ._applicability import INDEX_MAPS, not_applicable_on
+
 BACKEND = "numpy"
 NAME = "vectorised"
 
@@ -61,9 +63,8 @@ def add_one_2d(a: np.ndarray) -> None:
 
 # -- indexing ---------------------------------------------------------------------------------
 
-for _kernel in ("index_map_1d", "index_map_2d", "index_map_3d", "index_map_grid_stride"):
-    not_applicable(_kernel, BACKEND,
-                   "NumPy has no user-visible threads: an index map would only restate "
+not_applicable_on(INDEX_MAPS, [BACKEND],
+                  "NumPy has no user-visible threads: an index map would only restate "
                    "np.arange, not test a thread-to-element mapping")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pytest_gpucheck.registry import implements, not_applicable
+from ._applicability import INDEX_MAPS, implements_on, not_applicable_on
 
 BACKENDS = ("torch-cpu", "torch-cuda")
 NAME = "torch"
@@ -24,13 +24,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _register(kernel: str) -> Callable[[F], F]:
     """Register the decorated function for ``kernel`` on both torch backends."""
-
-    def wrap(func: F) -> F:
-        for backend in BACKENDS:
-            implements(kernel, backend=backend, name=NAME, origin="bundled")(func)
-        return func
-
-    return wrap
+    return implements_on(kernel, BACKENDS, NAME)
 
 
 def _torch() -> Any:
@@ -212,9 +206,7 @@ def matmul(a: Any, b: Any, out: Any) -> None:
 
 _NO_THREAD_INDEX = ("torch ops expose no thread index: they cannot choose which thread "
                     "writes which element, so there is no launch to check")
-for _backend in BACKENDS:
-    for _kernel in ("index_map_1d", "index_map_2d", "index_map_3d", "index_map_grid_stride"):
-        not_applicable(_kernel, _backend, _NO_THREAD_INDEX)
-    not_applicable("matmul_tiled", _backend,
-                   "torch has no user-level shared memory to tile through; its matmul "
-                   "library tiles itself (checked as matmul)")
+not_applicable_on(INDEX_MAPS, BACKENDS, _NO_THREAD_INDEX)
+not_applicable_on(["matmul_tiled"], BACKENDS,
+                  "torch has no user-level shared memory to tile through; its matmul "
+                  "library tiles itself (checked as matmul)")

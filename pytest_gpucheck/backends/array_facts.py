@@ -33,6 +33,19 @@ class ArrayFacts:
                 f"at {self.pointer:#x} on {self.device}{flag}")
 
 
+def host_facts(array: np.ndarray) -> ArrayFacts:
+    """The facts of a NumPy array in host memory (NumPy's own, or the memory inside an
+    array-api-strict array, read through DLPack)."""
+    return ArrayFacts(
+        pointer=int(array.__array_interface__["data"][0]),
+        shape=tuple(array.shape),
+        strides=tuple(array.strides),
+        dtype=array.dtype,
+        device="cpu",
+        readonly=not array.flags.writeable,
+    )
+
+
 def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """Byte strides of a C-contiguous array of ``shape``."""
     strides: list[int] = []

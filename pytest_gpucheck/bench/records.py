@@ -4,19 +4,56 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from pytest_gpucheck.bench.environment import Environment, environment_from_dict
-from pytest_gpucheck.bench.session_ceiling import SessionCeiling
 
 #: Dispatch per call over time per call from which a GPU record is dispatch-bound.
 #: Calls queue ahead of the device only while each one's device time exceeds its
 #: dispatch; when they do not, the events time the host, and the median reads about
 #: the dispatch.  Below 0.8 the device was clearly the slower side.
 DISPATCH_BOUND = 0.8
+
+
+@dataclass(frozen=True)
+class SessionCeiling:
+    """The best copy of ``bytes`` (read + written) on one device in one session."""
+
+    #: The fastest copy's GB/s: the ceiling the fractions use.
+    gbps: float
+    #: Bytes one copy moved (read + written): the size, and so the cache regime.
+    bytes: int
+    #: How many copy measurements of this size on this device the session made.
+    copies: int
+    #: The slowest of them, GB/s: ``gbps / worst_gbps`` is their spread.
+    worst_gbps: float
+    #: The benchmark (and backend) whose copy was the fastest.
+    best_from: str
+    worst_from: str
+    #: The widest best/slowest ratio among the copies of any one backend: copies of one
+    #: framework that disagree saw contention; frameworks whose copies differ do not
+    #: (on an idle H200 numba-cuda's copy ran at 1.1 TB/s beside CuPy's 3.8 TB/s).
+    same_backend_spread: float = 1.0
+
+    @property
+    def spread(self) -> float:
+        """Best over slowest copy (1.0 when they agree, or with one copy)."""
+        return self.gbps / self.worst_gbps if self.worst_gbps > 0 else float("inf")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "spread": self.spread}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionCeiling:
+        """Rebuild one (raises ``KeyError``/``TypeError``/``ValueError`` on bad data)."""
+        return cls(gbps=float(data["gbps"]), bytes=int(data["bytes"]),
+                   copies=int(data["copies"]), worst_gbps=float(data["worst_gbps"]),
+                   best_from=str(data.get("best_from", "")),
+                   worst_from=str(data.get("worst_from", "")),
+                   same_backend_spread=float(data.get("same_backend_spread", 1.0)))
 
 
 @dataclass

@@ -11,10 +11,11 @@ and so the same cache regime), wherever it ran: the parent combines the records 
 isolation workers, xdist workers and the simulator child send back with their reports.
 
 Each record keeps its own copy (``ceiling_gbps``) and gets the session's ceiling with
-its provenance (:class:`SessionCeiling`: how many copies, the slowest, who measured the
-best).  When the copies of one size disagree by more than :data:`CONTENTION_SPREAD`,
-the summary says so in one line with the numbers (:func:`contention_lines`) instead of
-printing a fraction as if nothing happened.
+its provenance (:class:`~pytest_gpucheck.bench.records.SessionCeiling`, a field of the
+record, so defined beside it: how many copies, the slowest, who measured the best).
+When the copies of one size disagree by more than :data:`CONTENTION_SPREAD`, the summary
+says so in one line with the numbers (:func:`contention_lines`) instead of printing a
+fraction as if nothing happened.
 
 Pure Python on records: no framework, no NumPy.
 """
@@ -22,8 +23,10 @@ Pure Python on records: no framework, no NumPy.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pytest_gpucheck.bench.records import SessionCeiling
 
 if TYPE_CHECKING:
     from pytest_gpucheck.bench.records import BenchmarkRecord
@@ -32,44 +35,6 @@ if TYPE_CHECKING:
 #: said to disagree.  Copies of one size on an idle device agree within a few percent
 #: (run 2's CuPy copies: 2.79-2.95 TB/s); a shared H100 gave 578 GB/s against 2.95 TB/s.
 CONTENTION_SPREAD = 1.5
-
-
-@dataclass(frozen=True)
-class SessionCeiling:
-    """The best copy of ``bytes`` (read + written) on one device in one session."""
-
-    #: The fastest copy's GB/s: the ceiling the fractions use.
-    gbps: float
-    #: Bytes one copy moved (read + written): the size, and so the cache regime.
-    bytes: int
-    #: How many copy measurements of this size on this device the session made.
-    copies: int
-    #: The slowest of them, GB/s: ``gbps / worst_gbps`` is their spread.
-    worst_gbps: float
-    #: The benchmark (and backend) whose copy was the fastest.
-    best_from: str
-    worst_from: str
-    #: The widest best/slowest ratio among the copies of any one backend: copies of one
-    #: framework that disagree saw contention; frameworks whose copies differ do not
-    #: (on an idle H200 numba-cuda's copy ran at 1.1 TB/s beside CuPy's 3.8 TB/s).
-    same_backend_spread: float = 1.0
-
-    @property
-    def spread(self) -> float:
-        """Best over slowest copy (1.0 when they agree, or with one copy)."""
-        return self.gbps / self.worst_gbps if self.worst_gbps > 0 else float("inf")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "spread": self.spread}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SessionCeiling:
-        """Rebuild one (raises ``KeyError``/``TypeError``/``ValueError`` on bad data)."""
-        return cls(gbps=float(data["gbps"]), bytes=int(data["bytes"]),
-                   copies=int(data["copies"]), worst_gbps=float(data["worst_gbps"]),
-                   best_from=str(data.get("best_from", "")),
-                   worst_from=str(data.get("worst_from", "")),
-                   same_backend_spread=float(data.get("same_backend_spread", 1.0)))
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ Importing this package imports no array framework.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from pytest_gpucheck import lazy_face
 
 #: Public names and their modules, imported on first use: the pytest plugin
 #: imports this package, and loading the plugin must stay cheap (and must not
@@ -25,11 +26,11 @@ _PUBLIC = {
 }
 
 
+_face = lazy_face(__name__, _PUBLIC)
+
+
 def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return _face(name)
 
 
 __all__ = [

@@ -177,13 +177,7 @@ def _write_seen(
     written: Any, writer: Adapter, other: Any, reader: Adapter,
     index: tuple[int, ...], expected: np.ndarray, writer_role: str, reader_role: str,
 ) -> list[str]:
-    new = flipped(expected[index])
-    writer.write(written, index, new)
-    try:
-        seen = reader.to_host(other)[index]
-    finally:
-        writer.write(written, index, np.asarray(expected[index]))
-    if same_bytes(np.asarray(seen), new):
+    if _sees_write(written, writer, other, reader, index, expected):
         return []
     return [f"a write to the {writer_role} at {index} is not seen by the {reader_role} "
             "although they report the same data pointer"]
@@ -195,12 +189,19 @@ def _copy_problems(
     if not producer.writable(source):
         return []
     index = probe_indices(expected.shape)[-1]
-    new = flipped(expected[index])
-    producer.write(source, index, new)
-    try:
-        seen = consumer.to_host(target)[index]
-    finally:
-        producer.write(source, index, np.asarray(expected[index]))
-    if same_bytes(np.asarray(seen), new):
+    if _sees_write(source, producer, target, consumer, index, expected):
         return ["the consumer sees writes to the producer although its data pointer differs"]
     return []
+
+
+def _sees_write(written: Any, writer: Adapter, other: Any, reader: Adapter,
+                index: tuple[int, ...], expected: np.ndarray) -> bool:
+    """Does ``reader`` see, in ``other``, a changed value ``writer`` wrote to ``written`` at
+    ``index``?  The value is put back afterwards."""
+    new = flipped(expected[index])
+    writer.write(written, index, new)
+    try:
+        seen = reader.to_host(other)[index]
+    finally:
+        writer.write(written, index, np.asarray(expected[index]))
+    return same_bytes(np.asarray(seen), new)

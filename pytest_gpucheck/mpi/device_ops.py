@@ -18,7 +18,7 @@ import pytest
 
 from pytest_gpucheck.backends.array_ops import ArrayOps, Index
 from pytest_gpucheck.backends.base import Backend, BackendUnavailable
-from pytest_gpucheck.backends.numba.backend import NumbaOps
+from pytest_gpucheck.backends.numba_device.ops import NumbaOps
 
 
 def ops_for(backend: Backend) -> ArrayOps:

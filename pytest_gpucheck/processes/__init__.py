@@ -24,9 +24,9 @@ machinery.  ``inject_sticky_error`` is the layer's public test hook
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from pytest_gpucheck import lazy_face
 from pytest_gpucheck.processes.sticky_errors import inject_sticky_error
 
 if TYPE_CHECKING:
@@ -99,11 +99,11 @@ _FACE = {
 }
 
 
+_face = lazy_face(__name__, _FACE)
+
+
 def __getattr__(name: str) -> Any:
-    module = _FACE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return _face(name)
 
 
 # Spelled out for the linters; the same names as _FACE's, and the hook.

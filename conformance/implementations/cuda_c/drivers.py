@@ -12,12 +12,15 @@ backend's ``DeviceArray`` have.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from pytest_gpucheck.checking.kernel_launch import LaunchConfig
+from pytest_gpucheck.registry import implements
 
 from .sources import REDUCE_BLOCK, TILE
 
@@ -28,14 +31,25 @@ LINEAR_BLOCK = 256
 MAX_LINEAR_GRID = 4096
 
 
-class Launcher(Protocol):
-    """What a framework provides so that the drivers can run the raw kernels."""
+class Launcher(ABC):
+    """What a framework provides so that the drivers can run the raw kernels: how an
+    array is passed (:meth:`arg`), scratch memory (:meth:`empty`) and how a kernel
+    compiled for named element types is launched (:meth:`run`).  The drivers call
+    :meth:`launch`, declared here once for every framework."""
 
+    @abstractmethod
     def arg(self, array: Any) -> Any:
         """The kernel argument that passes ``array``'s first element as a pointer."""
 
+    @abstractmethod
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """A C-contiguous scratch device array on the device of the current call."""
+
+    @abstractmethod
+    def run(self, kernel: str, types: tuple[str, str], grid: tuple[int, ...],
+            block: tuple[int, ...], args: tuple[Any, ...]) -> None:
+        """Compile (cached) ``kernel`` for ``types`` (the names of the element dtype and
+        of the value dtype) and launch it on ``grid`` x ``block`` with ``args``."""
 
     def launch(
         self,
@@ -47,7 +61,12 @@ class Launcher(Protocol):
         *,
         value_dtype: np.dtype | None = None,
     ) -> None:
-        """Compile (cached) and launch ``kernel`` for element type ``dtype``."""
+        """Compile (cached) and launch ``kernel`` for element type ``dtype`` (and
+        ``value_dtype``, the dtype of the values a kernel such as ``histogram`` reads,
+        when it differs)."""
+        dtype_name = np.dtype(dtype).name
+        value_name = np.dtype(value_dtype).name if value_dtype is not None else dtype_name
+        self.run(kernel, (dtype_name, value_name), tuple(grid), tuple(block), tuple(args))
 
 
 def element_strides(array: Any) -> tuple[int, ...]:
@@ -157,13 +176,18 @@ def index_map_grid_stride(run: Launcher, out: Any, launch: LaunchConfig) -> None
 
 def transpose(run: Launcher, a: Any, out: Any) -> None:
     """``out = a.T`` through shared-memory tiles."""
-    dtype = _same_dtype(a, out)
-    rows, cols = a.shape
+    _tiled(run, "transpose", a, out)
+
+
+def _tiled(run: Launcher, kernel: str, source: Any, out: Any) -> None:
+    """One launch of a tiled 2-D kernel that reads ``source`` and writes ``out``."""
+    dtype = _same_dtype(source, out)
+    rows, cols = source.shape
     if rows == 0 or cols == 0:
         return
-    args = [run.arg(a), run.arg(out), *_i64(rows, cols, *element_strides(a),
-                                            *element_strides(out))]
-    run.launch("transpose", dtype, _tile_grid(rows, cols), (TILE, TILE), args)
+    args = [run.arg(source), run.arg(out), *_i64(rows, cols, *element_strides(source),
+                                                 *element_strides(out))]
+    run.launch(kernel, dtype, _tile_grid(rows, cols), (TILE, TILE), args)
 
 
 # -- reductions ----------------------------------------------------------------------------
@@ -267,13 +291,7 @@ def heat_steps_1d(run: Launcher, u: Any, alpha: Any, steps: int, out: Any) -> No
 
 def laplacian_2d(run: Launcher, u: Any, out: Any) -> None:
     """Five-point Laplacian on the interior, 0 on the boundary."""
-    dtype = _same_dtype(u, out)
-    rows, cols = u.shape
-    if rows == 0 or cols == 0:
-        return
-    args = [run.arg(u), run.arg(out), *_i64(rows, cols, *element_strides(u),
-                                            *element_strides(out))]
-    run.launch("laplacian_2d", dtype, _tile_grid(rows, cols), (TILE, TILE), args)
+    _tiled(run, "laplacian_2d", u, out)
 
 
 def _halo_axis(run: Launcher, a: Any, lines: int, n: int, width: int, s_line: int,
@@ -327,3 +345,41 @@ def matmul(run: Launcher, a: Any, b: Any, out: Any) -> None:
 def matmul_tiled(run: Launcher, a: Any, b: Any, out: Any) -> None:
     """``out = a @ b`` staging TILE x TILE tiles of ``a`` and ``b`` in shared memory."""
     _matmul(run, "matmul_tiled", a, b, out)
+
+
+# -- registration --------------------------------------------------------------------------
+def driver_of(kernel: str) -> Callable[..., None]:
+    """The driver of ``kernel`` (``sum_`` and ``max_`` for ``sum`` and ``max``)."""
+    driver = globals().get(kernel) or globals()[f"{kernel}_"]
+    return driver  # type: ignore[no-any-return]
+
+
+def implement_by_drivers(kernels: Iterable[str], *, backend: str, name: str, module: str,
+                         launcher_for: Callable[[Any], Launcher], suffix: str = "") -> None:
+    """Register each of ``kernels`` on ``backend`` as its driver run by ``launcher_for(array)``
+    (``array``: ``out``, or the argument an in-place kernel updates).
+
+    The implementation takes the contract's arguments (the driver's after ``run``, so
+    registration checks them as for a hand-written function) and is named as one
+    written out in ``module`` would be: the driver's name plus ``suffix``.
+    """
+    for kernel in kernels:
+        implementation = _driven(driver_of(kernel), launcher_for)
+        implementation.__module__ = module
+        implementation.__name__ = implementation.__qualname__ = driver_of(kernel).__name__ + suffix
+        implements(kernel, backend=backend, name=name, origin="bundled")(implementation)
+
+
+def _driven(driver: Callable[..., None],
+            launcher_for: Callable[[Any], Launcher]) -> Callable[..., None]:
+    signature = inspect.signature(driver)
+    contract = signature.replace(parameters=list(signature.parameters.values())[1:])
+    device_array = "out" if "out" in contract.parameters else next(iter(contract.parameters))
+
+    def implementation(*args: Any, **kwargs: Any) -> None:
+        bound = contract.bind(*args, **kwargs)
+        driver(launcher_for(bound.arguments[device_array]), *bound.args, **bound.kwargs)
+
+    implementation.__signature__ = contract  # type: ignore[attr-defined]
+    implementation.__doc__ = driver.__doc__
+    return implementation

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from pytest_gpucheck.backends.adapter_base import Adapter
-from pytest_gpucheck.backends.array_facts import ArrayFacts
+from pytest_gpucheck.backends.array_facts import ArrayFacts, host_facts
 
 
 class ArrayApiStrictAdapter(Adapter):
@@ -52,17 +52,10 @@ class ArrayApiStrictAdapter(Adapter):
         return isinstance(array, type(self._strict.asarray(0)))
 
     def facts(self, array: Any) -> ArrayFacts:
-        view = np.from_dlpack(array)  # the memory itself, not a copy
-        return ArrayFacts(
-            pointer=int(view.__array_interface__["data"][0]),
-            shape=tuple(view.shape),
-            strides=tuple(view.strides),
-            dtype=view.dtype,
-            device="cpu",
-            # The standard has no read-only arrays, but the NumPy array inside one may be
-            # read-only (imported from a read-only producer); DLPack carries the flag.
-            readonly=not view.flags.writeable,
-        )
+        # The memory itself, not a copy.  The standard has no read-only arrays, but the
+        # NumPy array inside one may be read-only (imported from a read-only producer);
+        # DLPack carries the flag.
+        return host_facts(np.from_dlpack(array))
 
     def to_host(self, array: Any) -> np.ndarray:
         return np.array(np.from_dlpack(array), copy=True)

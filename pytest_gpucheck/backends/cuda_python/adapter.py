@@ -30,7 +30,7 @@ def strided_memory_view_class() -> Any:
 
 
 def _device_array_class() -> Any:
-    from pytest_gpucheck.backends.cuda_python.backend import DeviceArray
+    from pytest_gpucheck.backends.cuda_python.device_array import DeviceArray
 
     return DeviceArray
 
@@ -66,7 +66,7 @@ class CudaCoreAdapter(Adapter):
         return f"cuda:{self.backend.device_index}"
 
     def upload(self, host: np.ndarray) -> Any:
-        from pytest_gpucheck.backends.cuda_python.backend import copy_to_device
+        from pytest_gpucheck.backends.cuda_python.device_array import copy_to_device
 
         backend = self.backend
         buffer = backend.device.allocate(max(host.nbytes, 1), stream=backend.stream)
@@ -128,7 +128,7 @@ class CudaCoreAdapter(Adapter):
         )
 
     def to_host(self, array: Any) -> np.ndarray:
-        from pytest_gpucheck.backends.cuda_python.backend import copy_to_host
+        from pytest_gpucheck.backends.cuda_python.device_array import copy_to_host
 
         facts = self.facts(array)
         self.synchronize()
@@ -146,7 +146,7 @@ class CudaCoreAdapter(Adapter):
                           strides=facts.strides).copy()
 
     def write(self, array: Any, index: tuple[int, ...], value: np.ndarray) -> None:
-        from pytest_gpucheck.backends.cuda_python.backend import copy_to_device
+        from pytest_gpucheck.backends.cuda_python.device_array import copy_to_device
 
         facts = self.facts(array)
         if facts.readonly:

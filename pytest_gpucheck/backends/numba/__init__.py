@@ -1,7 +1,7 @@
-"""Numba on three targets (``@njit``, ``@cuda.jit``, the CUDA simulator): backends,
-event timer and MPI array operations (``backend.py``), their ``@cuda.jit`` kernels
-(``mpi_kernels.py``), the interop adapter (``adapter.py``) and the simulator's grid-sync
-guard (``simulator_guard.py``).
+"""Numba on three targets (``@njit``, ``@cuda.jit``, the CUDA simulator): backends and
+event timer (``backend.py``), the interop adapter (``adapter.py``) and the simulator's
+grid-sync guard (``simulator_guard.py``).  The MPI array operations on Numba's device
+arrays and the compile check, shared with cuda-python, are in ``backends/numba_device/``.
 
 No module here may be named ``cuda...``: numba-cuda's import redirector (installed by a
 ``.pth`` file) treats every module name containing ``numba.cuda`` as part of

@@ -7,8 +7,9 @@ share a process.  The plugin runs simulator items in a child process of their
 own (:mod:`pytest_gpucheck.processes.controller`); in the parent, ``numba-cudasim`` is
 probed without importing ``numba.cuda``.
 
-Numba's event timer and the MPI array operations on its device arrays
-(:class:`NumbaOps`, whose kernels are in :mod:`.mpi_kernels`) are here too.
+Numba's event timer is here too; the MPI array operations on its device arrays
+(:class:`~pytest_gpucheck.backends.numba_device.ops.NumbaOps`, shared with cuda-python)
+live in ``backends/numba_device/``.
 """
 
 from __future__ import annotations
@@ -23,10 +24,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytest_gpucheck.backends._cuda_build import device_line, unready
-from pytest_gpucheck.backends.array_ops import ArrayOps, Index
+from pytest_gpucheck.backends.array_ops import ArrayOps
 from pytest_gpucheck.backends.base import Backend, Probe
-from pytest_gpucheck.backends.numba.compile_check import compile_problem, one_element_kernel_problem
-from pytest_gpucheck.backends.numpy.backend import HostArrays
+from pytest_gpucheck.backends.host_arrays import HostArrays
+from pytest_gpucheck.backends.numba_device.compile_check import (
+    compile_problem,
+    one_element_kernel_problem,
+)
+from pytest_gpucheck.backends.numba_device.ops import NumbaOps, whole
 from pytest_gpucheck.backends.timing import CudaEventTimer
 from pytest_gpucheck.environment import SIMULATOR_CHILD_VARIABLE
 
@@ -138,7 +143,7 @@ class _NumbaCudaArrays(Backend):
             # through an unsigned integer view of the same item size.
             source = array.view(np.dtype(f"u{array.dtype.itemsize}"))
         dense = self._cuda().device_array(source.shape, dtype=source.dtype)
-        dense[_whole(dense)] = source
+        dense[whole(dense)] = source
         return np.asarray(dense.copy_to_host()).view(array.dtype)
 
     def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
@@ -289,67 +294,6 @@ class NumbaEventTimer(CudaEventTimer):
         return float(start.elapsed_time(end)) / 1e3
 
 
-class NumbaOps(ArrayOps):
-    """Numba device arrays (the CUDA simulator or a real GPU): strided copies and kernels."""
-
-    def _cuda(self) -> Any:
-        from numba import cuda
-
-        return cuda
-
-    def wrap(self, array: Any) -> Any:
-        return array
-
-    def to_device(self, host: np.ndarray) -> Any:
-        return self.wrap(self.backend.to_device(np.ascontiguousarray(host)))
-
-    def to_host(self, array: Any) -> np.ndarray:
-        self.synchronize()
-        return np.asarray(self.wrap(array).copy_to_host())
-
-    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
-        return self._cuda().device_array(shape, dtype=dtype)
-
-    def take(self, a: Any, index: Index) -> Any:
-        view = self.wrap(a)[index]
-        out = self.empty(view.shape, view.dtype)
-        out[_whole(out)] = view  # Numba's assignment kernel copies strided device views
-        return out
-
-    def put(self, a: Any, index: Index, values: Any) -> Any:
-        self.wrap(a)[index] = values
-        return a
-
-    def heat_interior(self, u: Any, alpha: float) -> Any:
-        u = self.wrap(u)
-        out = self.empty(u.shape, u.dtype)
-        out[_whole(out)] = u
-        if u.shape[0] > 2:
-            _mpi_kernels().heat[_launch(u.shape[0] - 2)](u, u.dtype.type(alpha), out)
-        return out
-
-    def partial_sum(self, x: Any) -> Any:
-        x = self.wrap(x)
-        out = self._cuda().to_device(np.zeros(1, dtype=x.dtype))
-        if x.shape[0]:
-            _mpi_kernels().total[_launch(x.shape[0])](x, out)
-        return out
-
-    def partial_dot(self, x: Any, y: Any) -> Any:
-        x, y = self.wrap(x), self.wrap(y)
-        out = self._cuda().to_device(np.zeros(1, dtype=x.dtype))
-        if x.shape[0]:
-            _mpi_kernels().dot[_launch(x.shape[0])](x, y, out)
-        return out
-
-    def saxpy(self, alpha: float, x: Any, y: Any) -> Any:
-        x, y = self.wrap(x), self.wrap(y)
-        out = self.empty(x.shape, x.dtype)
-        if x.shape[0]:
-            _mpi_kernels().saxpy[_launch(x.shape[0])](x.dtype.type(alpha), x, y, out)
-        return out
-
-
 def _numba_types(dtype: Any) -> bool:
     """True when Numba can type ``dtype`` (not for void, bfloat16 or other extension dtypes)."""
     from numba.np.numpy_support import from_dtype
@@ -359,21 +303,3 @@ def _numba_types(dtype: Any) -> bool:
     except Exception:  # NumbaNotImplementedError and its kin
         return False
     return True
-
-
-def _whole(array: Any) -> Index:
-    return tuple(slice(None) for _ in array.shape)
-
-
-def _launch(n: int) -> tuple[int, int]:
-    """(blocks, threads) covering ``n`` elements; no idle threads for small ``n``, which
-    matters on the simulator (one Python thread per CUDA thread)."""
-    threads = max(1, min(n, 128))
-    return (n + threads - 1) // threads, threads
-
-
-def _mpi_kernels() -> Any:
-    """The kernels module (importing it imports ``numba.cuda``; Numba compiles lazily)."""
-    from pytest_gpucheck.backends.numba import mpi_kernels
-
-    return mpi_kernels

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from pytest_gpucheck.backends.adapter_base import Adapter, NotAvailable
-from pytest_gpucheck.backends.array_facts import ArrayFacts
+from pytest_gpucheck.backends.array_facts import ArrayFacts, host_facts
 
 
 class NumpyAdapter(Adapter):
@@ -41,14 +41,7 @@ class NumpyAdapter(Adapter):
         return isinstance(array, np.ndarray)
 
     def facts(self, array: Any) -> ArrayFacts:
-        return ArrayFacts(
-            pointer=int(array.__array_interface__["data"][0]),
-            shape=tuple(array.shape),
-            strides=tuple(array.strides),
-            dtype=array.dtype,
-            device="cpu",
-            readonly=not array.flags.writeable,
-        )
+        return host_facts(array)
 
     def to_host(self, array: Any) -> np.ndarray:
         return np.array(array, copy=True)

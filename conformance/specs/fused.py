@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from pytest_gpucheck.conformance.specs import SPECS as UNFUSED
-from pytest_gpucheck.conformance.specs import KernelSpec
+from pytest_gpucheck.conformance.specs import elementwise, reductions
+from pytest_gpucheck.conformance.specs.base import KernelSpec
+
+UNFUSED = {**elementwise.SPECS, **reductions.SPECS}
 
 #: Fused kernel -> the unfused kernel whose contract it meets.
 UNFUSED_KERNEL = {

@@ -1,6 +1,6 @@
 # mypy: disable-error-code="call-arg,var-annotated"
 # (numba types cuda.grid as an intrinsic taking a typing context; in a kernel it takes ndim)
-"""``@cuda.jit`` kernels of :class:`.backend.NumbaOps`, compiled on first launch.
+"""``@cuda.jit`` kernels of :class:`.ops.NumbaOps`, compiled on first launch.
 
 Imported only when a Numba device backend is used (``numba.cuda`` is imported
 here, at module level, because the CUDA simulator swaps ``cuda`` in a kernel's

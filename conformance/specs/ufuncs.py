@@ -18,31 +18,28 @@ from hypothesis import strategies as st
 
 from pytest_gpucheck.checking import strategies as gst
 from pytest_gpucheck.checking.strategies import Sizing
-from pytest_gpucheck.conformance.specs import (
-    PRODUCT_EXACT_BOUND,
+from pytest_gpucheck.conformance.specs.base import (
     Case,
     Edge,
     KernelSpec,
-    _one_kind,
-    _values,
+    case_draw,
+    one_kind,
+    sweep_values,
 )
+from pytest_gpucheck.conformance.specs.reductions import PRODUCT_EXACT_BOUND
 from pytest_gpucheck.reference_kernels.catalog import FRACTIONAL, Entry
 
 
-def _saxpy_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        m, n = draw(gst.shapes_2d(sizing))
-        y_shape = draw(st.sampled_from([(m, n), (n,), (m, 1)]))
-        alpha = draw(gst.scalars(dtype, gst.finite_floats(dtype, 100.0)))
-        x = draw(gst.arrays(dtype, (m, n), gst.finite_floats(dtype, 1e3)))
-        y = draw(gst.arrays(dtype, y_shape, gst.finite_floats(dtype, 1e3)))
-        return Case({"alpha": alpha, "x": x, "y": y},
-                    f"x.shape={(m, n)}, y.shape={y_shape}, dtype={dtype}, "
-                    f"alpha={float(alpha)!r}", (m, n))
-
-    return draw()
+@case_draw
+def _saxpy_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    m, n = draw(gst.shapes_2d(sizing))
+    y_shape = draw(st.sampled_from([(m, n), (n,), (m, 1)]))
+    alpha = draw(gst.scalars(dtype, gst.finite_floats(dtype, 100.0)))
+    x = draw(gst.arrays(dtype, (m, n), gst.finite_floats(dtype, 1e3)))
+    y = draw(gst.arrays(dtype, y_shape, gst.finite_floats(dtype, 1e3)))
+    return Case({"alpha": alpha, "x": x, "y": y},
+                f"x.shape={(m, n)}, y.shape={y_shape}, dtype={dtype}, "
+                f"alpha={float(alpha)!r}", (m, n))
 
 
 def _saxpy_sweep(sizing: Sizing, entry: Entry) -> list[Edge]:
@@ -60,30 +57,22 @@ def _saxpy_sweep(sizing: Sizing, entry: Entry) -> list[Edge]:
     return edges
 
 
-def _dot_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        b, n = draw(gst.shapes_2d(sizing))
-        elements = draw(_one_kind(dtype, PRODUCT_EXACT_BOUND, 1e3))
-        x = draw(gst.arrays(dtype, (b, n), elements))
-        y = draw(gst.arrays(dtype, (b, n), elements))
-        return Case({"x": x, "y": y}, f"x.shape=y.shape={(b, n)} (loop b, core n), "
-                                      f"dtype={dtype}", (b,))
-
-    return draw()
+@case_draw
+def _dot_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    b, n = draw(gst.shapes_2d(sizing))
+    elements = draw(one_kind(dtype, PRODUCT_EXACT_BOUND, 1e3))
+    x = draw(gst.arrays(dtype, (b, n), elements))
+    y = draw(gst.arrays(dtype, (b, n), elements))
+    return Case({"x": x, "y": y}, f"x.shape=y.shape={(b, n)} (loop b, core n), "
+                                  f"dtype={dtype}", (b,))
 
 
-def _laplacian_cases(sizing: Sizing, entry: Entry) -> st.SearchStrategy[Case]:
-    @st.composite
-    def draw(draw: Any) -> Case:
-        dtype = draw(gst.dtypes(*entry.dtypes))
-        shape = draw(gst.shapes_3d(sizing))
-        u = draw(gst.arrays(dtype, shape, gst.finite_floats(dtype, 1e3)))
-        return Case({"u": u}, f"u.shape={shape} (loop {shape[0]}, core {shape[1:]}), "
-                              f"dtype={dtype}", shape)
-
-    return draw()
+@case_draw
+def _laplacian_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Case:
+    shape = draw(gst.shapes_3d(sizing))
+    u = draw(gst.arrays(dtype, shape, gst.finite_floats(dtype, 1e3)))
+    return Case({"u": u}, f"u.shape={shape} (loop {shape[0]}, core {shape[1:]}), "
+                          f"dtype={dtype}", shape)
 
 
 # -- the repeat check's large cases (a `target='parallel'` ufunc splits them over threads) ---
@@ -101,7 +90,7 @@ def _saxpy_large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
 def _dot_large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
                rng: np.random.Generator) -> Case:
     b, n = sizing.repeat_shape_2d
-    x, y = (_values((b, n), dtype, kind, PRODUCT_EXACT_BOUND, rng,
+    x, y = (sweep_values((b, n), dtype, kind, PRODUCT_EXACT_BOUND, rng,
                     integers=kind != FRACTIONAL) for _ in range(2))
     return Case({"x": x, "y": y}, f"x.shape=y.shape={(b, n)} (loop b, core n), "
                                   f"dtype={dtype}, {kind}", (b,))
@@ -110,7 +99,7 @@ def _dot_large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
 def _laplacian_large(sizing: Sizing, entry: Entry, dtype: np.dtype, kind: str,
                      rng: np.random.Generator) -> Case:
     shape = sizing.repeat_shape_3d
-    u = _values(shape, dtype, kind, 1e3, rng)
+    u = sweep_values(shape, dtype, kind, 1e3, rng)
     return Case({"u": u}, f"u.shape={shape} (loop {shape[0]}, core {shape[1:]}), "
                           f"dtype={dtype}, {kind}", shape)
 
