@@ -130,7 +130,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # probe children inherit it (the JAX backends apply it in-process too).  It
         # cannot be scoped to our items (JAX reads it once): the header says so.
         config.stash[_JAX_MEMORY_SET] = apply_jax_memory_policy()
-    selection = configure_selection(config)
+    configure_selection(config)
     # The child-process machinery is imported only by runs that use it.
     if os.environ.get(REPORT_SINK_VARIABLE):
         from pytest_gpucheck.processes import install_report_sink
@@ -139,15 +139,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")
     if config.getoption("gpu_conformance"):
         _add_bundled_suites(config)
-    from pytest_gpucheck.processes import configure_isolation
+    # The dispatcher and the core's routers (a feature registers its own router later).
+    from pytest_gpucheck.processes import configure_routers
 
-    configure_isolation(config)
+    configure_routers(config)
     if _in_first_process(config):
         _refuse_unreachable_options(config)
-    if "numba-cudasim" in selection.names and not selection.in_simulator_child:
-        from pytest_gpucheck.processes import SimulatorRouter
-
-        config.pluginmanager.register(SimulatorRouter(config), "gpucheck-simulator-router")
 
 
 @pytest.hookimpl(tryfirst=True)
