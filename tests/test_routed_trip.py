@@ -108,7 +108,8 @@ def test_a_trip_through_too_many_files_or_back_into_one_is_told() -> None:
               ["processes/guard.py", "processes/pool.py", "processes/routers/isolation.py",
                "processes/routers/base.py"]]
     files, reentered = trip(before)
-    assert len(files) == 7 and reentered == ["processes/controller.py"]
+    assert len(files) == 7
+    assert reentered == ["processes/controller.py"]
     now = [["processes/routers/isolation.py", "processes/routers/base.py"],
            ["processes/replaying.py", "processes/routers/isolation.py",
             "processes/routers/base.py"],
@@ -118,7 +119,8 @@ def test_a_trip_through_too_many_files_or_back_into_one_is_told() -> None:
             "processes/routers/base.py"],
            ["processes/replaying.py", "processes/routers/base.py"]]
     files, reentered = trip(now)
-    assert len(files) == MOST_FILES and reentered == []
+    assert len(files) == MOST_FILES
+    assert reentered == []
 
 
 @pytest.mark.slow
