@@ -144,3 +144,60 @@ def test_an_isolated_items_trip_enters_at_most_six_files_none_twice(
         assert len(files) <= MOST_FILES, (entry["item"], files)
         assert reentered == [], (entry["item"], reentered, entry["chains"])
         assert {"processes/pool.py", "processes/replaying.py"} <= set(files), files
+
+
+FIRST_ROUTER = '''
+import pytest
+from pytest_gpucheck.processes import Router, failed_report
+
+
+class FirstRouter(Router):
+    """A router of the first kind in the order, claiming the items named "routed"."""
+
+    kind = "sanitizer"
+
+    def claims(self, item):
+        return "routed" in item.name
+
+    def run(self, item, nextitem):
+        return [failed_report(item, "ran by the first router in the order")]
+
+
+def pytest_configure(config):
+    # Registered before the core's routers (the core configures last): the order of
+    # registration is not the order the dispatcher asks in.
+    config.pluginmanager.register(FirstRouter(), "first-router")
+'''
+
+ROUTED_TESTS = '''
+import pytest
+
+
+def test_routed(xp):
+    assert int(xp.asarray([1]).sum()) == 1
+
+
+@pytest.mark.skip(reason="skipped here")
+def test_routed_but_skipped(xp):
+    pass
+
+
+def test_on_no_backend():
+    pass
+'''
+
+
+def test_the_dispatcher_asks_the_routers_in_order_not_as_registered(
+        pytester: pytest.Pytester) -> None:
+    """A router earlier in the order than isolation runs the item it claims, although the
+    isolation router (registered later) would claim it too; a skipped item and one on no
+    backend run here.  (With one ``pytest_runtest_protocol`` per router, pluggy asked the
+    last registered first: the isolation router took the item.)"""
+    pytester.makeconftest(FIRST_ROUTER)
+    pytester.makepyfile(test_user=ROUTED_TESTS)
+    result = pytester.runpytest("--gpu-backends=numpy", "--gpu-isolate=backend",
+                                "-p", "no:cacheprovider", "-p", "no:xdist", "-rA")
+    result.assert_outcomes(failed=1, skipped=1, passed=1)
+    result.stdout.fnmatch_lines(["*ran by the first router in the order*",
+                                 "FAILED test_user.py::test_routed[[]numpy[]]*"])
+    assert "isolation worker" not in result.stdout.str()
