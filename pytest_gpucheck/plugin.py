@@ -77,14 +77,12 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     from pytest_gpucheck.processes import add_isolation_options
 
     add_isolation_options(parser.getgroup("gpucheck"))
-    from pytest_gpucheck.sanitizer.plugin import add_options as add_sanitizer_options
-
-    add_sanitizer_options(parser.getgroup("gpucheck"))
     # The feature plugins register here, after the core's options, so `pytest --help`
     # lists --gpu-backends first: a plugin registered now gets this (historic) hook
     # at once, its options after these (registered in pytest_addhooks, they came first).
-    # register(import_module) rather than import_plugin: the sanitizer module is imported
-    # above, and import_plugin would warn that it cannot rewrite its asserts.
+    # register(import_module) rather than import_plugin: a feature module may be imported
+    # already (a test's import), and import_plugin would warn that it cannot rewrite its
+    # asserts.
     import importlib
 
     for name in FEATURE_PLUGINS:

@@ -22,7 +22,7 @@ from pytest_gpucheck.processes.wire import ChildRun
 
 
 class KeepsChildDeaths:
-    """The session-end hooks of a router whose long-lived children may die: close them,
+    """The session-end hooks of a router whose children may die: close them,
     hand the deaths to the xdist controller (or fail the run), keep those an xdist worker
     handed over, and print one red line per death.  A subclass sets ``config``,
     ``deaths`` and ``DEATHS_OUTPUT`` (its key in an xdist worker's output) and says how

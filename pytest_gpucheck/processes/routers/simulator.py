@@ -17,14 +17,12 @@ from pytest_gpucheck.environment import SIMULATOR_CHILD_VARIABLE
 from pytest_gpucheck.processes.batch import run_child_pytest
 from pytest_gpucheck.processes.child_options import backends_option
 from pytest_gpucheck.processes.deaths import (
-    collect_deaths,
+    KeepsChildDeaths,
     crash_text,
     describe_exit,
     failed_report,
-    hand_over_deaths,
     missing_report,
     output_tail,
-    write_deaths,
 )
 from pytest_gpucheck.processes.replaying import items_ahead, replay
 from pytest_gpucheck.processes.routers.base import Router
@@ -41,7 +39,7 @@ def needs_simulator(item: pytest.Item) -> bool:
     return SIMULATOR_BACKEND in item_backends(item)
 
 
-class SimulatorRouter(Router):
+class SimulatorRouter(KeepsChildDeaths, Router):
     """Parent-side plugin: run ``numba-cudasim`` items in one child process.
 
     Without pytest-xdist all simulator items of the session run in a single
@@ -53,6 +51,8 @@ class SimulatorRouter(Router):
     """
 
     kind = "simulator"
+    #: This router's key in an xdist worker's output (its children's deaths).
+    DEATHS_OUTPUT = DEATHS_OUTPUT
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -175,16 +175,6 @@ class SimulatorRouter(Router):
             return []
         return remaining
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """pytest-xdist (controller): a worker ended; keep its children's deaths."""
-        collect_deaths(node, self.deaths, DEATHS_OUTPUT)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def close_children(self) -> None:
         if self.worker is not None:
             self.worker.close()
-        hand_over_deaths(self.config, session, self.deaths, DEATHS_OUTPUT)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        write_deaths(terminalreporter, self.deaths)
