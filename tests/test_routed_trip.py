@@ -201,3 +201,62 @@ def test_the_dispatcher_asks_the_routers_in_order_not_as_registered(
     result.stdout.fnmatch_lines(["*ran by the first router in the order*",
                                  "FAILED test_user.py::test_routed[[]numpy[]]*"])
     assert "isolation worker" not in result.stdout.str()
+
+
+TEARING_ROUTER = '''
+import os
+import pytest
+from pytest_gpucheck.processes import Router, failed_report, replay
+
+
+class FirstRouter(Router):
+    kind = "sanitizer"
+
+    def claims(self, item):
+        return "routed" in item.name
+
+    def run(self, item, nextitem):
+        return [failed_report(item, "ran by the first router in the order")]
+
+    if os.environ.get("ROUTER_SKIPS_TEAR_DOWN"):
+        def protocol(self, item, nextitem):  # the broken twin: replays, never tears down
+            replay(item, self.run(item, nextitem))
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(FirstRouter(), "first-router")
+'''
+
+MODULE_M = '''
+import pytest
+
+@pytest.fixture(scope="module")
+def resource():
+    yield "up"
+
+def test_here(resource):
+    assert resource == "up"
+
+def test_routed_last_of_module():
+    pass
+'''
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["template", "no-tear-down"])
+def test_a_routed_item_tears_down_the_fixtures_the_next_item_does_not_share(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, broken: bool) -> None:
+    """The template's last step: after a routed item, the module fixtures the item before
+    it kept up for it are finished when the next item is in another module.  A router
+    that only replays (the MPI spawn router did) leaves them up, and pytest fails the
+    next item's setup."""
+    if broken:
+        monkeypatch.setenv("ROUTER_SKIPS_TEAR_DOWN", "1")
+    pytester.makeconftest(TEARING_ROUTER)
+    pytester.makepyfile(test_m=MODULE_M, test_n="def test_next():\n    pass\n")
+    result = pytester.runpytest("--gpu-isolate=none", "-p", "no:cacheprovider",
+                                "-p", "no:xdist", "-p", "no:randomly")
+    if broken:
+        result.assert_outcomes(passed=1, failed=1, errors=1)
+        result.stdout.fnmatch_lines(["*previous item was not torn down properly*"])
+    else:
+        result.assert_outcomes(passed=2, failed=1)
