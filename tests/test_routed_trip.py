@@ -1,11 +1,12 @@
-"""An isolated item's trip through the package: at most six files, none re-entered.
+"""The routers' template and dispatcher, and an isolated item's trip through the package.
 
-``docs/architecture.md`` (An isolated item's trip) draws the path an item run in an
-isolation worker takes in the process pytest runs items in, from the routers'
-dispatcher to its replayed report.  Here a profiler follows it in a user's run
-(``pytest --gpu-isolate=backend``), so a change that sends the item through more files,
-or back into a file it came from (the controller module the item once entered three
-times), fails.
+The dispatcher asks the routers in their order, not as they were registered; the
+template tears down after a routed item as pytest's runner would.  ``docs/architecture.md``
+(An isolated item's trip) draws the path an item run in an isolation worker takes in the
+process pytest runs items in, from the dispatcher to its replayed report: here a
+profiler follows it in a user's run (``pytest --gpu-isolate=backend``), so a change that
+sends the item through more than six files, or back into a file it came from (the
+controller module the item once entered three times), fails.
 """
 
 from __future__ import annotations
