@@ -63,7 +63,14 @@ def routers(config: pytest.Config) -> list[Router]:
     """The routers registered in this process, in :data:`ORDER`."""
     found = [plugin for plugin in config.pluginmanager.get_plugins()
              if isinstance(plugin, Router)]
-    return sorted(found, key=lambda router: ORDER.index(router.kind))
+    return sorted(found, key=_place)
+
+
+def _place(router: Router) -> int:
+    if router.kind not in ORDER:
+        raise TypeError(f"{type(router).__name__}.kind is {router.kind!r}; a router's kind "
+                        f"is its place in the dispatcher's order, one of {', '.join(ORDER)}")
+    return ORDER.index(router.kind)
 
 
 def router_for(item: pytest.Item) -> Router | None:
