@@ -1,6 +1,6 @@
 """Hooks through which feature plugins extend the core.
 
-The core (``plugin.py``, :mod:`pytest_gpucheck.processes.controller`,
+The core (``plugin.py``, :mod:`pytest_gpucheck.processes.child_options`,
 :mod:`pytest_gpucheck.reporting.report`) never names a feature's options or the content of
 its report: each feature plugin (``bench``, ``interop``, ``mpi``, ...) implements
 these hooks.  They are registered with ``config.pluginmanager.add_hookspecs``

@@ -77,14 +77,12 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     from pytest_gpucheck.processes import add_isolation_options
 
     add_isolation_options(parser.getgroup("gpucheck"))
-    from pytest_gpucheck.sanitizer.plugin import add_options as add_sanitizer_options
-
-    add_sanitizer_options(parser.getgroup("gpucheck"))
     # The feature plugins register here, after the core's options, so `pytest --help`
     # lists --gpu-backends first: a plugin registered now gets this (historic) hook
     # at once, its options after these (registered in pytest_addhooks, they came first).
-    # register(import_module) rather than import_plugin: the sanitizer module is imported
-    # above, and import_plugin would warn that it cannot rewrite its asserts.
+    # register(import_module) rather than import_plugin: a feature module may be imported
+    # already (a test's import), and import_plugin would warn that it cannot rewrite its
+    # asserts.
     import importlib
 
     for name in FEATURE_PLUGINS:
@@ -130,7 +128,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # probe children inherit it (the JAX backends apply it in-process too).  It
         # cannot be scoped to our items (JAX reads it once): the header says so.
         config.stash[_JAX_MEMORY_SET] = apply_jax_memory_policy()
-    selection = configure_selection(config)
+    configure_selection(config)
     # The child-process machinery is imported only by runs that use it.
     if os.environ.get(REPORT_SINK_VARIABLE):
         from pytest_gpucheck.processes import install_report_sink
@@ -139,15 +137,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")
     if config.getoption("gpu_conformance"):
         _add_bundled_suites(config)
-    from pytest_gpucheck.processes import configure_isolation
+    # The dispatcher and the core's routers (a feature registers its own router later).
+    from pytest_gpucheck.processes import configure_routers
 
-    configure_isolation(config)
+    configure_routers(config)
     if _in_first_process(config):
         _refuse_unreachable_options(config)
-    if "numba-cudasim" in selection.names and not selection.in_simulator_child:
-        from pytest_gpucheck.processes import SimulatorRouter
-
-        config.pluginmanager.register(SimulatorRouter(config), "gpucheck-simulator-router")
 
 
 @pytest.hookimpl(tryfirst=True)

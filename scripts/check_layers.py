@@ -28,7 +28,11 @@ The process layer (``pytest_gpucheck.processes``: the controller side, the worke
 side, the wire and the routers) is reached only through its face: a module outside
 it imports ``pytest_gpucheck.processes`` (its ``__init__``, which names what the
 rest of the package may use), never a module inside it, so its insides can be
-rearranged without edits elsewhere.
+rearranged without edits elsewhere.  Inside it, the worker side (``worker.py``,
+what runs in a child) and the modules both sides share (``wire.py``, ``guard.py``,
+``sticky_errors.py``) import nothing else of the layer, and the controller side does
+not import the worker side: the two meet on the wire, and a definition both need lives
+in a shared module.
 
 Every import counts, including imports inside functions and the module names
 given to ``importlib.import_module`` / ``pluginmanager.import_plugin`` as string
@@ -65,6 +69,12 @@ LAYERS = ("pytest_gpucheck.conformance", "pytest_gpucheck", "pytest_gpucheck.bac
           "pytest_gpucheck.reference_kernels")
 #: Packages the rest of the project reaches only through their ``__init__`` (the face).
 FACED = ("pytest_gpucheck.processes",)
+#: The process layer's worker side (what runs inside a child) and the modules it shares
+#: with the controller side: these import no other module of the layer.
+PROCESS_LAYER = "pytest_gpucheck.processes"
+WORKER_SIDE = ("pytest_gpucheck.processes.worker",)
+SHARED_BY_BOTH_SIDES = ("pytest_gpucheck.processes.wire", "pytest_gpucheck.processes.guard",
+                        "pytest_gpucheck.processes.sticky_errors")
 #: Calls whose first string argument names a module that gets imported.
 IMPORTING_CALLS = ("import_module", "import_plugin", "__import__")
 
@@ -226,6 +236,31 @@ def behind_face(source: str, target: str) -> str | None:
     return None
 
 
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == name or module.startswith(name + ".") for name in packages)
+
+
+def crosses_sides(source: str, target: str) -> str | None:
+    """Why ``source`` importing ``target`` joins the process layer's two sides (None if it
+    does not): the worker side, or a module both sides share, imports a module of the
+    layer that is neither (the controller side, the routers, or the face, which leads to
+    them); or the controller side imports the worker side.  The two meet on the wire,
+    as pytest-xdist's ``remote.py`` depends on nothing else in xdist; only the face
+    names both (for the plugin, which installs the worker side in a child)."""
+    own = (*WORKER_SIDE, *SHARED_BY_BOTH_SIDES)
+    if not _within(source, (PROCESS_LAYER,)) or not _within(target, (PROCESS_LAYER,)):
+        return None
+    if _within(source, own) and not _within(target, own):
+        side = "the worker side" if _within(source, WORKER_SIDE) else \
+            "a module both sides share"
+        return (f"{source} -> {target}: {side} imports the controller side; move what "
+                "both need to wire.py (or another shared module)")
+    if source != PROCESS_LAYER and not _within(source, own) and _within(target, WORKER_SIDE):
+        return (f"{source} -> {target}: the controller side imports the worker side; move "
+                "what both need to wire.py (or another shared module)")
+    return None
+
+
 def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """One cycle through each group of mutually importing units (none: an acyclic graph)."""
     cycles: list[list[str]] = []
@@ -344,6 +379,9 @@ def check() -> list[str]:
             location = f"{path.relative_to(ROOT)}:{line}"
             if points_up(source, target):
                 problems.append(f"{location}: {source} -> {target} imports up a layer")
+            crossing = crosses_sides(source, target)
+            if crossing is not None:
+                problems.append(f"{location}: {crossing}")
             faced = behind_face(source, target)
             if faced is not None:
                 problems.append(f"{location}: {source} -> {target} reaches inside {faced}; "

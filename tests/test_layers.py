@@ -178,3 +178,50 @@ def test_module_cycles_and_backends_importing_backends_are_rejected(
     result = _check(tree(tmp_path / "broken", files))
     assert result.returncode == 1, result.stdout
     assert message in result.stdout, result.stdout
+
+
+#: The process layer's two sides: the worker side and the modules both sides share import
+#: only each other; the controller side imports them all.
+SIDES = {
+    **CLEAN,
+    "pytest_gpucheck/processes/__init__.py": (
+        "from .batch import run_child_pytest\nfrom .worker import install_report_sink\n"),
+    "pytest_gpucheck/processes/batch.py": "from .wire import ChildRun\nfrom .guard import os\n",
+    "pytest_gpucheck/processes/wire.py": "import json\n",
+    "pytest_gpucheck/processes/worker.py": (
+        "from .wire import ChildRun\n"
+        "from pytest_gpucheck.processes.guard import os\n"
+        "def f():\n    from pytest_gpucheck.processes import sticky_errors\n"),
+    "pytest_gpucheck/processes/sticky_errors.py": "import os\n",
+}
+
+
+@pytest.mark.parametrize(("name", "files", "message"), [
+    ("the worker imports the controller side", {"pytest_gpucheck/processes/worker.py":
+        "from .batch import run_child_pytest\n"},
+     "pytest_gpucheck.processes.worker -> pytest_gpucheck.processes.batch: the worker side "
+     "imports the controller side"),
+    ("the worker imports the face lazily", {"pytest_gpucheck/processes/worker.py":
+        "def f():\n    from pytest_gpucheck.processes import run_child_pytest\n"},
+     "pytest_gpucheck.processes.worker -> pytest_gpucheck.processes: the worker side "
+     "imports the controller side"),
+    ("the wire imports the controller side", {"pytest_gpucheck/processes/wire.py":
+        "from .batch import run_child_pytest\n"},
+     "pytest_gpucheck.processes.wire -> pytest_gpucheck.processes.batch: a module both "
+     "sides share imports the controller side"),
+    ("the controller side imports the worker side", {"pytest_gpucheck/processes/batch.py":
+        "from .worker import SuiteProperties\n"},
+     "pytest_gpucheck.processes.batch -> pytest_gpucheck.processes.worker: the controller "
+     "side imports the worker side"),
+])
+def test_the_worker_side_imports_nothing_of_the_controller_side(
+        tmp_path: Path, name: str, files: dict[str, str], message: str) -> None:
+    """What runs in a child (``worker.py``) and what both sides share (``wire.py``,
+    ``guard.py``, ``sticky_errors.py``) import nothing else of the process layer (as
+    pytest-xdist's ``remote.py`` depends on nothing else in xdist), and the controller
+    side does not import the worker side."""
+    clean = _check(_tree(tmp_path / "clean", SIDES))
+    assert clean.returncode == 0, clean.stdout  # the twin: the worker imports the wire
+    result = _check(_tree(tmp_path / "broken", {**SIDES, **files}))
+    assert result.returncode == 1, result.stdout
+    assert message in result.stdout, result.stdout

@@ -25,6 +25,7 @@ from pytest_gpucheck.mpi.marker import MpiSpec, mpi_spec
 from pytest_gpucheck.mpi.watchdog import extract_report, reported_test, stop_reason
 from pytest_gpucheck.processes import (
     ChildRun,
+    Router,
     backends_option,
     crash_text,
     describe_exit,
@@ -58,8 +59,14 @@ class ItemRuns:
     reports: dict[int, list[pytest.TestReport]] = field(default_factory=dict)
 
 
-class SpawnRouter:
-    """Parent-side plugin: run each ``mpi`` item under the launcher (registered when not a rank)."""
+class SpawnRouter(Router):
+    """Parent-side plugin: run each ``mpi`` item under the launcher (registered when not a rank).
+
+    A :class:`~pytest_gpucheck.processes.Router` of the process layer, kept in the MPI
+    feature: it runs its jobs with the feature's launcher, markers and watchdog, and
+    the process layer imports no feature."""
+
+    kind = "mpi-spawn"
 
     def __init__(
         self,
@@ -117,29 +124,24 @@ class SpawnRouter:
                 continue
             self.runs[item.nodeid] = ItemRuns(counts)
 
-    def _mine(self, item: pytest.Item) -> bool:
+    def claims(self, item: pytest.Item) -> bool:
         if item.nodeid not in self.runs or item.get_closest_marker("skip") is not None:
             return False
         # The core's simulator router runs numba-cudasim items in a child of their own,
         # where this router spawns them (with the simulator's environment inherited).
         return not needs_simulator(item) or os.environ.get(SIMULATOR_CHILD_VARIABLE) == "1"
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(
-        self, item: pytest.Item, nextitem: pytest.Item | None
-    ) -> bool | None:
-        if not self._mine(item):
-            return None
+    def run(self, item: pytest.Item, nextitem: pytest.Item | None
+            ) -> list[pytest.TestReport]:
         if item.nodeid not in self._started:
             # This item and every item this process will surely run after it (the rest
             # of a plain session; an xdist worker's or a long-lived worker's queue) share
             # a job per rank count.
             batch = [item, *(other for other in items_ahead(item)
-                             if self._mine(other) and other.nodeid not in self._started)]
+                             if self.claims(other) and other.nodeid not in self._started)]
             self._started.update(other.nodeid for other in batch)
             self._run_all(batch)
-        replay(item, self._final_reports(item))
-        return True
+        return self._final_reports(item)
 
     # -- running jobs ---------------------------------------------------------------------
     def _run_all(self, items: list[pytest.Item]) -> None:

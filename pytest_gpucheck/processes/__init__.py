@@ -1,20 +1,22 @@
 """The process layer: everything that starts, guards and talks to the plugin's child
 processes, laid out as pytest-xdist's.
 
+- the routers, which choose the process an item runs in: one template
+  (``routers/base.py``: claim, run in a child, replay, tear down) and one dispatcher
+  that asks the routers in a fixed order; one subclass per kind of child process:
+  ``routers/simulator.py``, ``routers/isolation.py`` (a feature brings its own, built
+  on this face: ``pytest_gpucheck/sanitizer/router.py``, ``pytest_gpucheck/mpi/spawn.py``);
 - the controller side, in the process pytest runs items in (pytest-xdist's
-  ``dsession.py`` / ``workermanage.py``): ``controller.py`` (start a batch child, replay
-  its reports, one honest outcome per item when it dies), ``pool.py`` (long-lived
-  workers, replaced after a crash or a poisoned context), ``guard.py`` (nothing
-  outlives the session), ``deaths.py``, ``child_options.py`` (what a child is given of
-  the command line);
-- the routers, which choose the process an item runs in: one module per kind of child
-  process behind one protocol (``routers/base.py``): ``routers/isolation.py``,
-  ``routers/simulator.py`` (a feature brings its own: the sanitizer's is
-  ``pytest_gpucheck/sanitizer/router.py``, built on this face);
+  ``dsession.py`` / ``workermanage.py``), one module per role: ``child_options.py``
+  (a child's command line and environment), ``batch.py`` (a list of items in one
+  child), ``pool.py`` (long-lived workers, replaced after a crash or a poisoned
+  context), ``replaying.py`` (a child's reports logged here as the item's outcome),
+  ``deaths.py`` (one honest outcome per item when a child dies);
 - the worker side, what runs inside a child (pytest-xdist's ``remote.py``):
-  ``worker.py`` (the report sink, the live output under ``-s``, the item server);
-- the wire between the two (pytest-xdist's serialized reports and ``workeroutput``):
-  ``wire.py`` says what travels how and reads it back.
+  ``worker.py`` (the report sink, the live output under ``-s``, the item server); it
+  imports nothing of the controller side (``scripts/check_layers.py`` keeps it so);
+- what both sides share: ``wire.py`` (what travels how, and reading it back),
+  ``guard.py`` (nothing outlives the session), ``sticky_errors.py``.
 
 The rest of the package imports only this face (``scripts/check_layers.py`` keeps it
 so); each name is imported on first use, so loading the plugin starts none of the
@@ -30,34 +32,30 @@ from pytest_gpucheck import lazy_face
 from pytest_gpucheck.processes.sticky_errors import inject_sticky_error
 
 if TYPE_CHECKING:
+    from pytest_gpucheck.processes.batch import run_child_pytest
     from pytest_gpucheck.processes.child_options import (
         REFUSE,
+        backends_option,
         check_refused,
         given_options,
         record_args,
         rule_for,
     )
-    from pytest_gpucheck.processes.controller import (
-        backends_option,
+    from pytest_gpucheck.processes.deaths import (
+        KeepsChildDeaths,
+        close_all,
         crash_text,
         describe_exit,
         failed_report,
         hand_over_deaths,
-        items_ahead,
         missing_report,
-        replay,
-        run_child_pytest,
-        tear_down_towards,
         write_deaths,
     )
-    from pytest_gpucheck.processes.deaths import KeepsChildDeaths, close_all
     from pytest_gpucheck.processes.pool import Worker
-    from pytest_gpucheck.processes.routers.base import Router
-    from pytest_gpucheck.processes.routers.isolation import (
-        add_isolation_options,
-        configure_isolation,
-        isolation_mode,
-    )
+    from pytest_gpucheck.processes.replaying import items_ahead, replay, tear_down_towards
+    from pytest_gpucheck.processes.routers import configure_routers
+    from pytest_gpucheck.processes.routers.base import ORDER, Router, router_for
+    from pytest_gpucheck.processes.routers.isolation import add_isolation_options, isolation_mode
     from pytest_gpucheck.processes.routers.simulator import SimulatorRouter, needs_simulator
     from pytest_gpucheck.processes.wire import ChildRun
     from pytest_gpucheck.processes.worker import install_report_sink, load_parent_conftests
@@ -66,33 +64,35 @@ if TYPE_CHECKING:
 _FACE = {
     # what the core asks of the command line and the children
     "REFUSE": "child_options",
+    "backends_option": "child_options",
     "check_refused": "child_options",
     "given_options": "child_options",
     "record_args": "child_options",
     "rule_for": "child_options",
-    # the routers
+    # the routers: the template, the order, the core's own
+    "ORDER": "routers.base",
     "Router": "routers.base",
-    "KeepsChildDeaths": "deaths",
-    "close_all": "deaths",
-    "Worker": "pool",
+    "router_for": "routers.base",
+    "configure_routers": "routers",
     "add_isolation_options": "routers.isolation",
-    "configure_isolation": "routers.isolation",
     "isolation_mode": "routers.isolation",
     "SimulatorRouter": "routers.simulator",
     "needs_simulator": "routers.simulator",
-    # the controller side: run items in a child and replay them here
+    # the controller side: run items in a child, replay them here, honest deaths
     "ChildRun": "wire",
-    "backends_option": "controller",
-    "crash_text": "controller",
-    "describe_exit": "controller",
-    "failed_report": "controller",
-    "hand_over_deaths": "controller",
-    "items_ahead": "controller",
-    "missing_report": "controller",
-    "replay": "controller",
-    "run_child_pytest": "controller",
-    "tear_down_towards": "controller",
-    "write_deaths": "controller",
+    "Worker": "pool",
+    "run_child_pytest": "batch",
+    "items_ahead": "replaying",
+    "replay": "replaying",
+    "tear_down_towards": "replaying",
+    "KeepsChildDeaths": "deaths",
+    "close_all": "deaths",
+    "crash_text": "deaths",
+    "describe_exit": "deaths",
+    "failed_report": "deaths",
+    "hand_over_deaths": "deaths",
+    "missing_report": "deaths",
+    "write_deaths": "deaths",
     # the worker side: set up inside a child
     "install_report_sink": "worker",
     "load_parent_conftests": "worker",
@@ -108,6 +108,7 @@ def __getattr__(name: str) -> Any:
 
 # Spelled out for the linters; the same names as _FACE's, and the hook.
 __all__ = [
+    "ORDER",
     "REFUSE",
     "ChildRun",
     "KeepsChildDeaths",
@@ -118,7 +119,7 @@ __all__ = [
     "backends_option",
     "check_refused",
     "close_all",
-    "configure_isolation",
+    "configure_routers",
     "crash_text",
     "describe_exit",
     "failed_report",
@@ -133,6 +134,7 @@ __all__ = [
     "needs_simulator",
     "record_args",
     "replay",
+    "router_for",
     "rule_for",
     "run_child_pytest",
     "tear_down_towards",

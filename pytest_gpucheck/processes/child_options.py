@@ -1,4 +1,5 @@
-"""Every command-line option a run can have, and what a child process gets of it.
+"""What a child process is given: its command line (every option a run can have, and what a
+child gets of it) and the environment entries that come with it.
 
 Items run in child processes (isolation workers, the simulator child, MPI
 ranks), so an option the user gave must reach the children that need it, or
@@ -32,12 +33,16 @@ reach it through this table like the rest.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
+from pytest_gpucheck.environment import JUNIT_VARIABLE, STREAM_VARIABLE
 
 FORWARD = "forward"
 PARENT = "parent"
@@ -128,7 +133,7 @@ OPTIONS: dict[str, Rule] = {
     # -- hypothesis ----------------------------------------------------------------------
     **_rules(FORWARD, "the child runs the property tests", "--hypothesis-verbosity",
              "--hypothesis-show-statistics", "--hypothesis-explain"),
-    **_rules(PLUGIN, "forwarded by value (controller.forwarded_options)", "--hypothesis-profile",
+    **_rules(PLUGIN, "forwarded by value (forwarded_options)", "--hypothesis-profile",
              "--hypothesis-seed"),
     # -- pytest-xdist: this process distributes, a child runs serially (-n0) ------------
     **_rules(PARENT, "pytest-xdist distributes the items here; a child runs serially (-n0)",
@@ -255,3 +260,139 @@ def check_refused(config: pytest.Config, where: str, fix: str) -> None:
 def record_args(config: pytest.Config, args: Sequence[str | os.PathLike[str]]) -> None:
     """Keep the arguments pytest parsed (from ``pytest_load_initial_conftests``)."""
     config.stash[ARGS_KEY] = [os.fspath(arg) for arg in args]
+
+
+# -- the child's command line and environment, from the table above ------------------
+def forwarded_options(config: pytest.Config) -> list[str]:
+    """Options of this run that a child must share to collect and run the same items.
+
+    The core's own options are listed here; each feature plugin adds its own
+    through the ``pytest_gpucheck_child_args`` hook (:mod:`pytest_gpucheck.hookspecs`);
+    every other option the user gave is forwarded or not by the table of
+    :mod:`pytest_gpucheck.processes.child_options`.  The child skips the ini file's ``addopts``:
+    they reach it through that table like the command line's.
+    """
+    args = ["-o", "addopts=", *child_options(config), "--rootdir", str(config.rootpath)]
+    if config.inipath is not None:
+        args += ["-c", str(config.inipath)]
+    if config.pluginmanager.hasplugin("xdist"):
+        args.append("-n0")  # the parent already distributes; the child runs serially
+    args.append("--gpu-isolate=none")  # a child is the isolation: it never starts workers
+    for dest, flag in (
+        ("hypothesis_profile", "--hypothesis-profile"),
+        ("hypothesis_seed", "--hypothesis-seed"),
+        ("gpu_device", "--gpu-device"),
+        ("gpu_impls", "--gpu-impls"),
+    ):
+        value = config.getoption(dest, None)
+        if value is not None:
+            args.append(f"{flag}={value}")
+    for feature_args in config.hook.pytest_gpucheck_child_args(config=config):
+        args += feature_args
+    return args
+
+
+def stop_options(config: pytest.Config, session: pytest.Session | None) -> list[str]:
+    """``--maxfail`` for a child that runs a batch of items: it stops after the failures
+    this session may still have, so no item starts after the one that ends the run
+    (a long-lived worker needs none: it runs only what it is sent)."""
+    maxfail = int(config.getoption("maxfail", 0) or 0)
+    if not maxfail:
+        return []
+    failed = session.testsfailed if session is not None else 0
+    return [f"--maxfail={max(1, maxfail - failed)}"]
+
+
+def backends_option(config: pytest.Config, names: Sequence[str] = ()) -> list[str]:
+    """The child's ``--gpu-backends`` argument: ``names`` when given (a child that runs
+    one backend's items), else this run's own option as the user wrote it (none if unset)."""
+    if names:
+        return [f"--gpu-backends={','.join(names)}"]
+    value = config.getoption("gpu_backends", None)
+    return [] if value is None else [f"--gpu-backends={value}"]
+
+
+def plugin_options(config: pytest.Config) -> list[str]:
+    """``-p`` options of this run; they must be on the child's real command line,
+    because pytest reads them before it expands an ``@argsfile``."""
+    options = ["-p", "no:cacheprovider"]
+    # Every argument parsed, the ini file's addopts included (the child skips those).
+    parsed = config.stash.get(ARGS_KEY, None) or [str(a) for a in config.invocation_params.args]
+    for plugin in _explicit_plugins(parsed):
+        options += ["-p", plugin]
+    return options
+
+
+def _explicit_plugins(args: Iterable[str]) -> list[str]:
+    plugins, pending = [], False
+    for arg in args:
+        if pending:
+            plugins.append(arg)
+            pending = False
+        elif arg == "-p":
+            pending = True
+        elif arg.startswith("-p") and len(arg) > 2:
+            plugins.append(arg[2:])
+    return [p for p in plugins if not p.startswith("no:")]
+
+
+def loaded_conftests(config: pytest.Config) -> list[str]:
+    """Absolute paths of the ``conftest.py`` modules registered in this session."""
+    return [
+        name
+        for name, plugin in config.pluginmanager.list_name_plugin()
+        if isinstance(name, str)
+        and os.path.basename(name) == "conftest.py"
+        and os.path.isabs(name)
+        and getattr(plugin, "__file__", None) is not None
+    ]
+
+
+def junit_env(config: pytest.Config) -> dict[str, str]:
+    """A child's environment entry that says this run writes a junit file (see
+    :data:`~pytest_gpucheck.environment.JUNIT_VARIABLE`); empty when it does not."""
+    from _pytest.junitxml import xml_key  # private: where pytest keeps its LogXML
+
+    xml = config.stash.get(xml_key, None)
+    family = getattr(xml, "family", None)
+    return {JUNIT_VARIABLE: str(family)} if family else {}
+
+
+_MPI_STREAM_NOTED = pytest.StashKey[bool]()
+
+
+def streaming(config: pytest.Config) -> bool:
+    """Whether this run shows what tests print as they print it (``-s``)."""
+    return config.getoption("capture", "fd") == "no"
+
+
+@contextlib.contextmanager
+def output_stream(config: pytest.Config, launcher: Sequence[str] = ()
+                  ) -> Generator[tuple[dict[str, str], list[int], list[str]], None, None]:
+    """For a child about to start: the environment, descriptors to pass and arguments that
+    stream its tests' output to this process's terminal under ``-s`` (nothing otherwise).
+
+    Under a launcher the ranks' descriptors are the launcher's, so nothing streams: the
+    ranks capture as usual and their output is in each test's report sections.
+    """
+    if not streaming(config) or launcher:
+        if streaming(config) and not config.stash.get(_MPI_STREAM_NOTED, False):
+            config.stash[_MPI_STREAM_NOTED] = True
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(
+                    "gpucheck: -s does not stream what MPI ranks print (the launcher owns "
+                    "their output): it is in each test's captured sections (-rA shows them)")
+        # The user's -s reaches every child through the option table; ranks capture anyway,
+        # or what they print would be lost in the launcher's output.
+        yield {}, [], ["--capture=fd"] if streaming(config) else []
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()  # what this process wrote comes before what the child writes
+    fds = [os.dup(1), os.dup(2)]
+    try:
+        yield {STREAM_VARIABLE: f"{fds[0]},{fds[1]}"}, fds, ["--capture=no"]
+    finally:
+        for fd in fds:
+            os.close(fd)  # the child has its copies

@@ -1,7 +1,12 @@
-"""The session-end hooks shared by the routers whose long-lived children may die.
+"""Deaths: a child that died is never a green run, and the item it was running fails.
 
-Kept apart from :mod:`pytest_gpucheck.processes.controller` so that a router can extend it at
-load time while the child-process machinery is imported only by runs that use it.
+The failed reports made here for an item a child never finished (:func:`crash_text`,
+:func:`failed_report`, :func:`missing_report`), the lines that say how a child ended
+(:func:`describe_exit`), and the session-end hooks shared by the routers whose
+children may die (:class:`KeepsChildDeaths`: hand the deaths to pytest-xdist's
+controller or fail the run, one red line each).  Standard library and pytest only at
+load time, so a router can extend it while the child-process machinery is imported
+only by runs that use it.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ from typing import Any, Protocol
 
 import pytest
 
+from pytest_gpucheck.processes.wire import ChildRun
+
 
 class KeepsChildDeaths:
-    """The session-end hooks of a router whose long-lived children may die: close them,
+    """The session-end hooks of a router whose children may die: close them,
     hand the deaths to the xdist controller (or fail the run), keep those an xdist worker
     handed over, and print one red line per death.  A subclass sets ``config``,
     ``deaths`` and ``DEATHS_OUTPUT`` (its key in an xdist worker's output) and says how
@@ -31,7 +38,6 @@ class KeepsChildDeaths:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from pytest_gpucheck.processes.controller import hand_over_deaths
         from pytest_gpucheck.processes.guard import Stopped
 
         try:
@@ -43,15 +49,11 @@ class KeepsChildDeaths:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """pytest-xdist (controller): a worker ended; keep the deaths it handed over."""
-        from pytest_gpucheck.processes.controller import collect_deaths
-
         collect_deaths(node, self.deaths, self.DEATHS_OUTPUT)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if os.environ.get("PYTEST_XDIST_WORKER"):
             return
-        from pytest_gpucheck.processes.controller import write_deaths
-
         write_deaths(terminalreporter, self.deaths)
 
 
@@ -92,3 +94,102 @@ def interrupted_at_the_end(session: pytest.Session, exc: BaseException) -> None:
             excinfo=pytest.ExceptionInfo.from_exception(exc))
     else:
         session.exitstatus = 128 + signal.SIGTERM
+
+
+def hand_over_deaths(config: pytest.Config, session: pytest.Session, deaths: list[str],
+                     output_key: str) -> None:
+    """At session end: under pytest-xdist, pass this worker's child deaths to the controller
+    (``output_key`` of its worker output; the controller decides the exit status); a run
+    in which a child died is never exit 0."""
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[output_key] = list(deaths)
+    if deaths and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def collect_deaths(node: Any, deaths: list[str], output_key: str) -> None:
+    """pytest-xdist controller, when a worker ended: keep the deaths it handed over."""
+    output = getattr(node, "workeroutput", None) or {}
+    deaths.extend(output.get(output_key, []))
+
+
+def write_deaths(terminalreporter: Any, deaths: Sequence[str]) -> None:
+    """One red summary line per child death."""
+    for line in deaths:
+        terminalreporter.write_line(f"gpucheck: {line}", red=True)
+
+
+def describe_exit(returncode: int, *, launcher: bool = False) -> str:
+    """``killed by signal 11 (SIGSEGV)`` / ``exited with code 3``, for messages."""
+    if returncode < 0:
+        return f"was killed by signal {-returncode} ({_signal_name(-returncode)})"
+    text = f"exited with code {returncode}"
+    if launcher and returncode > 128 and _signal_name(returncode - 128) != "?":
+        # Launchers report a rank killed by signal N as 128 + N.
+        text += f" (128 + {_signal_name(returncode - 128)}: a rank was killed by that signal)"
+    return text
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "?"
+
+
+def failed_report(item: pytest.Item, text: str, when: str = "call") -> pytest.TestReport:
+    """A failed report of ``item`` made here, with ``text`` as its failure (and its
+    matrix cell, so a crash counts in the conformance matrix)."""
+    from pytest_gpucheck.reporting.report import cell_of
+
+    report = pytest.TestReport(
+        nodeid=item.nodeid,
+        location=item.location,
+        keywords=dict.fromkeys(item.keywords, 1),
+        outcome="failed",
+        longrepr=text,
+        when=when,  # type: ignore[arg-type]
+        sections=[],
+        duration=0.0,
+        start=0.0,
+        stop=0.0,
+    )
+    cell = cell_of(item)
+    if cell is not None:
+        report.gpucheck_cell = cell  # type: ignore[attr-defined]
+    return report
+
+
+def output_tail(output: str, lines: int = 40) -> str:
+    return "\n".join(output.splitlines()[-lines:])
+
+
+def crash_text(item: pytest.Item, run: ChildRun, what: str, *, launcher: bool = False,
+               ranks: Sequence[int] = ()) -> str:
+    """Why ``item`` (started in ``run`` and never finished) has no result: how the
+    process ended, on which rank, and faulthandler's whole stack of the crash."""
+    how = "timed out and was killed" if run.timed_out else describe_exit(
+        run.returncode, launcher=launcher)
+    faulted = sorted(run.faults)
+    lines = [f"{what} {how} while running this test; it never reported a result."]
+    if launcher:
+        if faulted:
+            lines.append(f"Fatal error on rank(s) {', '.join(map(str, faulted))}.")
+        elif ranks:
+            lines.append(f"Started on rank(s) {', '.join(map(str, ranks))}; no rank recorded "
+                         "a fatal error (an exit or abort without a signal): see the output.")
+    for rank in faulted:
+        prefix = f"rank {rank}: " if launcher else ""
+        lines += ["", f"{prefix}faulthandler (the crash site, every thread):", run.faults[rank]]
+    lines += ["", f"Last lines of its output:\n{output_tail(run.output)}"]
+    return "\n".join(lines)
+
+
+def missing_report(item: pytest.Item, run: ChildRun, what: str) -> pytest.TestReport:
+    """A failed report for an item a child that failed as a whole never started
+    (start-up, usage or collection error)."""
+    how = "timed out" if run.timed_out else describe_exit(run.returncode)
+    errors = "".join(str(r.longrepr) + "\n" for r in run.collect_errors)
+    return failed_report(
+        item, f"{what} {how} before running this test.\n{errors}{output_tail(run.output)}")

@@ -1,7 +1,7 @@
 """Long-lived workers, the parent's side: a child pytest that runs the items it is sent,
 one at a time (the child's side is :class:`~.worker.ItemServer`).
 
-A batch child (:func:`pytest_gpucheck.processes.controller.run_child_pytest`) runs a list
+A batch child (:func:`pytest_gpucheck.processes.batch.run_child_pytest`) runs a list
 known in advance.  A pytest-xdist worker learns its items one by one, and an
 isolation worker must stop after the item that poisoned it, so both use a
 :class:`Worker`: one ``python -m pytest`` that collects every item it may be
@@ -46,19 +46,21 @@ from pytest_gpucheck.environment import (
     SERVE_VARIABLE,
     STREAM_VARIABLE,
 )
-from pytest_gpucheck.processes.controller import (
-    apply_session_output,
-    crash_text,
-    describe_exit,
-    failed_report,
+from pytest_gpucheck.processes.child_options import (
     forwarded_options,
     junit_env,
     loaded_conftests,
-    missing_report,
     output_stream,
     plugin_options,
 )
+from pytest_gpucheck.processes.deaths import (
+    crash_text,
+    describe_exit,
+    failed_report,
+    missing_report,
+)
 from pytest_gpucheck.processes.guard import Stopped, end_group, kill_group, sigterm_raises
+from pytest_gpucheck.processes.replaying import apply_session_output
 from pytest_gpucheck.processes.wire import ChildRun, child_target, read_reports, read_text
 
 #: Seconds a worker gets to finish its session after its last item.

@@ -16,12 +16,12 @@ What travels from a child to its parent, and how (one JSON object a line in
   ``gpucheck_bench``, ``gpucheck_benchmarks``...), set on the rebuilt report;
 - ``{"warning": ...}``: a warning recorded while an item ran (pytest records
   them after the item's reports); the parent attaches it to the item's last
-  report as ``gpucheck_warnings`` and :func:`replay` records it in this session
+  report as ``gpucheck_warnings`` and :func:`~.replaying.replay` records it in this session
   (``pytest_warning_recorded``), so it reaches the warnings summary;
 - ``{"session": {...}}``: the child's session output, written once at its
   session end (as pytest-xdist's ``workeroutput``): ``testsuite_properties``
   (``record_testsuite_property``) and whatever a plugin put in
-  :attr:`ReportSink.output`; the parent applies it with :func:`apply_session_output`.
+  :attr:`ReportSink.output`; the parent applies it with :func:`~.replaying.apply_session_output`.
 
 A long-lived worker (:class:`~.pool.Worker`) is also sent the items to run, one JSON
 request a line on a pipe (``{"run": target, "next": target, "ahead": [...]}``), and
@@ -162,6 +162,25 @@ def warning_message(data: Mapping[str, Any]) -> warnings.WarningMessage:
         message = text
     return warnings.WarningMessage(message, category, str(data.get("filename", "")),
                                    int(data.get("lineno", 0)))
+
+
+class SuiteProperties:
+    """A child's stand-in for pytest's ``LogXML``: keeps ``record_testsuite_property``'s
+    properties for the parent, which writes them into its junit file."""
+
+    def __init__(self, properties: list[list[str]], family: str) -> None:
+        self.properties = properties
+        self.family = family
+
+    def add_global_property(self, name: str, value: object) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"name parameter needs to be a string, but {type(name).__name__} "
+                            "given")  # pytest's own check and message
+        self.properties.append([name, str(value)])
+
+    def node_reporter(self, report: object) -> Any:
+        raise RuntimeError("record_xml_attribute does not travel from a child process of "
+                           "pytest-gpucheck: use record_property, or --gpu-isolate=none")
 
 
 @dataclass

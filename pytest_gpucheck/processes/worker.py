@@ -34,6 +34,7 @@ from pytest_gpucheck.processes.wire import (
     FAULT_PREFIX,
     ITEM_SERVER,
     REPORT_ATTRIBUTES,
+    SuiteProperties,
     child_target,
     current_rank,
 )
@@ -151,25 +152,6 @@ class ReportSink:
         if isinstance(self.config.stash.get(xml_key, None), SuiteProperties):
             del self.config.stash[xml_key]
         self._handle.close()
-
-
-class SuiteProperties:
-    """A child's stand-in for pytest's ``LogXML``: keeps ``record_testsuite_property``'s
-    properties for the parent, which writes them into its junit file."""
-
-    def __init__(self, properties: list[list[str]], family: str) -> None:
-        self.properties = properties
-        self.family = family
-
-    def add_global_property(self, name: str, value: object) -> None:
-        if not isinstance(name, str):
-            raise TypeError(f"name parameter needs to be a string, but {type(name).__name__} "
-                            "given")  # pytest's own check and message
-        self.properties.append([name, str(value)])
-
-    def node_reporter(self, report: object) -> Any:
-        raise RuntimeError("record_xml_attribute does not travel from a child process of "
-                           "pytest-gpucheck: use record_property, or --gpu-isolate=none")
 
 
 class OutputStream:

@@ -119,6 +119,10 @@ def tool_args(tool: str, version: tuple[int, int] | None) -> list[str]:
     return []
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser.getgroup("gpucheck"))
+
+
 def add_options(group: Any) -> None:
     group.addoption(
         OPTION, dest="gpu_sanitize", default=None, metavar="TOOLS",

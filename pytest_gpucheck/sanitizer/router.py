@@ -30,8 +30,6 @@ from pytest_gpucheck.processes import (
     backends_option,
     close_all,
     items_ahead,
-    replay,
-    tear_down_towards,
 )
 from pytest_gpucheck.sanitizer.log import (
     SECTION,
@@ -144,6 +142,8 @@ class SanitizerRouter(KeepsChildDeaths, Router):
     and how: it hands over its tools with their options, the executable, which items
     it claims and its key in an xdist worker's output."""
 
+    kind = "sanitizer"
+
     def __init__(self, config: pytest.Config, *, tools: Sequence[tuple[str, list[str]]],
                  executable: Path, claims: Callable[[pytest.Item], bool],
                  deaths_output: str) -> None:
@@ -163,12 +163,8 @@ class SanitizerRouter(KeepsChildDeaths, Router):
     def _backends(item: pytest.Item) -> tuple[str, ...]:
         return tuple(sorted(item_backends(item)))
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(
-        self, item: pytest.Item, nextitem: pytest.Item | None
-    ) -> bool | None:
-        if not self.claims(item):
-            return None
+    def run(self, item: pytest.Item, nextitem: pytest.Item | None
+            ) -> list[pytest.TestReport]:
         backends = self._backends(item)
         shared = next((other for other in items_ahead(item) if self.claims(other)
                        and self._backends(other) == backends), None)
@@ -185,9 +181,7 @@ class SanitizerRouter(KeepsChildDeaths, Router):
                     what=f"The sanitized worker ({tool}; {', '.join(backends)})",
                     extra_args=backends_option(self.config), deaths=self.deaths)
             runs.append((tool, worker.run(item, nextitem=shared)))
-        replay(item, merge_runs(runs))
-        tear_down_towards(item, nextitem)
-        return True
+        return merge_runs(runs)
 
     def close_children(self) -> None:
         workers = list(self.workers.values())

@@ -4,7 +4,7 @@ CUDA simulator.
 Numba decides between the real CUDA target and the simulator when
 ``numba.cuda`` is first imported (``NUMBA_ENABLE_CUDASIM``), so the two cannot
 share a process.  The plugin runs simulator items in a child process of their
-own (:mod:`pytest_gpucheck.processes.controller`); in the parent, ``numba-cudasim`` is
+own (:mod:`pytest_gpucheck.processes.routers.simulator`); in the parent, ``numba-cudasim`` is
 probed without importing ``numba.cuda``.
 
 Numba's event timer is here too; the MPI array operations on its device arrays
@@ -244,7 +244,7 @@ def nvvm_problem() -> str | None:
 class NumbaCudasimBackend(_NumbaCudaArrays):
     """``@cuda.jit`` kernels on Numba's CUDA simulator (one Python thread per CUDA thread).
 
-    Runs in a child process of its own; see :mod:`pytest_gpucheck.processes.controller`.
+    Runs in a child process of its own; see :mod:`pytest_gpucheck.processes.routers.simulator`.
     """
 
     name = "numba-cudasim"

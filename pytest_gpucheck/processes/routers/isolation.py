@@ -14,10 +14,11 @@ backends of its items (its collection probes nothing else), and in a plain
 session it is told to finish as soon as no item ahead needs it.  ``test``
 gives every item a fresh worker.  ``auto`` (the default) is ``backend`` when
 a selected GPU backend is available and ``none`` otherwise.  The
-``numba-cudasim`` items always run in a child of their own
-(:mod:`pytest_gpucheck.processes.routers.simulator`); skipped items (an unavailable
-backend, a pair across devices, a converter the consumer lacks, all decided at
-collection) and MPI items are never routed.
+isolation router is the last the dispatcher asks
+(:mod:`pytest_gpucheck.processes.routers.base`): it runs the backend items no router
+before it claims (the sanitizer's, the ``numba-cudasim`` child's, the MPI jobs'), and
+skipped items (an unavailable backend, a pair across devices, a converter the consumer
+lacks, all decided at collection) are never routed.
 
 :func:`pytest_gpucheck.processes.inject_sticky_error` is a test hook that makes
 this process behave as after a CUDA sticky error on one backend: its health
@@ -34,8 +35,10 @@ import pytest
 
 from pytest_gpucheck.options import one_of
 from pytest_gpucheck.processes.deaths import KeepsChildDeaths, close_all
-from pytest_gpucheck.processes.routers.base import Router, other_routers
+from pytest_gpucheck.processes.replaying import items_ahead
+from pytest_gpucheck.processes.routers.base import Router, claimed_before, router_for
 from pytest_gpucheck.processes.sticky_errors import StickyError, any_sticky_error, sticky_error
+from pytest_gpucheck.processes.wire import ITEM_SERVER
 
 # The child-process machinery (the simulator router, workers) is imported only by runs
 # that isolate: a plain run loads this module and nothing more.
@@ -112,6 +115,7 @@ class IsolationRouter(KeepsChildDeaths, Router):
     """Parent-side plugin: run backend items in :class:`~pytest_gpucheck.processes.pool.Worker`
     processes, one per device (``backend``) or one per item (``test``)."""
 
+    kind = "isolation"
     #: This router's key in an xdist worker's output (its children's deaths).
     DEATHS_OUTPUT = DEATHS_OUTPUT
 
@@ -123,10 +127,12 @@ class IsolationRouter(KeepsChildDeaths, Router):
         self.released: list[Any] = []
         #: key -> the items routed to it, in session order (made on first use).
         self._universe: dict[str, list[pytest.Item]] | None = None
+        #: node id -> whether this router claims it / the worker that runs it (None: not
+        #: routed here); made once per item, since every item looks at the items ahead.
+        self._claims: dict[str, bool] = {}
+        self._keys: dict[str, str | None] = {}
         #: One line per worker that died (for the summary and the exit status).
         self.deaths: list[str] = []
-        #: The other routers of this process, which run the items they claim.
-        self._others: list[Router] | None = None
 
     @property
     def mode(self) -> str:
@@ -135,20 +141,25 @@ class IsolationRouter(KeepsChildDeaths, Router):
         return self._mode
 
     def claims(self, item: pytest.Item) -> bool:
-        return self.mode != "none" and self._key(item) is not None
+        """The backend items no router before this one in the dispatcher's order claims."""
+        if self.mode == "none":
+            return False
+        if item.nodeid not in self._claims:
+            from pytest_gpucheck.selection import item_backends
+
+            self._claims[item.nodeid] = bool(item_backends(item)) and not claimed_before(
+                self, item)
+        return self._claims[item.nodeid]
 
     def _key(self, item: pytest.Item) -> str | None:
-        from pytest_gpucheck.processes.routers.simulator import item_backends, needs_simulator
+        """The worker that runs ``item``, or None when the dispatcher sends it elsewhere
+        (another router, or this process for a skipped item)."""
+        if item.nodeid not in self._keys:
+            from pytest_gpucheck.selection import item_backends
 
-        if (item.get_closest_marker("skip") is not None
-                or item.get_closest_marker("mpi") is not None or needs_simulator(item)):
-            return None
-        if self._others is None:
-            self._others = other_routers(self.config, self)
-        if any(other.claims(item) for other in self._others):
-            return None  # another router runs it (the sanitizer's, under --gpu-sanitize)
-        backends = item_backends(item)
-        return device_key(backends) if backends else None
+            self._keys[item.nodeid] = (device_key(item_backends(item))
+                                       if router_for(item) is self else None)
+        return self._keys[item.nodeid]
 
     def universe(self, session: pytest.Session) -> dict[str, list[pytest.Item]]:
         """key -> every item of the session routed to that key's worker, in order."""
@@ -162,15 +173,22 @@ class IsolationRouter(KeepsChildDeaths, Router):
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
-        """``backend``: start every worker the session will need before the first item, so
-        their start-ups (a Python, pytest, the frameworks' imports, the collection)
-        overlap each other and the items that run elsewhere, instead of each waiting
-        for its first item.  Not under pytest-xdist, where the controller decides later
-        which items this process gets."""
-        if (self.mode != "backend" or session.config.option.collectonly
-                or session.testsfailed or self._under_a_controller()):
+        """Route the session's items once, before the first (every router is registered
+        by now).  ``backend``: start every worker the session will need before the first
+        item, so their start-ups (a Python, pytest, the frameworks' imports, the
+        collection) overlap each other and the items that run elsewhere, instead of each
+        waiting for its first item.  Not under pytest-xdist, where the controller decides
+        later which items this process gets."""
+        if self.mode == "none" or session.config.option.collectonly or session.testsfailed:
             return
-        for key, routed in self.universe(session).items():
+        # Asked before the last router registered (at collection), a claim may be stale.
+        self._claims.clear()
+        self._keys.clear()
+        self._universe = None
+        universe = self.universe(session)
+        if self.mode != "backend" or self._under_a_controller():
+            return
+        for key, routed in universe.items():
             if key not in self.workers:
                 self.workers[key] = self._new_worker(routed)
                 self.workers[key].start()
@@ -178,46 +196,32 @@ class IsolationRouter(KeepsChildDeaths, Router):
     def _under_a_controller(self) -> bool:
         """Whether another process hands this one its items (pytest-xdist, a worker's
         item server): then which items come here is not known in advance."""
-        from pytest_gpucheck.processes.controller import ITEM_SERVER
-
         return bool(os.environ.get("PYTEST_XDIST_WORKER")) or (
             self.config.pluginmanager.get_plugin(ITEM_SERVER) is not None)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(
-        self, item: pytest.Item, nextitem: pytest.Item | None
-    ) -> bool | None:
-        if self.mode == "none":
-            return None
-        key = self._key(item)
-        if key is None:
-            return None
-        from pytest_gpucheck.processes.controller import items_ahead, replay, tear_down_towards
-
+    def run(self, item: pytest.Item, nextitem: pytest.Item | None
+            ) -> list[pytest.TestReport]:
+        key = str(self._key(item))
         if self.mode == "test":
             worker = self._new_worker([item])
             try:
-                reports = worker.run(item)
+                return list(worker.run(item))
             finally:
                 worker.close()
-        else:
-            worker = self.workers.get(key)
-            if worker is None:
-                worker = self.workers[key] = self._new_worker(
-                    self.universe(item.session).get(key, [item]))
-            # The next item this worker runs keeps the fixtures it shares with this one
-            # up, as in a plain run.
-            shared = next((other for other in items_ahead(item) if self._key(other) == key),
-                          None)
-            reports = worker.run(item, nextitem=shared)
-            if shared is None and self._last_of_session(item, key):
-                # No item ahead needs this worker: it finishes its session now (its device
-                # memory and processes go) while the run goes on; reaped at session end.
-                worker.release()
-                self.released.append(self.workers.pop(key))
-        replay(item, reports)
-        tear_down_towards(item, nextitem)
-        return True
+        worker = self.workers.get(key)
+        if worker is None:
+            worker = self.workers[key] = self._new_worker(
+                self.universe(item.session).get(key, [item]))
+        # The next item this worker runs keeps the fixtures it shares with this one
+        # up, as in a plain run.
+        shared = next((other for other in items_ahead(item) if self._key(other) == key), None)
+        reports = worker.run(item, nextitem=shared)
+        if shared is None and self._last_of_session(item, key):
+            # No item ahead needs this worker: it finishes its session now (its device
+            # memory and processes go) while the run goes on; reaped at session end.
+            worker.release()
+            self.released.append(self.workers.pop(key))
+        return list(reports)
 
     def _last_of_session(self, item: pytest.Item, key: str) -> bool:
         """Whether ``item`` is surely the last item of ``key`` this process runs: in a
@@ -230,7 +234,7 @@ class IsolationRouter(KeepsChildDeaths, Router):
 
     def _new_worker(self, universe: list[pytest.Item]) -> Any:
         from pytest_gpucheck.backends import BACKENDS
-        from pytest_gpucheck.processes.controller import backends_option
+        from pytest_gpucheck.processes.child_options import backends_option
         from pytest_gpucheck.processes.pool import Worker
         from pytest_gpucheck.selection import item_backends
 

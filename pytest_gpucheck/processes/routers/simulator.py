@@ -2,8 +2,8 @@
 
 The Numba CUDA simulator is chosen when ``numba.cuda`` is first imported, so
 it cannot share a process with real ``numba-cuda``: the parent routes the
-simulator items to a child (:mod:`pytest_gpucheck.processes.controller`) and replays their
-reports.
+simulator items to a child (:mod:`pytest_gpucheck.processes.batch`, or a long-lived
+:mod:`~pytest_gpucheck.processes.pool` worker) and replays their reports.
 """
 
 from __future__ import annotations
@@ -14,23 +14,19 @@ from typing import Any
 import pytest
 
 from pytest_gpucheck.environment import SIMULATOR_CHILD_VARIABLE
-from pytest_gpucheck.processes.controller import (
-    ChildRun,
-    backends_option,
-    collect_deaths,
+from pytest_gpucheck.processes.batch import run_child_pytest
+from pytest_gpucheck.processes.child_options import backends_option
+from pytest_gpucheck.processes.deaths import (
+    KeepsChildDeaths,
     crash_text,
     describe_exit,
     failed_report,
-    hand_over_deaths,
-    items_ahead,
     missing_report,
     output_tail,
-    replay,
-    run_child_pytest,
-    tear_down_towards,
-    write_deaths,
 )
+from pytest_gpucheck.processes.replaying import items_ahead, replay
 from pytest_gpucheck.processes.routers.base import Router
+from pytest_gpucheck.processes.wire import ChildRun
 from pytest_gpucheck.selection import item_backends
 
 SIMULATOR_BACKEND = "numba-cudasim"
@@ -43,7 +39,7 @@ def needs_simulator(item: pytest.Item) -> bool:
     return SIMULATOR_BACKEND in item_backends(item)
 
 
-class SimulatorRouter(Router):
+class SimulatorRouter(KeepsChildDeaths, Router):
     """Parent-side plugin: run ``numba-cudasim`` items in one child process.
 
     Without pytest-xdist all simulator items of the session run in a single
@@ -53,6 +49,10 @@ class SimulatorRouter(Router):
     item it was running fails with the cause and the items after it run in a
     fresh child.
     """
+
+    kind = "simulator"
+    #: This router's key in an xdist worker's output (its children's deaths).
+    DEATHS_OUTPUT = DEATHS_OUTPUT
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -67,12 +67,8 @@ class SimulatorRouter(Router):
     def _routed(self, item: pytest.Item) -> bool:
         return needs_simulator(item) and item.get_closest_marker("skip") is None
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(
-        self, item: pytest.Item, nextitem: pytest.Item | None
-    ) -> bool | None:
-        if not self._routed(item):
-            return None
+    def run(self, item: pytest.Item, nextitem: pytest.Item | None
+            ) -> list[pytest.TestReport]:
         if self._served_one_by_one():
             from pytest_gpucheck.processes.pool import Worker
 
@@ -90,9 +86,7 @@ class SimulatorRouter(Router):
             reports = self.worker.run(item, nextitem=ahead[0] if ahead else None, ahead=ahead)
             if fresh_each:
                 self.worker.close()
-            replay(item, reports)
-            tear_down_towards(item, nextitem)
-            return True
+            return list(reports)
         if item.nodeid not in self.results:
             if os.environ.get("PYTEST_XDIST_WORKER"):
                 batch = [item]
@@ -105,10 +99,9 @@ class SimulatorRouter(Router):
             self._run(batch)
         if item.nodeid not in self.results:  # the batch child stopped at --maxfail first
             self._run([item])
-        replay(item, self.results.pop(item.nodeid))
+        reports = self.results.pop(item.nodeid)
         self.results[item.nodeid] = []  # replayed: never run or logged again
-        tear_down_towards(item, nextitem)
-        return True
+        return reports
 
     def _served_one_by_one(self) -> bool:
         """Under xdist (a worker learns its items one at a time) and under an explicit
@@ -182,16 +175,6 @@ class SimulatorRouter(Router):
             return []
         return remaining
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """pytest-xdist (controller): a worker ended; keep its children's deaths."""
-        collect_deaths(node, self.deaths, DEATHS_OUTPUT)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def close_children(self) -> None:
         if self.worker is not None:
             self.worker.close()
-        hand_over_deaths(self.config, session, self.deaths, DEATHS_OUTPUT)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        write_deaths(terminalreporter, self.deaths)
