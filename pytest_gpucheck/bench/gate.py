@@ -186,6 +186,9 @@ class Verdict:
     #: A stored-baseline regression that does not fail the run (the stored mode misses
     #: its targets: :data:`STORED_MEASURED`); ``--gpu-bench-compare-fails`` fails on it.
     advisory: bool = False
+    #: ``--gpu-bench-compare`` at the process level: the log summary of each stored
+    #: process and of each process of this run (the evidence, :mod:`.stored`).
+    process_figures: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     @property
     def change(self) -> float | None:
@@ -214,6 +217,8 @@ class Verdict:
             "family": self.family,
             "adjusted_p": self.adjusted_p,
             "advisory": self.advisory,
+            "process_figures": [list(side) for side in self.process_figures]
+            if self.process_figures else None,
             "alpha": self.settings.alpha,
             "min_effect": self.settings.min_effect,
             "relative_min_effect": self.settings.relative_min_effect,
@@ -547,7 +552,8 @@ def judge_stored_family(verdicts: list[Verdict], family_level: float) -> list[Ve
     well as those p-values are calibrated."""
     out = list(verdicts)
     members = holm_members(verdicts, family_level,
-                           lambda v: not v.pair_figures and v.relative_to != INTERLEAVED)
+                           lambda v: not v.pair_figures and v.relative_to != INTERLEAVED
+                           and not v.process_figures)
     for k, level, q in members:
         v = verdicts[k]
         threshold = v.settings.relative_min_effect if v.relative_to else v.settings.min_effect
@@ -688,6 +694,10 @@ def format_verdict(verdict: Verdict) -> str:
             else f" (fastest {verdict.settings.keep_fraction:.0%} of rounds)")
     if verdict.pair_figures and verdict.interval is not None:
         return ", ".join([*parts, _pairs_summary(verdict)])
+    if verdict.process_figures and verdict.interval is not None:
+        from pytest_gpucheck.bench.stored import processes_summary
+
+        return ", ".join([*parts, processes_summary(verdict)])
     if verdict.baseline_median is not None:
         parts.append(f"baseline median{kept} {format_seconds(verdict.baseline_median)}")
     if verdict.new_median is not None:
