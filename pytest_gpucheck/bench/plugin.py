@@ -264,7 +264,9 @@ def pytest_gpucheck_rerun_args(config: pytest.Config) -> list[str]:
     if config.getoption("gpu_bench_compare", False):
         folder = config.getoption("gpu_bench_baseline", None) or \
             config.getini("gpu_bench_baseline") or Path(config.rootpath) / DEFAULT_BASELINE_DIR
-        # Resolved as the session resolves it (bench/session.py: relative to here).
+        # Resolved as the session resolves it (bench/session.py: relative to here); as
+        # many fresh processes as this run timed, so the pasted run has its evidence.
+        args += ["-o", f"gpu_bench_processes={config.getini('gpu_bench_processes')}"]
         args += ["--gpu-bench-compare", f"--gpu-bench-baseline={Path(folder).resolve()}"]
         args += [flag for dest, flag in (("gpu_bench_compare_fails", "--gpu-bench-compare-fails"),
                                          ("gpu_bench_cross_mode", "--gpu-bench-cross-mode"))
@@ -272,7 +274,6 @@ def pytest_gpucheck_rerun_args(config: pytest.Config) -> list[str]:
         level = config.getoption("gpu_bench_family_level", None)
         if level is not None:
             args.append(f"--gpu-bench-family-level={level}")
-        args += ["-o", f"gpu_bench_processes={config.getini('gpu_bench_processes')}"]
     return args
 
 

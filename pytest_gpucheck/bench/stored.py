@@ -42,7 +42,6 @@ from dataclasses import replace
 import numpy as np
 
 from pytest_gpucheck.bench.gate import (
-    JUDGED,
     GateSettings,
     Verdict,
     as_change,
@@ -94,19 +93,24 @@ def compare_processes(baseline: BenchmarkRecord | None, current: BenchmarkRecord
     benchmarks, Holm's first step).  Refusals (no baseline, another device or process
     mode) are :func:`~.gate.compare`'s; a side without per-process summaries falls
     back to its round-level comparison (advisory, with that mode's measured rates)."""
-    verdict = compare(baseline, current, settings, cross_mode=cross_mode)
-    if baseline is None or verdict.status not in JUDGED:
-        return verdict
-    old, new = summaries_of(baseline), summaries_of(current)
-    if old is None or new is None:
-        return verdict
-    from pytest_gpucheck.bench.gate import _faults_note, _mode_note, _version_note
+    from pytest_gpucheck.bench.gate import _faults_note, _mismatch, _mode_note, _version_note
+
+    old = summaries_of(baseline) if baseline is not None else None
+    new = summaries_of(current)
+    modes = (baseline.extra.get("process_mode"), current.extra.get("process_mode")) \
+        if baseline is not None else (None, None)
+    if baseline is None or old is None or new is None or _mismatch(baseline, current) or (
+            not cross_mode and modes[0] and modes[1] and modes[0] != modes[1]):
+        # No baseline, a refusal, or a record of one process: the round-level comparison.
+        return compare(baseline, current, settings, cross_mode=cross_mode)
+    env = current.environment
+    verdict = Verdict(current.name, current.backend, env.device_model, "unchanged",
+                      settings=settings)
 
     note = "; ".join(n for n in (_version_note(baseline, current),
                                  _mode_note(baseline, current),
                                  _faults_note(baseline, current)) if n)
-    start = replace(verdict, process_figures=(old, new), reason=note, relative_to="",
-                    pvalue=None, power=None, noise=None)
+    start = replace(verdict, process_figures=(old, new), reason=note)
     return judge_processes(start, level, family)
 
 
