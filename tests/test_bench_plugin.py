@@ -45,6 +45,7 @@ INI = """
 [pytest]
 gpu_bench_min_effect = 0.25
 gpu_bench_rounds = 24
+gpu_bench_processes = 3
 """
 
 
@@ -90,9 +91,9 @@ def test_record_compare_and_fail_an_injected_slowdown(
               if int(pytest.__version__.split(".")[0]) >= 9
               else "FAILED test_bench.py::test_kernel")
     slower.stdout.fnmatch_lines([
-        "*REGRESSION test_bench.py::test_kernel [[]numpy on *], baseline median (fastest 50% "
-        "of rounds) *, new median *, change +*%, p=* (alpha=0.001, "
-        "min effect 25%), power *% to catch +50%",
+        "*REGRESSION test_bench.py::test_kernel [[]numpy on *], change +*% [[]99*% CI +*%, "
+        "+*%], 3 + 3 processes, between-process SD *%, against the stored baseline *, "
+        "floor 25%, power *% to catch +50%",
         "gpucheck benchmark gate: 1 regression, 1 unchanged",
         failed,
     ])

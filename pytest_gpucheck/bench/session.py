@@ -14,7 +14,12 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck.bench.stored import compare_processes, judge_stored_processes, summaries_of
+from pytest_gpucheck.bench.stored import (
+    MEETS_TARGETS,
+    compare_processes,
+    judge_stored_processes,
+    summaries_of,
+)
 
 from ..hookspecs import ReportSection
 from .baseline import BaselineError, BaselineStore
@@ -443,7 +448,8 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         family_level=family_level,
         process_mode=process_mode(config),
         cross_mode=bool(config.getoption("gpu_bench_cross_mode", False)),
-        stored_fails=bool(config.getoption("gpu_bench_compare_fails", False))
+        # Failing by default only where the stored mode's measured rates meet the targets.
+        stored_fails=MEETS_TARGETS or bool(config.getoption("gpu_bench_compare_fails", False))
         or str(config.getini("gpu_bench_stored_fails")).strip().lower() in _TRUE,
     )
     try:
