@@ -139,8 +139,10 @@ def test_one_family_per_run_and_the_verdict_line() -> None:
 
 
 def saved_project(pytester: pytest.Pytester) -> str:
-    """A user's project with a baseline of its two benchmarks, each timed in 2 processes."""
-    pytester.makeini(INI + "gpu_backends = numpy\ngpu_bench_processes = 2\n")
+    """A user's project with a baseline of its two benchmarks, each timed in 3 processes
+    (``INI``'s ``gpu_bench_processes``)."""
+    assert "gpu_bench_processes = 3" in INI
+    pytester.makeini(INI + "gpu_backends = numpy\n")
     pytester.makepyfile(test_bench=BENCH_TEST)
     folder = f"--gpu-bench-baseline={pytester.path / 'baselines'}"
     run(pytester, folder, "--gpu-bench-save").assert_outcomes(passed=2)
@@ -160,14 +162,14 @@ def test_a_saved_baseline_then_a_2x_slower_variant(
     data = json.loads(saved.read_text())
     assert data["schema"] == "pytest-gpucheck-benchmarks/2"
     for record in data["benchmarks"]:
-        assert len(record["extra"][SUMMARIES]) == 2
-        assert record["extra"]["processes"] == 2
+        assert len(record["extra"][SUMMARIES]) == 3
+        assert record["extra"]["processes"] == 3
     monkeypatch.setenv("BENCH_SCALE", "2")
     advised = run(pytester, folder, "--gpu-bench-compare")
     advised.assert_outcomes(passed=2)
     text = advised.stdout.str().replace("\n    ", " ")
     assert "REGRESSION (advisory) test_bench.py::test_kernel" in text
-    assert "2 + 2 processes, between-process SD" in text
+    assert "3 + 3 processes, between-process SD" in text
     assert PROCESS_MEASURED in text
     failed = run(pytester, folder, "--gpu-bench-compare", "--gpu-bench-compare-fails", "-rA")
     failed.assert_outcomes(passed=1, failed=1)
@@ -176,16 +178,17 @@ def test_a_saved_baseline_then_a_2x_slower_variant(
     assert len(reruns) == 1, failed.stdout.str()
     command = shlex.split(reruns[0])
     assert "--gpu-bench-compare" in command
-    assert "gpu_bench_processes=2" in command
+    assert "gpu_bench_processes=3" in command
     again = run(pytester, *command[1:])
     again.assert_outcomes(failed=1)
     assert "REGRESSION test_bench.py::test_kernel" in again.stdout.str().replace("\n    ", " ")
 
 
 def test_fewer_than_two_processes_is_bad_input(pytester: pytest.Pytester) -> None:
-    pytester.makeini(INI + "gpu_bench_processes = 1\n")
+    pytester.makeini(INI)
     pytester.makepyfile(test_bench=BENCH_TEST)
-    result = run(pytester, f"--gpu-bench-baseline={pytester.path / 'b'}", "--gpu-bench-save")
+    result = run(pytester, f"--gpu-bench-baseline={pytester.path / 'b'}", "--gpu-bench-save",
+                 "-o", "gpu_bench_processes=1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
     assert errors == ["ERROR: ini gpu_bench_processes = 1; the stored gate compares one "
