@@ -149,13 +149,15 @@ class BenchSession:
         together on the first benchmark, each serving every benchmark in turn (the
         interleaved gate's peers, with its allocator regime)."""
         if not self.fresh:
-            nodeids = [item.nodeid for item in session.items
-                       if "gpu_benchmark" in getattr(item, "fixturenames", ())]
+            items = [item for item in session.items
+                     if "gpu_benchmark" in getattr(item, "fixturenames", ())]
+            nodeids = [item.nodeid for item in items]
+            files = sorted({str(item.path) for item in items})
             started: list[BaselinePeer] = []
             try:
                 for _ in range(self.measure.processes):
                     started.append(BaselinePeer(session.config, Path(session.config.rootpath),
-                                                nodeids, role="fresh"))
+                                                nodeids, role="fresh", files=files))
                 for peer in started:
                     peer.wait_collected()
             except BaseException:
