@@ -15,9 +15,14 @@ Two gates, two modes:
   case's test ``gpu_bench_replicates`` times on each side (default 6).  The
   injection is calibrated first on an identical interleaved run: 10% of the
   time per call the gate compares.
-* ``--mode stored``: the gate against a baseline recorded earlier
-  (``--gpu-bench-compare``), driven in-process: a baseline window, then an
-  identical and a slowed window, each compared with it.
+* ``--mode stored``: the gate against a baseline recorded earlier, as a user
+  runs it: each of ``--sessions`` independent runs saves a fresh baseline
+  (``pytest --gpu-bench-save``, ``--processes`` fresh processes per benchmark)
+  and compares (``pytest --gpu-bench-compare``) with case 0 slowed; the other
+  cases are A/A.  The run is the unit: its benchmarks share its drift.
+* ``--mode stored-rounds``: the round-level comparison of one process per
+  side, driven in-process: a baseline window, then an identical and a slowed
+  window, each compared with it.
 
 The injected slowdown is a Python loop on one integer, its cost per iteration
 calibrated on the clock that times the rounds (fastest of 20 runs), worth
