@@ -15,9 +15,14 @@ Two gates, two modes:
   case's test ``gpu_bench_replicates`` times on each side (default 6).  The
   injection is calibrated first on an identical interleaved run: 10% of the
   time per call the gate compares.
-* ``--mode stored``: the gate against a baseline recorded earlier
-  (``--gpu-bench-compare``), driven in-process: a baseline window, then an
-  identical and a slowed window, each compared with it.
+* ``--mode stored``: the gate against a baseline recorded earlier, as a user
+  runs it: each of ``--sessions`` independent runs saves a fresh baseline
+  (``pytest --gpu-bench-save``, ``--processes`` fresh processes per benchmark)
+  and compares (``pytest --gpu-bench-compare``) with case 0 slowed; the other
+  cases are A/A.  The run is the unit: its benchmarks share its drift.
+* ``--mode stored-rounds``: the round-level comparison of one process per
+  side, driven in-process: a baseline window, then an identical and a slowed
+  window, each compared with it.
 
 The injected slowdown is a Python loop on one integer, its cost per iteration
 calibrated on the clock that times the rounds (fastest of 20 runs), worth
@@ -45,6 +50,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -74,6 +80,7 @@ from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.settings import (
     DEFAULT_FAMILY_LEVEL,
     DEFAULT_MAX_ROUNDS,
+    DEFAULT_PROCESSES,
     DEFAULT_REPLICATES,
     DEFAULT_ROUNDS,
 )
@@ -358,6 +365,104 @@ def measure_interleaved(args: argparse.Namespace, loops_per_second: float) -> in
     return 0 if not problems else 1
 
 
+def stored_session(root: Path, args: argparse.Namespace, loops: int, save: bool,
+                   ) -> tuple[list[dict[str, Any]], str]:
+    """One ``pytest --gpu-bench-save`` (``save``) or ``--gpu-bench-compare`` session of
+    the stored gate over ``--benchmarks`` cases, case 0 slowed by ``loops`` when
+    comparing: the results from its JSON report, and what went wrong ("")."""
+    ini = textwrap.dedent(f"""\
+        [pytest]
+        gpu_backends = {args.backend}
+        gpu_bench_rounds = {args.rounds}
+        gpu_bench_cpu_clock = {args.cpu_clock}
+        gpu_bench_processes = {args.processes}
+        gpu_bench_family_level = {args.family_level}
+        gpu_bench_min_effect = {args.min_effect}
+        gpu_bench_detect_effect = {args.detect_effect}
+        gpu_bench_power = {args.power}
+        """)
+    (root / "pytest.ini").write_text(ini)
+    (root / "test_gate.py").write_text(PROJECT_TEST.format(
+        size=args.size, loops=loops, slowed=not save, benchmarks=args.benchmarks))
+    report = root / "report.json"
+    report.unlink(missing_ok=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "--gpu-bench-save" if save else "--gpu-bench-compare",
+         "--gpu-bench-baseline=baselines", f"--gpu-report={report}"],
+        cwd=root, capture_output=True, text=True)
+    if not report.exists():
+        return [], f"pytest exited {run.returncode} without a report:\n{run.stdout[-3000:]}"
+    results = json.loads(report.read_text())["sections"]["benchmarks"]["results"]
+    missing = args.benchmarks - len(results)
+    problem = (f"{missing} case(s) without a result (pytest exited {run.returncode}):\n"
+               f"{run.stdout[-3000:]}" if missing else "")
+    return results, problem
+
+
+def measure_stored_processes(args: argparse.Namespace, loops_per_second: float) -> int:
+    """Independent runs of the stored gate as a user meets it: each run saves a fresh
+    baseline (``--gpu-bench-save``, ``gpu_bench_processes`` fresh processes per benchmark)
+    and then compares (``--gpu-bench-compare``) with case 0 slowed by ``--slowdown``.
+    The other cases are A/A comparisons: a run with a REGRESSION among them (advisory or
+    not) is a false red run; case 0 caught is a catch.  The run (a save and a compare),
+    not the comparison, is the unit: its benchmarks share its two sessions' drift."""
+    started = time.perf_counter()
+    red = flagged = compared = caught = 0
+    drifts: list[float] = []
+    sds: list[float] = []
+    problems: list[str] = []
+    loops = 0
+    with tempfile.TemporaryDirectory(prefix="gpucheck-measure-stored-") as tmp:
+        root = Path(tmp)
+        for index in range(args.sessions):
+            shutil.rmtree(root / "baselines", ignore_errors=True)
+            saved, problem = stored_session(root, args, loops, save=True)
+            if not problem and not loops:
+                per_call = float(np.median([v for r in saved for v in
+                                            r["record"]["extra"]["process_summaries"]]))
+                loops = max(1, round(args.slowdown * per_call * loops_per_second))
+                print(f"calibration: {per_call * 1e6:.1f} us/call; injecting "
+                      f"{args.slowdown * per_call * 1e6:.2f} us ({loops} loop iterations)",
+                      flush=True)
+            results, problem2 = (stored_session(root, args, loops, save=False)
+                                 if not problem else ([], problem))
+            if problem or problem2:
+                problems.append((problem or problem2).splitlines()[0])
+                print(problem or problem2, flush=True)
+                continue
+            verdicts = {case_of(r["record"]["name"]): r["verdict"] or {} for r in results}
+            nulls = [v for case, v in verdicts.items() if case != 0]
+            statuses = [v.get("status") for v in nulls]
+            compared += sum(s in ("regression", "improvement", "unchanged", "inconclusive")
+                            for s in statuses)
+            flagged += statuses.count("regression")
+            red += "regression" in statuses
+            caught += verdicts.get(0, {}).get("status") == "regression"
+            changes = [math.log1p(v["change"]) for v in nulls if v.get("change") is not None]
+            drifts.append(float(np.mean(changes)) if changes else 0.0)
+            sds += [float(v["noise"]) for v in nulls if v.get("noise") is not None]
+            print(f"run {index + 1}: case 0 {verdicts.get(0, {}).get('status')} "
+                  f"{verdicts.get(0, {}).get('change') or 0.0:+.1%}; A/A "
+                  f"{Counter(statuses)}, mean A/A change {drifts[-1]:+.2%}; "
+                  f"{time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f}",
+                  flush=True)
+    runs = len(drifts)
+    print(f"A/A: {red} of {runs} runs had a REGRESSION among their {args.benchmarks - 1} "
+          f"identical benchmarks (95% upper bound {binomial_bound(red, runs, True):.1%}); "
+          f"per benchmark {flagged} of {compared}")
+    print(f"power: {caught} of {runs} planted +{args.slowdown:.0%} caught (95% lower bound "
+          f"{binomial_bound(caught, runs, False):.1%})")
+    if runs:
+        print(f"between-process SD (median over A/A benchmarks) {np.median(sds):.2%}; drift "
+              f"between the save and the compare (mean A/A log change per run): SD "
+              f"{np.std(drifts, ddof=1) if runs > 1 else 0.0:.2%}, range "
+              f"{min(drifts):+.2%} .. {max(drifts):+.2%}")
+    if problems:
+        print(f"{len(problems)} run(s) with problems: {problems[0]}")
+    return 0 if not problems else 1
+
+
 def measure_stored(args: argparse.Namespace, backend: Any, timer: RoundTimer,
                    saxpy: Callable[[], Any], slowed: Callable[[], Any], iterations: int,
                    settings: GateSettings, tally: Tally) -> str:
@@ -393,9 +498,12 @@ def measure_stored(args: argparse.Namespace, backend: Any, timer: RoundTimer,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", default="interleaved", choices=("interleaved", "stored"),
+    parser.add_argument("--mode", default="interleaved",
+                        choices=("interleaved", "stored", "stored-rounds"),
                         help="gate against the baseline checkout timed beside each round "
-                        "(--gpu-bench-against, default) or against a stored baseline")
+                        "(--gpu-bench-against, default), against a stored baseline "
+                        "(--gpu-bench-compare, fresh processes per benchmark), or the "
+                        "round-level stored comparison of one process per side, in-process")
     parser.add_argument("--comparisons", type=int, default=200, help="stored mode")
     parser.add_argument("--sessions", type=int, default=100,
                         help="interleaved: independent A/A pytest sessions")
@@ -403,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="interleaved: sessions with one benchmark slowed")
     parser.add_argument("--benchmarks", type=int, default=20,
                         help="interleaved: benchmarks per session")
+    parser.add_argument("--processes", type=int, default=DEFAULT_PROCESSES,
+                        help="stored: fresh processes per benchmark (ini gpu_bench_processes)")
     parser.add_argument("--pairs", type=int, default=DEFAULT_REPLICATES,
                         help="interleaved: pairs of processes (ini gpu_bench_replicates)")
     parser.add_argument("--family-level", type=float, default=DEFAULT_FAMILY_LEVEL,
@@ -470,6 +580,16 @@ def main(argv: list[str] | None = None) -> int:
               f"level {args.family_level:g}, floor {args.relative_min_effect:.0%}; "
               f"saxpy n={args.size} on {backend.name}", flush=True)
         code = measure_interleaved(args, loops_per_second)
+        print(f"elapsed {time.perf_counter() - started:.0f} s, load now "
+              f"{os.getloadavg()[0]:.1f}")
+        return code
+    if args.mode == "stored":
+        print(f"gate: --gpu-bench-save then --gpu-bench-compare, {args.processes} fresh "
+              f"processes per benchmark and side, two-sample t on their log summaries, Holm "
+              f"over each run's {args.benchmarks} benchmarks at family level "
+              f"{args.family_level:g}, floor {args.min_effect:.0%}; saxpy n={args.size} on "
+              f"{backend.name}", flush=True)
+        code = measure_stored_processes(args, loops_per_second)
         print(f"elapsed {time.perf_counter() - started:.0f} s, load now "
               f"{os.getloadavg()[0]:.1f}")
         return code

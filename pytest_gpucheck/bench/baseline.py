@@ -29,7 +29,10 @@ from pytest_gpucheck.bench.environment import slugify
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.reporting.atomic_files import write_text_atomically
 
-SCHEMA = "pytest-gpucheck-benchmarks/1"
+#: Version 2: a record measured by ``--gpu-bench-save`` holds one summary per fresh
+#: process (``extra["process_summaries"]``, bench/stored.py); version 1 held one process.
+SCHEMA = "pytest-gpucheck-benchmarks/2"
+OLD_SCHEMAS = ("pytest-gpucheck-benchmarks/1",)
 RUN_SUFFIX = ".json"
 
 
@@ -160,6 +163,11 @@ def read_run(path: Path) -> StoredRun:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"baseline file {path} cannot be read ({exc}); {fix}") from None
+    if isinstance(data, dict) and data.get("schema") in OLD_SCHEMAS:
+        raise BaselineError(
+            f"baseline file {path} was saved by an older pytest-gpucheck (schema "
+            f"{data['schema']!r}: one process per benchmark, which the stored gate no longer "
+            "compares); delete it and re-save the baseline with --gpu-bench-save")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise BaselineError(f"baseline file {path} is not a pytest-gpucheck benchmark run "
                             f"(schema {SCHEMA!r} expected); {fix}")

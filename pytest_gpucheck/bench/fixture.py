@@ -38,11 +38,13 @@ from pytest_gpucheck.bench.measure import (
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.settings import (
     DEFAULT_MAX_ROUNDS,
+    DEFAULT_PROCESSES,
     DEFAULT_REPLICATES,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
     MEASURE_KEYS,
     MIN_BLOCKS_PER_PAIR,
+    MIN_ROUNDS_PER_PROCESS,
     SETTING_NAMES,
 )
 from pytest_gpucheck.bench.timing import timer_for
@@ -74,6 +76,8 @@ class MeasureDefaults:
     cpu_clock: str = "auto"
     #: ``--gpu-bench-against``: runs of each benchmark's test per side.
     replicates: int = DEFAULT_REPLICATES
+    #: ``--gpu-bench-save`` / ``--gpu-bench-compare``: fresh processes per benchmark.
+    processes: int = DEFAULT_PROCESSES
 
 
 class GpuBenchmark:
@@ -100,6 +104,7 @@ class GpuBenchmark:
         on_baseline: Callable[[BenchmarkRecord | str], None] | None = None,
         peer_server: PeerServer | None = None,
         progress: Callable[[int, int, list[float], list[float], int], None] | None = None,
+        processes: Callable[[], list[BaselinePeer]] | None = None,
     ) -> None:
         self.benchmark = benchmark
         self.backend = backend
@@ -126,6 +131,9 @@ class GpuBenchmark:
         #: ``--gpu-bench-against``: told after each pair of processes (pairs done, pairs,
         #: the rounds of each side so far, rounds per pair), for the progress line.
         self._progress = progress
+        #: ``--gpu-bench-save`` / ``--gpu-bench-compare``: the fresh processes that time
+        #: this benchmark (bench/stored.py).
+        self._processes = processes
         self._environment: Environment | None = None
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -188,6 +196,9 @@ class GpuBenchmark:
             # that the baseline has no such benchmark.
             if result is not NO_BASELINE:
                 return result
+        if self._processes is not None:
+            return self._in_processes(call, int(iterations), rounds, int(warmup), first_call,
+                                      timer)
         # A benchmark that declares its bytes is paired, round by round, with a
         # device copy of as many bytes: the gate compares the ratios, so a
         # machine-wide slowdown between baseline and run cancels, and the copy's
@@ -358,6 +369,55 @@ class GpuBenchmark:
             extra={"checkout": str(base.checkout), "outcome": outcome, "message": message,
                    "replicates": replicates,
                    "page_faults_per_call": float(np.median(faults["baseline"]))}))
+        return result
+
+    def _in_processes(self, call: Callable[[], Any], iterations: int, rounds: int,
+                      warmup: int, first_call: float, timer: Any) -> Any:
+        """Time this benchmark in each fresh process in turn (``rounds`` in all, at least
+        :data:`MIN_ROUNDS_PER_PROCESS` each) and keep one summary per process
+        (:mod:`.stored`): the stored gate's evidence."""
+        from pytest_gpucheck.bench.stored import SUMMARIES, process_summary
+
+        assert self._processes is not None
+        try:
+            peers = self._processes()
+        except PeerError as exc:
+            pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
+        per = max(math.ceil(rounds / len(peers)), MIN_ROUNDS_PER_PROCESS)
+        samples: list[float] = []
+        summaries: list[float] = []
+        faults: list[float] = []
+        try:
+            for peer in peers:
+                self._start_replicate(peer, iterations, "candidate")
+                own = [peer.round() for _ in range(per)]
+                faults += peer.faults[-per:]
+                outcome, message = peer.end()
+                if outcome not in ("passed", "was skipped"):
+                    pytest.fail(f"gpucheck benchmark gate: this test {outcome} in a fresh "
+                                f"process: {message}", pytrace=False)
+                samples += own
+                summaries.append(process_summary(own, self._gate))
+            for peer in peers:
+                peer.release()
+        except PeerError as exc:
+            pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
+        # pytest-benchmark's table and JSON get the processes' rounds, replayed.
+        clock = DeviceClock(timer.method)
+        replay = iter(samples)
+
+        def replayed() -> None:
+            clock.advance(next(replay))
+
+        self.benchmark._timer = clock
+        self.benchmark.pedantic(replayed, rounds=len(samples), iterations=1, warmup_rounds=0)
+        result = call()
+        self.backend.synchronize()
+        ceiling = self._copy_ceiling_at_size(timer) if self.bytes else None
+        self.extra[SUMMARIES] = summaries
+        self.extra["processes"] = len(peers)
+        self.extra["page_faults_per_call"] = float(np.median(faults))
+        self._keep(samples, timer.method, iterations, warmup, first_call, None, ceiling)
         return result
 
     def _process_ceiling(self) -> tuple[float, int]:

@@ -186,6 +186,9 @@ class Verdict:
     #: A stored-baseline regression that does not fail the run (the stored mode misses
     #: its targets: :data:`STORED_MEASURED`); ``--gpu-bench-compare-fails`` fails on it.
     advisory: bool = False
+    #: ``--gpu-bench-compare`` at the process level: the log summary of each stored
+    #: process and of each process of this run (the evidence, :mod:`.stored`).
+    process_figures: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     @property
     def change(self) -> float | None:
@@ -214,6 +217,8 @@ class Verdict:
             "family": self.family,
             "adjusted_p": self.adjusted_p,
             "advisory": self.advisory,
+            "process_figures": [list(side) for side in self.process_figures]
+            if self.process_figures else None,
             "alpha": self.settings.alpha,
             "min_effect": self.settings.min_effect,
             "relative_min_effect": self.settings.relative_min_effect,
@@ -547,7 +552,8 @@ def judge_stored_family(verdicts: list[Verdict], family_level: float) -> list[Ve
     well as those p-values are calibrated."""
     out = list(verdicts)
     members = holm_members(verdicts, family_level,
-                           lambda v: not v.pair_figures and v.relative_to != INTERLEAVED)
+                           lambda v: not v.pair_figures and v.relative_to != INTERLEAVED
+                           and not v.process_figures)
     for k, level, q in members:
         v = verdicts[k]
         threshold = v.settings.relative_min_effect if v.relative_to else v.settings.min_effect
@@ -688,6 +694,8 @@ def format_verdict(verdict: Verdict) -> str:
             else f" (fastest {verdict.settings.keep_fraction:.0%} of rounds)")
     if verdict.pair_figures and verdict.interval is not None:
         return ", ".join([*parts, _pairs_summary(verdict)])
+    if verdict.process_figures and verdict.interval is not None:
+        return ", ".join([*parts, processes_summary(verdict)])
     if verdict.baseline_median is not None:
         parts.append(f"baseline median{kept} {format_seconds(verdict.baseline_median)}")
     if verdict.new_median is not None:
@@ -757,3 +765,46 @@ def format_seconds(seconds: float) -> str:
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
+
+
+#: What ``scripts/measure_gate.py --mode stored`` measured of this gate at its defaults
+#: on a shared 2-core machine (docs/benchmarks.md): printed with an advisory verdict.
+PROCESS_MEASURED = ("measured at 5 processes a side, load 18 to 124: identical benchmarks "
+                    "flagged in 3 of 11 runs, 5 of 33 comparisons; 10% slowdowns caught in "
+                    "10 of 11 (targets 1% and 90%, docs/benchmarks.md)")
+
+
+def advisory_note() -> str:
+    """The end of an advisory process-level regression's line."""
+    return (f"advisory: the stored mode misses its targets ({PROCESS_MEASURED}), so this "
+            "does not fail the run; --gpu-bench-compare-fails makes it fail, "
+            "--gpu-bench-against is the gate that meets them")
+
+
+def processes_summary(verdict: Verdict) -> str:
+    """``change +8.3% [99.9% CI +3.1%, +13.8%], 5 + 5 processes, between-process SD
+    2.9%, ...``: the figures a process-level verdict was computed from."""
+    assert verdict.interval is not None
+    assert verdict.process_figures is not None
+    old, new = verdict.process_figures
+    low, high = verdict.interval
+    family = verdict.family or 1
+    text = (f"change {verdict.change or 0.0:+.1%} [{format_level(verdict.level or 0.0)} CI "
+            f"{low:+.1%}, {high:+.1%}], {len(old)} + {len(new)} processes, between-process "
+            f"SD {verdict.noise or 0.0:.1%}, against the stored baseline (geometric means "
+            f"of the processes' medians: baseline {format_seconds(verdict.baseline_median or 0.0)}"
+            f", this run {format_seconds(verdict.new_median or 0.0)})")
+    text += f", p={verdict.pvalue:.2g}" if verdict.pvalue is not None else ""
+    if verdict.adjusted_p is not None:
+        text += f", Holm-adjusted p={verdict.adjusted_p:.2g} over {family} benchmarks"
+    elif family > 1:
+        text += f" (level {verdict.level:.2g}: the family's over {family} benchmarks)"
+    text += f", floor {verdict.settings.min_effect:.0%}"
+    if verdict.power is not None and verdict.status != "inconclusive":
+        text += (f", power {verdict.power:.0%} to catch "
+                 f"+{verdict.settings.design_effect(False):.0%}")
+    if verdict.reason:
+        text += f", {verdict.reason}"
+    if verdict.advisory:
+        text += f", {advisory_note()}"
+    return text

@@ -186,7 +186,7 @@ class BaselinePeer:
     """The lead's handle on the peer process running in the baseline checkout."""
 
     def __init__(self, config: pytest.Config, checkout: Path, nodeids: list[str],
-                 role: str = "baseline") -> None:
+                 role: str = "baseline", files: list[str] | None = None) -> None:
         self.checkout = checkout
         #: "baseline" (the other checkout) or "candidate" (this one, in a process of
         #: its own so that both sides are timed alike).
@@ -195,10 +195,14 @@ class BaselinePeer:
         self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the peer
             prefix="gpucheck-baseline-peer-", suffix=".log", delete=False)
         lead, peer = socket.socketpair()
-        files = sorted({nodeid.split("::")[0] for nodeid in nodeids})
+        files_of_ids = sorted({nodeid.split("::")[0] for nodeid in nodeids})
         # Files missing from the checkout are new benchmarks: asking for them would
         # end the peer's collection with "file not found".
-        present = [f for f in files if (checkout / f).exists()]
+        present = [f for f in files_of_ids if (checkout / f).exists()]
+        if files is not None:
+            # This checkout's own test files by path (the stored gate's fresh processes):
+            # a file outside the rootdir has no file part in its node id.
+            present = list(files)
         # Through this module's main: it makes the checkout import its own code first.
         args = [sys.executable, "-m", __name__, str(self.rootdir), "--",
                 f"--rootdir={checkout}", "-p", "no:cacheprovider",

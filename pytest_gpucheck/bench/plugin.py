@@ -24,6 +24,7 @@ from pytest_gpucheck.bench.settings import (
     DEFAULT_MIN_EFFECT,
     DEFAULT_MIN_ROUNDS,
     DEFAULT_POWER,
+    DEFAULT_PROCESSES,
     DEFAULT_RELATIVE_MIN_EFFECT,
     DEFAULT_REPLICATES,
     DEFAULT_ROUNDS,
@@ -126,6 +127,9 @@ INI_KEYS: dict[str, tuple[str, Any]] = {
     "gpu_bench_family_level": ("--gpu-bench-against: chance that identical code fails the "
                                "run anywhere (Holm's method over its benchmarks)",
                                str(DEFAULT_FAMILY_LEVEL)),
+    "gpu_bench_processes": ("--gpu-bench-save / --gpu-bench-compare: fresh processes that "
+                            "time each benchmark, one stored summary each (at least 2)",
+                            str(DEFAULT_PROCESSES)),
     "gpu_bench_stored_fails": ("--gpu-bench-compare: a regression fails its test (true/false; "
                                "advisory by default)", "false"),
     "gpu_bench_warmup_rounds": ("untimed rounds after the first call",
@@ -260,7 +264,9 @@ def pytest_gpucheck_rerun_args(config: pytest.Config) -> list[str]:
     if config.getoption("gpu_bench_compare", False):
         folder = config.getoption("gpu_bench_baseline", None) or \
             config.getini("gpu_bench_baseline") or Path(config.rootpath) / DEFAULT_BASELINE_DIR
-        # Resolved as the session resolves it (bench/session.py: relative to here).
+        # Resolved as the session resolves it (bench/session.py: relative to here); as
+        # many fresh processes as this run timed, so the pasted run has its evidence.
+        args += ["-o", f"gpu_bench_processes={config.getini('gpu_bench_processes')}"]
         args += ["--gpu-bench-compare", f"--gpu-bench-baseline={Path(folder).resolve()}"]
         args += [flag for dest, flag in (("gpu_bench_compare_fails", "--gpu-bench-compare-fails"),
                                          ("gpu_bench_cross_mode", "--gpu-bench-cross-mode"))
@@ -325,10 +331,15 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
             _write_now(config, progress_line(item.nodeid, number, family, done, pairs,
                                              baseline, current, per,
                                              session.family_level / family))
+    processes = None
+    if session.in_processes and not disabled_by_user:
+        def processes() -> Any:
+            return session.fresh_processes(request.session)
     return GpuBenchmark(benchmark, backend, item.nodeid, session.measure, measure,
                         session.store if session.compare else None, keep, disabled_by_user,
                         gate, against=against, on_baseline=keep_baseline,
-                        peer_server=config.stash.get(PEER_KEY, None), progress=progress)
+                        peer_server=config.stash.get(PEER_KEY, None), progress=progress,
+                        processes=processes)
 
 
 def _write_now(config: pytest.Config, line: str) -> None:

@@ -39,7 +39,14 @@ from pytest_gpucheck.bench.settings import (
     DEFAULT_DETECT_EFFECT,
     DEFAULT_FAMILY_LEVEL,
     DEFAULT_POWER,
+    DEFAULT_PROCESSES,
     DEFAULT_REPLICATES,
+)
+from pytest_gpucheck.bench.stored import (
+    MEETS_TARGETS,
+    compare_processes,
+    judge_stored_processes,
+    summaries_of,
 )
 from pytest_gpucheck.bench.summary import gate_markdown, gate_terminal_lines
 from pytest_gpucheck.bench.timing import CPU_CLOCK_CHOICES
@@ -73,6 +80,9 @@ class BenchSession:
     against: Path | None = None
     #: Its processes, once started: (baseline, candidate) per replicate.
     pairs: list[tuple[BaselinePeer, BaselinePeer]] = field(default_factory=list)
+    #: ``--gpu-bench-save`` / ``--gpu-bench-compare``: the fresh processes that time each
+    #: benchmark (``gpu_bench_processes`` of them), once started.
+    fresh: list[BaselinePeer] = field(default_factory=list)
     #: How the baseline process ended, when badly (fails the run).
     peer_error: str = ""
     #: ``--gpu-bench-against``: the chance that identical code fails the run anywhere.
@@ -127,6 +137,35 @@ class BenchSession:
             self.pairs = list(zip(started[::2], started[1::2], strict=True))
         return self.pairs
 
+    @property
+    def in_processes(self) -> bool:
+        """Whether benchmarks are timed in fresh processes: saving or comparing a stored
+        baseline (:mod:`.stored`), not in the interleaved gate or one of its peers."""
+        return (self.save or self.compare) and self.against is None
+
+    def fresh_processes(self, session: pytest.Session) -> list[BaselinePeer]:
+        """``gpu_bench_processes`` fresh pytest processes in this checkout, started
+        together on the first benchmark, each serving every benchmark in turn (the
+        interleaved gate's peers, with its allocator regime)."""
+        if not self.fresh:
+            items = [item for item in session.items
+                     if "gpu_benchmark" in getattr(item, "fixturenames", ())]
+            nodeids = [item.nodeid for item in items]
+            files = sorted({str(item.path) for item in items})
+            started: list[BaselinePeer] = []
+            try:
+                for _ in range(self.measure.processes):
+                    started.append(BaselinePeer(session.config, Path(session.config.rootpath),
+                                                nodeids, role="fresh", files=files))
+                for peer in started:
+                    peer.wait_collected()
+            except BaseException:
+                for peer in started:
+                    peer.close()
+                raise
+            self.fresh = started
+        return self.fresh
+
     def judge(self, item: pytest.Item, record: BenchmarkRecord,
               against: BenchmarkRecord | str | None = None) -> Verdict:
         _, marker_gate = marker_settings(item)
@@ -148,6 +187,14 @@ class BenchSession:
                            relative_to=INTERLEAVED, reason=against or (
                                f"the baseline checkout {self.against} did not time it"))
         baseline = self.store.baseline(record.name, env.device_model, record.backend)
+        if baseline is not None and summaries_of(baseline) and summaries_of(record):
+            # Process against process, at the family's level over every benchmark
+            # collected (Holm's first step; the step-down at the run's end).
+            family = self.family_size(item.session)
+            verdict = compare_processes(baseline, record, settings, self.family_level / family,
+                                        family, cross_mode=self.cross_mode)
+            return replace(verdict, advisory=verdict.status == "regression"
+                           and not self.stored_fails)
         verdict = compare(baseline, record, settings, cross_mode=self.cross_mode)
         if self.stored_fails:
             # Failing, the stored comparisons are one family too (Holm's first step now,
@@ -212,18 +259,24 @@ class BenchSession:
         """Judge every interleaved comparison of the run as one family (Holm's method at
         :attr:`family_level`); a regression only the step-down finds fails the run (its
         test passed at the first step) and is named in the summary."""
-        if self.against is None and not (self.compare and self.stored_fails):
+        if self.against is None and not self.compare:
             return
         verdicts = [verdict for _, verdict in self.results if verdict is not None]
-        judge = judge_family if self.against is not None else judge_stored_family
-        judged = iter(judge(verdicts, self.family_level))
+        if self.against is not None:
+            verdicts = judge_family(verdicts, self.family_level)
+        else:
+            verdicts = judge_stored_processes(verdicts, self.family_level, self.stored_fails)
+            if self.stored_fails:
+                verdicts = judge_stored_family(verdicts, self.family_level)
+        judged = iter(verdicts)
         results: list[tuple[BenchmarkRecord, Verdict | None]] = []
         for record, verdict in self.results:
             if verdict is None:
                 results.append((record, verdict))
                 continue
             final = next(judged)
-            if final.status == "regression" and verdict.status != "regression":
+            if final.status == "regression" and verdict.status != "regression" \
+                    and not final.advisory:
                 self.family_regressions.append(final)
             results.append((record, final))
         self.results = results
@@ -253,11 +306,11 @@ class BenchSession:
         """
         # Every peer is asked first, then each is waited for: they end at once, not one
         # after the other (twenty processes at the default pairs, on a loaded machine).
-        for pair in self.pairs:
-            for peer in pair:
-                peer.ask_to_stop()
-        errors = [peer.close() for pair in self.pairs for peer in pair]
-        self.pairs = []
+        peers = [peer for pair in self.pairs for peer in pair] + self.fresh
+        for peer in peers:
+            peer.ask_to_stop()
+        errors = [peer.close() for peer in peers]
+        self.pairs, self.fresh = [], []
         self.peer_error = "; ".join(error for error in errors if error)
         if self.peer_error:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -360,6 +413,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         l2_flush=bool(config.getoption("gpu_bench_l2_flush")),
         cpu_clock=str(config.getini("gpu_bench_cpu_clock")).strip(),
         replicates=int(_float_ini(config, "gpu_bench_replicates")),
+        processes=int(_float_ini(config, "gpu_bench_processes")),
     )
     if measure.cpu_clock not in CPU_CLOCK_CHOICES:
         raise pytest.UsageError(f"ini gpu_bench_cpu_clock = {measure.cpu_clock!r}; "
@@ -372,6 +426,11 @@ def session_from_config(config: pytest.Config) -> BenchSession:
                                 "needs at least 2 runs per side to see how far placement "
                                 f"moves a benchmark; set it to 2 or more ({DEFAULT_REPLICATES} "
                                 "by default)")
+    if measure.processes < 2:
+        raise pytest.UsageError(f"ini gpu_bench_processes = {measure.processes}; the stored "
+                                "gate compares one summary per process and needs at least 2 "
+                                "processes a side to see how far they spread; set it to 2 or "
+                                f"more ({DEFAULT_PROCESSES} by default)")
     against = _against_folder(config)
     family_level = _family_level(config)
     workerinput = getattr(config, "workerinput", None)
@@ -390,7 +449,8 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         family_level=family_level,
         process_mode=process_mode(config),
         cross_mode=bool(config.getoption("gpu_bench_cross_mode", False)),
-        stored_fails=bool(config.getoption("gpu_bench_compare_fails", False))
+        # Failing by default only where the stored mode's measured rates meet the targets.
+        stored_fails=MEETS_TARGETS or bool(config.getoption("gpu_bench_compare_fails", False))
         or str(config.getini("gpu_bench_stored_fails")).strip().lower() in _TRUE,
     )
     try:
@@ -487,7 +547,10 @@ def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
                    if data.get("pair_blocks") else None,
                    interval=tuple(data["interval"]) if data.get("interval") else None,
                    level=data.get("level"), family=data.get("family"),
-                   adjusted_p=data.get("adjusted_p"), advisory=bool(data.get("advisory")))
+                   adjusted_p=data.get("adjusted_p"), advisory=bool(data.get("advisory")),
+                   process_figures=(tuple(data["process_figures"][0]),
+                                    tuple(data["process_figures"][1]))
+                   if data.get("process_figures") else None)
 
 
 def _publish(config: pytest.Config, state: BenchSession) -> None:

@@ -35,6 +35,13 @@ MIN_BLOCKS_PER_PAIR = 2
 #: (family-wise, Holm's method over every benchmark the run compares).
 DEFAULT_FAMILY_LEVEL = 0.01
 DEFAULT_BASELINE_DIR = ".gpucheck-baselines"
+#: ``--gpu-bench-save`` / ``--gpu-bench-compare``: fresh processes that each time every
+#: benchmark (one summary per process is stored and compared): rounds of one process
+#: share its placement, so the process is the stored gate's unit of evidence.
+DEFAULT_PROCESSES = 5
+#: Fewest rounds each of those processes times (its summary is the median of the
+#: fastest half of them).
+MIN_ROUNDS_PER_PROCESS = 6
 #: Gate settings a marker or an ini override line may set.
 SETTING_NAMES = ("alpha", "min_effect", "min_rounds", "keep_fraction", "relative_min_effect",
                  "detect_effect", "power")

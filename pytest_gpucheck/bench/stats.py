@@ -330,11 +330,19 @@ def pair_power(sigma: float, pairs: int, shift: float, level: float, floor: floa
     """
     if pairs < 2:
         return 0.0
-    if sigma <= 0.0:
+    return t_power(sigma / math.sqrt(pairs), pairs - 1, shift, level, floor)
+
+
+def t_power(se: float, df: int, shift: float, level: float, floor: float) -> float:
+    """Probability that a t interval on ``df`` degrees of freedom whose estimate has the
+    standard error ``se`` has its lower end above 0 and its estimate above ``floor``,
+    for a true ``shift`` (the one-sample case is :func:`pair_power`; a two-sample test
+    on pooled variance has ``se = sigma * sqrt(1/n1 + 1/n2)``, ``df = n1 + n2 - 2``)."""
+    if df < 1:
+        return 0.0
+    if se <= 0.0:
         return 1.0 if shift > floor else 0.0
-    df = pairs - 1
     c = t_critical(level, df)
-    se = sigma / math.sqrt(pairs)
     # W = sqrt(V), V ~ chi^2(df): density of W is w^(df-1) exp(-w^2/2) / (2^(df/2-1) G(df/2)).
     w = np.linspace(0.0, math.sqrt(df) + 12.0, _POWER_GRID)[1:]
     log_density = ((df - 1) * np.log(w) - w * w / 2.0
@@ -372,3 +380,29 @@ def holm_levels(pvalues: list[float], family_level: float) -> tuple[list[float],
             stopped = step_level
         levels[k] = step_level if stopped is None else stopped
     return levels, adjusted
+
+
+def two_sample_test(old: ArrayLike, new: ArrayLike, level: float) -> PairTest:
+    """Student's two-sample t on pooled variance: the mean of ``new`` minus that of
+    ``old``, its (1 - ``level``) interval and two-sided p-value; ``sd`` is the pooled SD
+    and ``pairs`` the values of both sides.  Both sides of a stored comparison run the
+    same harness in fresh processes, so under "no change" their spreads are the same and
+    pooling gives n1 + n2 - 2 degrees of freedom (Welch's would give fewer)."""
+    a = np.asarray(old, dtype=np.float64).ravel()
+    b = np.asarray(new, dtype=np.float64).ravel()
+    if a.size < 2 or b.size < 2:
+        raise ValueError(f"a two-sample test needs at least 2 values a side, got {a.size} "
+                         f"and {b.size}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("two_sample_test got a non-finite value")
+    df = a.size + b.size - 2
+    mean = float(b.mean() - a.mean())
+    sd = math.sqrt((float(a.var(ddof=1)) * (a.size - 1) + float(b.var(ddof=1)) * (b.size - 1))
+                   / df)
+    se = sd * math.sqrt(1.0 / a.size + 1.0 / b.size)
+    if se <= 0.0:
+        p = 1.0 if mean == 0.0 else 0.0
+        return PairTest(a.size + b.size, mean, sd, mean, mean, p, level)
+    half = t_critical(level, df) * se
+    return PairTest(a.size + b.size, mean, sd, mean - half, mean + half,
+                    t_two_sided_p(mean / se, df), level)
