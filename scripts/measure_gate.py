@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.bench.environment import describe
-from pytest_gpucheck.bench.gate import GateSettings, compare, planned_rounds
+from pytest_gpucheck.bench.gate import INTERLEAVED, GateSettings, Verdict, compare, planned_rounds
 from pytest_gpucheck.bench.measure import (
     Reference,
     RoundRunner,
@@ -78,6 +78,7 @@ from pytest_gpucheck.bench.measure import (
 )
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.settings import (
+    DEFAULT_BUDGET,
     DEFAULT_FAMILY_LEVEL,
     DEFAULT_MAX_ROUNDS,
     DEFAULT_PROCESSES,
@@ -228,6 +229,8 @@ def run_session(root: Path, args: argparse.Namespace, loops: int, slowed: bool,
         gpu_bench_relative_min_effect = {args.relative_min_effect}
         gpu_bench_detect_effect = {args.detect_effect}
         gpu_bench_power = {args.power}
+        gpu_bench_budget = {args.budget}
+        gpu_bench_max_rounds = {args.max_rounds}
         """)
     for side, slow in (("baseline", False), ("candidate", slowed)):
         folder = root / side
@@ -310,6 +313,68 @@ class Components:
         return text
 
 
+def session_order(aa: int, power: int) -> list[bool]:
+    """The sessions in the order they run (True: a power session): the power sessions
+    spread among the A/A ones, so that a run cut short by ``--time-limit`` has some of
+    each."""
+    order = [False] * aa
+    for k in range(power):
+        order.insert(round((k + 1) * (aa + k + 1) / (power + 1)), True)
+    return order
+
+
+def simulate_fitted(between: list[float], benchmarks: int, family_level: float,
+                    pairs: int, slowdown: float, sessions: int, seed: int = 0) -> str:
+    """The family-wise false-alarm rate and the power that the measured variance
+    components give, by simulation through the gate's own rule (looks, shares, Holm).
+
+    Each simulated benchmark draws its between-pair SD from the measured ones (their
+    spread across benchmarks is part of the fit) and its pair figures from a normal of
+    that SD; the sessions hold ``benchmarks`` benchmarks, one of them slowed by
+    ``slowdown`` in the power sessions."""
+    from pytest_gpucheck.bench.gate import judge_family, judge_pairs, look_decides
+    from pytest_gpucheck.bench.sequential import LookSchedule
+
+    rng = np.random.default_rng(seed)
+    settings = GateSettings()
+    schedule = LookSchedule.for_pairs(pairs)
+    level = family_level / benchmarks
+    sds = np.asarray(between, dtype=np.float64)
+
+    def benchmark(shift: float) -> Verdict:
+        sd = float(rng.choice(sds))
+        figures = list(rng.normal(shift, sd, schedule.pairs_at(schedule.looks)))
+        for look in range(1, schedule.looks + 1):
+            n = schedule.pairs_at(look)
+            if look_decides(figures[:n], settings, level, schedule.share(look)) \
+                    or look == schedule.looks:
+                break
+        verdict = Verdict("t", "numpy", "cpu", "inconclusive", settings=settings,
+                          relative_to=INTERLEAVED, pair_figures=tuple(figures[:n]),
+                          looks=tuple(schedule.pairs_at(k) for k in range(1, look + 1)),
+                          look_share=schedule.share(look), schedule=schedule.as_dict())
+        return judge_pairs(verdict, level, benchmarks)
+
+    red = 0
+    for _ in range(sessions):
+        red += any(v.status == "regression"
+                   for v in judge_family([benchmark(0.0) for _ in range(benchmarks)],
+                                         family_level))
+    power_runs = max(sessions // 5, 1)
+    caught = 0
+    for _ in range(power_runs):
+        verdicts = judge_family([benchmark(math.log1p(slowdown))]
+                                + [benchmark(0.0) for _ in range(benchmarks - 1)], family_level)
+        caught += verdicts[0].status == "regression"
+    return (f"fitted simulation ({len(sds)} measured between-pair SDs, RMS "
+            f"{math.sqrt(float(np.mean(sds ** 2))):.2%}; {benchmarks} benchmarks per session, "
+            f"{pairs} pairs at the first look, up to {schedule.pairs_at(schedule.looks)}): "
+            f"{red} of {sessions} A/A sessions red (95% upper bound "
+            f"{binomial_bound(red, sessions, True):.2%}); +{slowdown:.0%} caught in {caught} "
+            f"of {power_runs} (95% lower bound "
+            f"{binomial_bound(caught, power_runs, False):.1%})")
+
+
 def measure_interleaved(args: argparse.Namespace, loops_per_second: float) -> int:
     """Independent ``pytest --gpu-bench-against`` sessions: A/A sessions of
     ``--benchmarks`` identical benchmarks (a session with any REGRESSION is a false red
@@ -317,7 +382,7 @@ def measure_interleaved(args: argparse.Namespace, loops_per_second: float) -> in
     comparison, is the unit: comparisons in one session share its pairs of processes."""
     started = time.perf_counter()
     components = Components()
-    red_sessions = flagged = compared = 0
+    red_sessions = flagged = compared = aa_sessions = 0
     caught = power_sessions = 0
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="gpucheck-measure-gate-") as tmp:
@@ -330,9 +395,17 @@ def measure_interleaved(args: argparse.Namespace, loops_per_second: float) -> in
         loops = max(1, round(extra * loops_per_second))
         print(f"calibration: {per_call * 1e6:.1f} us/call interleaved; injecting "
               f"{extra * 1e6:.2f} us ({loops} loop iterations)", flush=True)
-        for index in range(args.sessions + args.power_sessions):
-            slowed = index >= args.sessions
+        durations: list[float] = []
+        looks: Counter[int] = Counter()
+        for index, slowed in enumerate(session_order(args.sessions, args.power_sessions)):
+            if args.time_limit and time.perf_counter() - started > args.time_limit:
+                print(f"time limit {args.time_limit:g} s reached: {index} session(s) run",
+                      flush=True)
+                break
+            began = time.perf_counter()
             results, problem = run_session(root, args, loops, slowed, args.benchmarks)
+            durations.append(time.perf_counter() - began)
+            looks.update(len((r["verdict"] or {}).get("looks") or ()) for r in results)
             if problem:
                 problems.append(problem.splitlines()[0])
                 print(problem, flush=True)
@@ -346,20 +419,28 @@ def measure_interleaved(args: argparse.Namespace, loops_per_second: float) -> in
                 power_sessions += 1
                 caught += statuses.get(0) == "regression"
             else:
+                aa_sessions += 1
                 red_sessions += "regression" in nulls
                 for result in results:
                     components.add(result)
             print(f"session {index + 1} ({'power' if slowed else 'A/A'}): "
                   f"{Counter(statuses.values())}, {time.perf_counter() - started:.0f} s, "
                   f"load {os.getloadavg()[0]:.1f}; {components.summary()}", flush=True)
-    aa = args.sessions
+    aa = aa_sessions
     print(f"A/A sessions: {red_sessions} of {aa} had a REGRESSION (95% upper bound "
           f"{binomial_bound(red_sessions, aa, True):.1%}); false alarms per benchmark: "
           f"{flagged} of {compared}")
+    if durations:
+        print(f"one session ({args.benchmarks} benchmarks): median {np.median(durations):.0f} s, "
+              f"min {min(durations):.0f} s, max {max(durations):.0f} s; looks per benchmark: "
+              f"{dict(sorted(looks.items()))}")
     if power_sessions:
         print(f"power: {caught} of {power_sessions} planted +{args.slowdown:.0%} caught (95% "
               f"lower bound {binomial_bound(caught, power_sessions, False):.1%})")
     print(components.summary())
+    if components.between:
+        print(simulate_fitted(components.between, args.benchmarks, args.family_level,
+                              args.pairs, args.slowdown, args.sim_sessions))
     if problems:
         print(f"{len(problems)} session(s) with problems: {problems[0]}")
     return 0 if not problems else 1
@@ -521,6 +602,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="rounds per window before the power plan adds more")
     parser.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS,
                         help="cap of the power plan (ini gpu_bench_max_rounds)")
+    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
+                        help="interleaved: seconds per benchmark (ini gpu_bench_budget)")
+    parser.add_argument("--time-limit", type=float, default=0.0,
+                        help="interleaved: start no session after this many seconds (0: none)")
+    parser.add_argument("--sim-sessions", type=int, default=1000,
+                        help="interleaved: sessions of the simulation fitted to the measured "
+                        "variance components")
     parser.add_argument("--size", type=int, default=1 << 19, help="saxpy elements")
     parser.add_argument("--slowdown", type=float, default=0.10)
     parser.add_argument("--backend", default="numpy")

@@ -27,6 +27,7 @@ INI = textwrap.dedent("""\
     gpu_backends = numpy
     gpu_bench_rounds = 12
     gpu_bench_max_rounds = 12
+    gpu_bench_budget = 1
     """)
 
 #: Three benchmarks on 256 KiB arrays (placed alike in both processes); ``{slow}`` is

@@ -28,6 +28,7 @@ INI = textwrap.dedent("""\
     gpu_bench_rounds = 20
     gpu_bench_max_rounds = 40
     gpu_bench_replicates = 3
+    gpu_bench_budget = 1
     """)
 #: The gate against a checkout judges pair figures, not rounds: ten per process (the
 #: fewest a comparison takes) and no more where they are noisy; an 8x slowdown and an

@@ -34,6 +34,7 @@ INI = textwrap.dedent("""\
     gpu_bench_rounds = {rounds}
     gpu_bench_max_rounds = {max_rounds}
     gpu_bench_replicates = 3
+    gpu_bench_budget = 1
     """)
 ROUNDS = 10
 

@@ -88,7 +88,9 @@ del _junk
 #: design (Holm's method over the run's benchmarks, pair figures normal around 0), is
 #: 1e-5 per run, below the 1e-4 such a scenario may cost the suite; six pairs of
 #: processes keep a 2x slowdown far beyond the interval it then needs.  Nothing is run
-#: again: a flagged run fails its test.
+#: again: a flagged run fails its test.  The scenarios' projects set ``gpu_bench_budget =
+#: 1``: one look (at half the level, bench/sequential.py), as they time it; the later
+#: looks are tests/test_bench_sequential.py's.
 IDENTICAL_CODE = ("--gpu-bench-family-level=1e-5", "-o", "gpu_bench_replicates=6")
 
 

@@ -9,7 +9,9 @@ hold the device times; the device facts and derived figures go to its
 
 from __future__ import annotations
 
+import contextlib
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,11 +22,13 @@ import pytest
 from pytest_gpucheck.bench.ceiling import copy_ceiling
 from pytest_gpucheck.bench.device_copy import L2Flusher, default_flush_bytes
 from pytest_gpucheck.bench.environment import Environment, describe, environment_from_dict
-from pytest_gpucheck.bench.gate import GateSettings, planned_rounds
+from pytest_gpucheck.bench.gate import GateSettings, pair_figures_of, planned_rounds
 from pytest_gpucheck.bench.interleave import (
     BaselinePeer,
     PeerError,
     PeerServer,
+    PinPlan,
+    pinning_words,
     plug_heap_holes,
     shared_cpu,
 )
@@ -36,7 +40,9 @@ from pytest_gpucheck.bench.measure import (
     warm_up,
 )
 from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.bench.sequential import LookSchedule
 from pytest_gpucheck.bench.settings import (
+    DEFAULT_BUDGET,
     DEFAULT_MAX_ROUNDS,
     DEFAULT_PROCESSES,
     DEFAULT_REPLICATES,
@@ -78,6 +84,16 @@ class MeasureDefaults:
     replicates: int = DEFAULT_REPLICATES
     #: ``--gpu-bench-save`` / ``--gpu-bench-compare``: fresh processes per benchmark.
     processes: int = DEFAULT_PROCESSES
+    #: ``--gpu-bench-against``: seconds a benchmark may take to decide, more pairs
+    #: added while it cannot (:mod:`.sequential`).
+    budget: float = DEFAULT_BUDGET
+    #: ``--gpu-bench-against``: how the measured processes' CPUs and thread pools are
+    #: held (``split`` or ``off``) and the plan it made (:func:`~.interleave.pinning_plan`;
+    #: ``None`` when off or not Linux).
+    pin: str = ""
+    pin_plan: PinPlan | None = None
+    #: ``--gpu-bench-against``: the seed of the processes' random placement offsets.
+    placement_seed: int | None = None
 
 
 class GpuBenchmark:
@@ -100,11 +116,12 @@ class GpuBenchmark:
         on_record: Callable[[BenchmarkRecord], None],
         disabled_by_user: bool = False,
         gate: GateSettings | None = None,
-        against: Callable[[], list[tuple[BaselinePeer, BaselinePeer]]] | None = None,
+        against: Callable[[int], list[tuple[BaselinePeer, BaselinePeer]]] | None = None,
         on_baseline: Callable[[BenchmarkRecord | str], None] | None = None,
         peer_server: PeerServer | None = None,
-        progress: Callable[[int, int, list[float], list[float], int], None] | None = None,
+        progress: Callable[..., None] | None = None,
         processes: Callable[[], list[BaselinePeer]] | None = None,
+        decide: Callable[[list[float], float], bool] | None = None,
     ) -> None:
         self.benchmark = benchmark
         self.backend = backend
@@ -134,6 +151,9 @@ class GpuBenchmark:
         #: ``--gpu-bench-save`` / ``--gpu-bench-compare``: the fresh processes that time
         #: this benchmark (bench/stored.py).
         self._processes = processes
+        #: ``--gpu-bench-against``: whether a look at these pair figures, spending this
+        #: share of the benchmark's level, decides (:func:`~.gate.look_decides`).
+        self._decide = decide
         self._environment: Environment | None = None
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -293,57 +313,70 @@ class GpuBenchmark:
         times it alone)."""
         assert self._against is not None
         assert self._on_baseline is not None
-        try:
-            pairs = self._against()
-        except PeerError as exc:
-            pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
         replicates = self._defaults.replicates
         # Whole blocks (two pairs of rounds) per pair of processes, ``rounds`` per side
         # in all: the pairs are the evidence (their number decides the interval), the
         # blocks only make each pair's figure steadier.
         per = 2 * max(math.ceil(rounds / (2 * replicates)), MIN_BLOCKS_PER_PAIR)
+        schedule = LookSchedule.for_pairs(replicates)
         base_samples: list[float] = []
         cand_samples: list[float] = []
         # Minor page faults per call of each side's rounds (bench/interleave.py).
         faults: dict[str, list[float]] = {"baseline": [], "candidate": []}
         facts: dict[str, Any] = {}
+        looks: list[int] = []
+        stopped = "decided"
+        started_at = time.monotonic()
+        done = 0
+        base = cand = None
         try:
-            for replicate in range(replicates):
-                base, cand = pairs[replicate % len(pairs)]
-                started = self._start_replicate(base, iterations, "baseline")
-                if started is None:
-                    if replicate:
-                        pytest.fail(f"gpucheck benchmark gate: the baseline timed this test "
-                                    f"{replicate} time(s), then not: {base.checkout}",
-                                    pytrace=False)
-                    return NO_BASELINE
-                facts = started
-                if self._start_replicate(cand, iterations, "candidate") is None:
-                    return NO_BASELINE
-                with shared_cpu(self.backend, (base.pid, cand.pid)):
-                    for k in range(per):
-                        # The baseline runs first in even pairs and second in odd ones:
-                        # neither side always runs in the other's wake.
-                        if k % 2 == 0:
-                            base_samples.append(base.round())
-                            cand_samples.append(cand.round())
-                        else:
-                            cand_samples.append(cand.round())
-                            base_samples.append(base.round())
-                        faults["baseline"].append(base.faults[-1])
-                        faults["candidate"].append(cand.faults[-1])
-                outcome, message = base.end()
-                cand_outcome, cand_message = cand.end()
-                if cand_outcome not in ("passed", "was skipped"):
-                    pytest.fail(f"gpucheck benchmark gate: this test {cand_outcome} in the "
-                                f"candidate process: {cand_message}", pytrace=False)
-                if self._progress is not None:
-                    self._progress(replicate + 1, replicates, base_samples, cand_samples, per)
+            pairs = self._against(replicates)
+            while True:
+                target = schedule.pairs_at(len(looks) + 1)
+                if target > len(pairs):
+                    pairs = self._against(target)
+                while done < target:
+                    base, cand = pairs[done]
+                    started = self._start_replicate(base, iterations, "baseline")
+                    if started is None:
+                        if done:
+                            pytest.fail(f"gpucheck benchmark gate: the baseline timed this "
+                                        f"test {done} time(s), then not: {base.checkout}",
+                                        pytrace=False)
+                        return NO_BASELINE
+                    facts = started
+                    if self._start_replicate(cand, iterations, "candidate") is None:
+                        return NO_BASELINE
+                    self._time_pair(base, cand, per, base_samples, cand_samples, faults)
+                    outcome, message = base.end()
+                    cand_outcome, cand_message = cand.end()
+                    if cand_outcome not in ("passed", "was skipped"):
+                        pytest.fail(f"gpucheck benchmark gate: this test {cand_outcome} in "
+                                    f"the candidate process: {cand_message}", pytrace=False)
+                    done += 1
+                    if self._progress is not None:
+                        self._progress(done, target, base_samples, cand_samples, per,
+                                       schedule.share(len(looks) + 1))
+                looks.append(done)
+                if self._decide is None or self._decide(
+                        pair_figures_of(base_samples, cand_samples, per),
+                        schedule.share(len(looks))):
+                    stopped = "decided"
+                    break
+                if len(looks) >= schedule.looks:
+                    stopped = "last look"
+                    break
+                # The next look fits the budget when its pairs, at the pace so far, do.
+                elapsed = time.monotonic() - started_at
+                if elapsed + elapsed / done * schedule.step > self._defaults.budget:
+                    stopped = "budget"
+                    break
             for pair in pairs:
                 for peer in pair:
                     peer.release()
         except PeerError as exc:
             pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
+        assert base is not None
         # pytest-benchmark's table and JSON get the candidate's rounds, replayed.
         clock = DeviceClock(timer.method)
         replay = iter(cand_samples)
@@ -357,7 +390,17 @@ class GpuBenchmark:
         result = call()
         self.backend.synchronize()
         ceiling = self._copy_ceiling_at_size(timer) if self.bytes else None
-        self.extra["replicates"] = replicates
+        self.extra["replicates"] = done
+        # How the pairs were judged (bench/sequential.py) and how the processes were
+        # held: the verdict prints both.
+        sequential = {"looks": looks, "stopped": stopped, "schedule": schedule.as_dict(),
+                      "budget": self._defaults.budget}
+        self.extra["sequential"] = sequential
+        if self._defaults.pin:
+            self.extra["pinning"] = pinning_words(self._defaults.pin_plan, self._defaults.pin,
+                                                  self.backend)
+        if self._defaults.placement_seed is not None:
+            self.extra["placement_seed"] = self._defaults.placement_seed
         self.extra["page_faults_per_call"] = float(np.median(faults["candidate"]))
         self._keep(cand_samples, timer.method, iterations, warmup, first_call, None, ceiling)
         self._on_baseline(BenchmarkRecord(
@@ -367,7 +410,7 @@ class GpuBenchmark:
             first_call_seconds=float(facts["first_call_seconds"]),
             l2_flushed=bool(facts["l2_flushed"]), bytes=self.bytes, flops=self.flops,
             extra={"checkout": str(base.checkout), "outcome": outcome, "message": message,
-                   "replicates": replicates,
+                   "replicates": done, "sequential": sequential,
                    "page_faults_per_call": float(np.median(faults["baseline"]))}))
         return result
 
@@ -419,6 +462,26 @@ class GpuBenchmark:
         self.extra["page_faults_per_call"] = float(np.median(faults))
         self._keep(samples, timer.method, iterations, warmup, first_call, None, ceiling)
         return result
+
+    def _time_pair(self, base: BaselinePeer, cand: BaselinePeer, per: int,
+                   base_samples: list[float], cand_samples: list[float],
+                   faults: dict[str, list[float]]) -> None:
+        """Time ``per`` rounds of each side of one pair of processes, in turns."""
+        # --gpu-bench-pin=off leaves the processes' CPUs as they are, this one included.
+        held = shared_cpu(self.backend, (base.pid, cand.pid)) \
+            if self._defaults.pin != "off" else contextlib.nullcontext()
+        with held:
+            for k in range(per):
+                # The baseline runs first in even pairs and second in odd ones: neither
+                # side always runs in the other's wake.
+                if k % 2 == 0:
+                    base_samples.append(base.round())
+                    cand_samples.append(cand.round())
+                else:
+                    cand_samples.append(cand.round())
+                    base_samples.append(base.round())
+                faults["baseline"].append(base.faults[-1])
+                faults["candidate"].append(cand.faults[-1])
 
     def _process_ceiling(self) -> tuple[float, int]:
         """(GB/s, bytes moved) of this process's larger copy (:func:`.copy_ceiling`)."""

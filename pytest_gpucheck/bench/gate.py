@@ -53,6 +53,11 @@ from typing import Any, Literal
 import numpy as np
 
 from pytest_gpucheck.bench.records import BenchmarkRecord
+from pytest_gpucheck.bench.sequential import (
+    LookSchedule,
+    more_pairs_needed,
+    sequential_pvalue,
+)
 from pytest_gpucheck.bench.settings import (
     DEFAULT_ALPHA,
     DEFAULT_DETECT_EFFECT,
@@ -189,6 +194,19 @@ class Verdict:
     #: ``--gpu-bench-compare`` at the process level: the log summary of each stored
     #: process and of each process of this run (the evidence, :mod:`.stored`).
     process_figures: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    #: ``--gpu-bench-against``: the pairs done at each look taken (one entry: a single
+    #: look), the share of the level the last look spent (:mod:`.sequential`), why the
+    #: looks stopped (``decided``, ``budget``, ``last look``), the schedule (first,
+    #: step, max_looks) and the budget in seconds.
+    looks: tuple[int, ...] | None = None
+    look_share: float = 1.0
+    stopped: str = ""
+    schedule: dict[str, int] | None = None
+    budget: float | None = None
+    #: How the measured processes' CPUs and thread pools were held, in words.
+    pinning: str = ""
+    #: The seed of the random placement offsets of the measured processes.
+    placement_seed: int | None = None
 
     @property
     def change(self) -> float | None:
@@ -219,6 +237,13 @@ class Verdict:
             "advisory": self.advisory,
             "process_figures": [list(side) for side in self.process_figures]
             if self.process_figures else None,
+            "looks": list(self.looks) if self.looks else None,
+            "look_share": self.look_share,
+            "stopped": self.stopped,
+            "schedule": self.schedule,
+            "budget": self.budget,
+            "pinning": self.pinning,
+            "placement_seed": self.placement_seed,
             "alpha": self.settings.alpha,
             "min_effect": self.settings.min_effect,
             "relative_min_effect": self.settings.relative_min_effect,
@@ -428,8 +453,50 @@ def compare_interleaved(baseline: BenchmarkRecord, current: BenchmarkRecord,
                                     "the gate needs at least 2 (ini gpu_bench_replicates)")
     figures = tuple(float(statistics.median(run)) for run in runs)
     verdict = replace(base, pair_figures=figures, pair_blocks=tuple(map(tuple, runs)),
-                      reason=_version_note(baseline, current))
+                      reason=_version_note(baseline, current),
+                      **sequential_fields(current.extra), **_held(current.extra))
     return judge_pairs(verdict, level, family)
+
+
+def sequential_fields(extra: dict[str, Any]) -> dict[str, Any]:
+    """The looks a record's pairs were judged at (``extra["sequential"]``, written by the
+    fixture): the looks, the last look's share of the level, why they stopped, the
+    schedule and the budget; nothing for a record of one fixed look."""
+    facts = extra.get("sequential")
+    if not facts:
+        return {}
+    looks = tuple(int(n) for n in facts["looks"])
+    schedule = {k: int(v) for k, v in dict(facts["schedule"]).items()}
+    share = LookSchedule(schedule["first"], schedule["step"],
+                         schedule["max_looks"]).share(len(looks))
+    return {"looks": looks, "look_share": share, "stopped": str(facts.get("stopped", "")),
+            "schedule": schedule, "budget": facts.get("budget")}
+
+
+def _held(extra: dict[str, Any]) -> dict[str, Any]:
+    """How the measured processes were placed (pinning, placement seed), from a record."""
+    return {"pinning": str(extra.get("pinning", "")),
+            "placement_seed": extra.get("placement_seed")}
+
+
+def pair_figures_of(baseline: list[float], current: list[float], per: int) -> list[float]:
+    """The pair figures (median block log ratio of each pair) of the rounds so far, ``per``
+    rounds per side per pair."""
+    return [statistics.median(blocks) for j in range(min(len(baseline), len(current)) // per)
+            if (blocks := interleaved_blocks(baseline[j * per:(j + 1) * per],
+                                             current[j * per:(j + 1) * per]))]
+
+
+def look_decides(figures: list[float], settings: GateSettings, level: float,
+                 share: float) -> bool:
+    """Whether a look at ``figures``, spending ``share`` of the two-sided ``level``,
+    decides (regression, improvement or unchanged; not inconclusive): the fixture
+    stops adding pairs when it does (:mod:`.sequential`)."""
+    if len(figures) < 2:
+        return False
+    probe = Verdict("", "", "", "inconclusive", settings=settings,
+                    pair_figures=tuple(figures), look_share=share)
+    return judge_pairs(probe, level, 1).status != "inconclusive"
 
 
 def as_change(log_ratio: float) -> float:
@@ -439,29 +506,33 @@ def as_change(log_ratio: float) -> float:
 
 
 #: The end of the reason an inconclusive interleaved verdict gives (a later judgement
-#: of the same pairs replaces it).
-_RAISE_PAIRS = "raise ini gpu_bench_replicates, or run on a quieter machine"
+#: of the same pairs replaces everything up to it).
+_QUIETER = "or run on a quieter machine"
+_RAISE_PAIRS = f"raise ini gpu_bench_replicates, {_QUIETER}"
 
 
 def judge_pairs(verdict: Verdict, level: float, family: int) -> Verdict:
-    """The verdict of ``verdict.pair_figures`` at the two-sided ``level``.
+    """The verdict of ``verdict.pair_figures`` at the two-sided ``level`` (the benchmark's
+    level; its last look spends ``verdict.look_share`` of it, :mod:`.sequential`).
 
     REGRESSION: the interval's lower end is above 0 and the estimate above the floor
     (``relative_min_effect``); IMPROVEMENT the mirror image.  Otherwise the power to
     catch the design effect (10%) at this level, from the between-pair SD
     (:func:`~.stats.pair_power`), decides between unchanged and inconclusive.  Every
     figure the line prints is one of these: the estimate, its interval, the pairs,
-    their SD, the p-value and the power.
+    their SD, the p-value (of the look: ``min(1, p / share)``) and the power.
     """
     settings = verdict.settings
-    test = pair_test(verdict.pair_figures or (), level)
+    spent = level * verdict.look_share
+    test = pair_test(verdict.pair_figures or (), spent)
     floor = math.log1p(settings.relative_min_effect)
     shift = math.log1p(settings.design_effect(True))
-    power = pair_power(test.sd, test.pairs, shift, level, floor)
+    power = pair_power(test.sd, test.pairs, shift, spent, floor)
     # A verdict judged before (at its first, per-benchmark level) says why it was
     # inconclusive then; only its own note (a framework upgrade) is kept.
-    note = verdict.reason.rpartition(_RAISE_PAIRS)[2].removeprefix("; ")
-    judged = replace(verdict, status="unchanged", pvalue=test.pvalue,
+    note = verdict.reason.rpartition(_QUIETER)[2].removeprefix("; ")
+    judged = replace(verdict, status="unchanged",
+                     pvalue=sequential_pvalue(test.pvalue, verdict.look_share),
                      relative_change=as_change(test.mean),
                      interval=(as_change(test.low), as_change(test.high)), level=level,
                      family=family, noise=test.sd, power=power, reason=note)
@@ -472,22 +543,46 @@ def judge_pairs(verdict: Verdict, level: float, family: int) -> Verdict:
     if power < settings.power:
         why = (f"the between-pair SD {test.sd:.1%} over {test.pairs} pairs leaves {power:.0%} "
                f"power to catch +{settings.design_effect(True):.0%} at this level (target "
-               f"{settings.power:.0%}); {_RAISE_PAIRS}")
+               f"{settings.power:.0%}); {_advice(verdict, test.sd, level, floor, shift)}")
         return replace(judged, status="inconclusive", reason=f"{why}; {note}" if note else why)
     return judged
 
 
+def _advice(verdict: Verdict, sd: float, level: float, floor: float, shift: float) -> str:
+    """What an inconclusive interleaved verdict needs: for a run that stopped adding pairs
+    (the budget, the schedule's last look), how many more pairs a decision needs, computed
+    from the between-pair SD at the level the next look would spend."""
+    if not verdict.looks or verdict.schedule is None:
+        return _RAISE_PAIRS
+    schedule = LookSchedule(verdict.schedule["first"], verdict.schedule["step"],
+                            verdict.schedule["max_looks"])
+    taken = len(verdict.looks)
+    # The next look's share; past the schedule's end, the share a last look spends.
+    share = schedule.share(min(taken + 1, schedule.looks))
+    more = more_pairs_needed(sd, verdict.looks[-1], shift, level * share, floor,
+                             verdict.settings.power)
+    needs = (f"a decision needs about {more} more pairs" if more else
+             "a decision needs more pairs than the gate would time")
+    looks = f"{verdict.looks[-1]} pairs in {taken} look{'s' if taken > 1 else ''}"
+    if verdict.stopped == "budget":
+        budget = f"{verdict.budget:g} s" if verdict.budget is not None else "its"
+        return (f"stopped for the budget ({budget} per benchmark) after {looks}: {needs}; "
+                f"raise ini gpu_bench_budget, {_QUIETER}")
+    return (f"stopped at the schedule's last look ({looks}): {needs}; raise ini "
+            f"gpu_bench_replicates, {_QUIETER}")
+
+
 def progress_line(name: str, number: int, benchmarks: int, done: int, pairs: int,
-                  baseline: list[float], current: list[float], per: int, level: float) -> str:
+                  baseline: list[float], current: list[float], per: int, level: float,
+                  share: float = 1.0) -> str:
     """``gpucheck gate: benchmark 2 of 30 (NAME): 4 of 10 pairs done, change so far +1.2%
     [99.97% CI -3.0%, +5.5%]``: where a long interleaved run stands, with the interval
     of the pairs so far at the level the benchmark will be judged at."""
     text = f"gpucheck gate: benchmark {number} of {benchmarks} ({name}): {done} of {pairs} " \
            "pairs done"
-    figures = [statistics.median(blocks) for j in range(done)
-               if (blocks := interleaved_blocks(baseline[j * per:(j + 1) * per],
-                                                current[j * per:(j + 1) * per]))]
+    figures = pair_figures_of(baseline[:done * per], current[:done * per], per)
     if len(figures) >= 2:
+        level = level * share
         test = pair_test(figures, level)
         text += (f", change so far {as_change(test.mean):+.1%} [{format_level(level)} CI "
                  f"{as_change(test.low):+.1%}, {as_change(test.high):+.1%}]")
@@ -742,9 +837,10 @@ def _pairs_summary(verdict: Verdict) -> str:
     low, high = verdict.interval
     change = verdict.change or 0.0
     family = verdict.family or 1
-    text = (f"change {change:+.1%} [{format_level(verdict.level or 0.0)} CI {low:+.1%}, "
-            f"{high:+.1%}], {len(verdict.pair_figures)} pairs, between-pair SD "
-            f"{verdict.noise or 0.0:.1%}, against {INTERLEAVED}")
+    spent = (verdict.level or 0.0) * verdict.look_share
+    text = (f"change {change:+.1%} [{format_level(spent)} CI {low:+.1%}, "
+            f"{high:+.1%}], {len(verdict.pair_figures)} pairs{_looks_text(verdict)}, "
+            f"between-pair SD {verdict.noise or 0.0:.1%}, against {INTERLEAVED}")
     p = f"p={verdict.pvalue:.2g}" if verdict.pvalue is not None else ""
     if verdict.adjusted_p is not None:
         p += f", Holm-adjusted p={verdict.adjusted_p:.2g} over {family} benchmarks"
@@ -754,9 +850,25 @@ def _pairs_summary(verdict: Verdict) -> str:
     if verdict.power is not None and verdict.status != "inconclusive":
         text += (f", power {verdict.power:.0%} to catch "
                  f"+{verdict.settings.design_effect(True):.0%}")
+    if verdict.pinning:
+        text += f", {verdict.pinning}"
+    if verdict.placement_seed is not None:
+        text += f", placement seed {verdict.placement_seed}"
     if verdict.reason:
         text += f", {verdict.reason}"
     return text
+
+
+def _looks_text(verdict: Verdict) -> str:
+    """`` in 2 looks (the last at 1/8 of the level; stopped for the budget)``: how the
+    sequential looks went, when there was more than one or they stopped early."""
+    if not verdict.looks or (len(verdict.looks) == 1 and verdict.stopped == "decided"):
+        return ""
+    taken = len(verdict.looks)
+    why = {"decided": "decided", "budget": "stopped for the budget",
+           "last look": "the schedule's last look"}.get(verdict.stopped, verdict.stopped)
+    return (f" in {taken} look{'s' if taken > 1 else ''} (the last at {verdict.look_share:.3g} "
+            f"of the level; {why})")
 
 
 def format_seconds(seconds: float) -> str:

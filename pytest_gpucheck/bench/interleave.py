@@ -168,6 +168,110 @@ def plug_heap_holes() -> int:
     return taken
 
 
+#: The environment variables that size the frameworks' thread pools in a measured
+#: process: OpenMP (PyTorch's intra-op pool, NumPy's BLAS when built with it), MKL,
+#: OpenBLAS, Accelerate, numexpr and Numba's parallel pool.  Read when each framework
+#: starts, so they are set when the process is.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS")
+#: XLA's CPU flag for a single-threaded Eigen pool (JAX on the CPU), added to XLA_FLAGS
+#: when a side has one CPU.
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
+#: The measured process reads its CPUs and its placement seed from these.
+PIN_VARIABLE = "PYTEST_GPUCHECK_BENCH_CPUS"
+PLACEMENT_VARIABLE = "PYTEST_GPUCHECK_BENCH_PLACEMENT_SEED"
+
+
+@dataclass(frozen=True)
+class PinPlan:
+    """Each side's own CPUs (baseline, candidate) and the thread pool size of both."""
+
+    sides: tuple[tuple[int, ...], tuple[int, ...]]
+    threads: int
+
+    def describe(self, one_cpu_while_timed: bool = False) -> str:
+        """``threads pinned: baseline CPUs 0, candidate CPUs 1, 1 framework thread each``;
+        with ``one_cpu_while_timed`` (a single-threaded CPU backend, :func:`shared_cpu`)
+        the two sides' rounds share one of those CPUs instead."""
+        def cpus(side: tuple[int, ...]) -> str:
+            return ",".join(map(str, side))
+        threads = f"{self.threads} framework thread{'s' if self.threads > 1 else ''} each"
+        if one_cpu_while_timed or self.sides[0] == self.sides[1]:
+            return f"threads pinned: both sides on one CPU while timed, {threads}"
+        return (f"threads pinned: baseline CPUs {cpus(self.sides[0])}, candidate CPUs "
+                f"{cpus(self.sides[1])}, {threads}")
+
+
+def pinning_words(plan: PinPlan | None, pin: str, backend: Backend) -> str:
+    """What a verdict says of how the measured processes of ``backend`` were held."""
+    shared = not backend.is_gpu and backend.single_threaded
+    if plan is not None:
+        return plan.describe(one_cpu_while_timed=shared)
+    if pin == "off":
+        return "threads not pinned (--gpu-bench-pin=off)"
+    return "threads not pinned (no sched_setaffinity here)"
+
+
+def pinning_plan(pin: str, allowed: set[int] | None = None) -> PinPlan | None:
+    """How the measured processes are held under ``pin`` (``split``: the CPUs this
+    process may use, split in two halves, one per side, and thread pools the size of a
+    half, at least 1; on 2 CPUs one each); ``None`` for ``off`` and where the platform
+    has no ``sched_setaffinity`` (not Linux): the processes then run as they are."""
+    if pin == "off" or not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = sorted(allowed if allowed is not None else os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        # One CPU: both sides on it, one thread each (they take turns anyway).
+        return PinPlan((tuple(cpus), tuple(cpus)), 1)
+    half = len(cpus) // 2
+    return PinPlan((tuple(cpus[:half]), tuple(cpus[half:2 * half])), half)
+
+
+def pinned_environment(env: dict[str, str], cpus: tuple[int, ...] | None,
+                       threads: int | None, placement_seed: int | None) -> dict[str, str]:
+    """``env`` for a measured process: its thread pools of ``threads``, its CPUs and its
+    placement seed for it to apply (:func:`main`, :class:`PeerServer`)."""
+    env = dict(env)
+    if threads is not None:
+        for name in THREAD_VARIABLES:
+            env[name] = str(threads)
+        if threads == 1 and XLA_ONE_THREAD not in env.get("XLA_FLAGS", ""):
+            env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {XLA_ONE_THREAD}".strip()
+    if cpus:
+        env[PIN_VARIABLE] = ",".join(map(str, cpus))
+    if placement_seed is not None:
+        env[PLACEMENT_VARIABLE] = str(placement_seed)
+    return env
+
+
+def apply_pinning() -> None:
+    """In a measured process: keep to the CPUs the lead gave it (:data:`PIN_VARIABLE`);
+    its thread pools follow :data:`THREAD_VARIABLES` (PyTorch sizes its intra-op pool
+    from OMP_NUM_THREADS when it starts)."""
+    value = os.environ.get(PIN_VARIABLE, "")
+    if value and hasattr(os, "sched_setaffinity"):
+        with contextlib.suppress(OSError, ValueError):
+            os.sched_setaffinity(0, {int(c) for c in value.split(",")})
+
+
+#: Placement pads held by this process (one list per benchmark, freed with its arrays).
+PAD_PAGES = (32, 96)
+PAD_SMALL_BYTES = 4096
+
+
+def placement_pad(seed: int, nodeid: str) -> tuple[int, int]:
+    """Allocate (and return, to be held) a random padding before a benchmark's arrays are
+    made: a small heap block of 0 to 4 KiB (16-byte steps) that moves where the small
+    allocations land, and a block of 32 to 95 pages (an mmap of its own, above the fixed
+    threshold) that moves where the next large mappings land.  Drawn from the process's
+    seed and the benchmark, so each process and benchmark gets an offset of its own and a
+    run can be repeated with the seed its verdicts print; (small bytes, pages)."""
+    import random
+
+    rng = random.Random(f"{seed}:{nodeid}")
+    return rng.randrange(0, PAD_SMALL_BYTES, 16), rng.randrange(*PAD_PAGES)
+
+
 class PeerError(Exception):
     """The baseline process failed; the message is one line naming what to do."""
 
@@ -186,7 +290,9 @@ class BaselinePeer:
     """The lead's handle on the peer process running in the baseline checkout."""
 
     def __init__(self, config: pytest.Config, checkout: Path, nodeids: list[str],
-                 role: str = "baseline", files: list[str] | None = None) -> None:
+                 role: str = "baseline", files: list[str] | None = None,
+                 cpus: tuple[int, ...] | None = None,
+                 threads: int | None = None, placement_seed: int | None = None) -> None:
         self.checkout = checkout
         #: "baseline" (the other checkout) or "candidate" (this one, in a process of
         #: its own so that both sides are timed alike).
@@ -207,7 +313,8 @@ class BaselinePeer:
         args = [sys.executable, "-m", __name__, str(self.rootdir), "--",
                 f"--rootdir={checkout}", "-p", "no:cacheprovider",
                 f"--gpu-bench-peer={peer.fileno()}", "-q", *_passed_options(config), *present]
-        env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
+        env = pinned_environment({k: v for k, v in os.environ.items()
+                                  if k not in _DROPPED_ENV}, cpus, threads, placement_seed)
         try:
             self.process = subprocess.Popen(args, cwd=checkout, env=env, stdout=self._log,
                                             stderr=subprocess.STDOUT, pass_fds=(peer.fileno(),))
@@ -359,7 +466,9 @@ def shared_cpu(backend: Backend, pids: tuple[int, ...]) -> Iterator[None]:
     except OSError:
         yield
         return
-    allowed = sorted(set.intersection(*before.values())) if before else []
+    # Each side may keep to CPUs of its own (pinning_plan): the shared one is one of
+    # either side's.
+    allowed = sorted(set.union(*before.values())) if before else []
     if not allowed:
         yield
         return
@@ -414,6 +523,8 @@ class PeerServer:
         self.collect_errors = 0
         #: The round runners (and so the arrays) of the benchmark's replicates so far.
         self.kept: list[Any] = []
+        #: The placement pads of the benchmark being served (:meth:`pad`).
+        self.pads: list[int] = []
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
@@ -431,11 +542,13 @@ class PeerServer:
                     return True
                 if message[0] == "release":
                     self.kept.clear()
+                    self._free_pads()
                     continue
                 if message[0] != "run":
                     continue
                 item = items[message[1]]
                 self.iterations = int(message[2])
+                self.pad(item.nodeid)
                 # nextitem=None: every fixture is torn down after each test, since the
                 # lead may ask for any test next.
                 reports = runtestprotocol(item, nextitem=None, log=True)
@@ -449,6 +562,26 @@ class PeerServer:
                     self.conn.send(("finished", outcome, ""))
         except (EOFError, OSError):
             return True  # the lead is gone
+
+    def pad(self, nodeid: str) -> None:
+        """The random placement offset of this process and benchmark
+        (:func:`placement_pad`), held until the lead's ``release``."""
+        value = os.environ.get(PLACEMENT_VARIABLE, "")
+        libc = _libc()
+        if not value or libc is None:
+            return
+        small, pages = placement_pad(int(value), nodeid)
+        for size in (small, pages * 4096):
+            block = libc.malloc(max(size, 1))
+            if block:
+                self.pads.append(block)
+
+    def _free_pads(self) -> None:
+        libc = _libc()
+        if libc is not None:
+            for block in self.pads:
+                libc.free(block)
+        self.pads.clear()
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -537,6 +670,7 @@ def main(argv: list[str]) -> int:
     lead, separator, *args = argv
     assert separator == "--", "usage: LEAD_ROOT -- PYTEST_ARGS"
     sys.meta_path.insert(0, CheckoutImports(Path(lead), Path.cwd()))
+    apply_pinning()
     return int(pytest.main(args))
 
 

@@ -17,12 +17,14 @@ import pytest
 from pytest_gpucheck.bench.settings import (
     DEFAULT_ALPHA,
     DEFAULT_BASELINE_DIR,
+    DEFAULT_BUDGET,
     DEFAULT_DETECT_EFFECT,
     DEFAULT_FAMILY_LEVEL,
     DEFAULT_KEEP_FRACTION,
     DEFAULT_MAX_ROUNDS,
     DEFAULT_MIN_EFFECT,
     DEFAULT_MIN_ROUNDS,
+    DEFAULT_PIN,
     DEFAULT_POWER,
     DEFAULT_PROCESSES,
     DEFAULT_RELATIVE_MIN_EFFECT,
@@ -52,7 +54,8 @@ PEER_KEY: pytest.StashKey[PeerServer] = pytest.StashKey()
 VERDICT_KEY: pytest.StashKey[Verdict] = pytest.StashKey()
 #: Options that make a run use the feature from the start (and validate it up front).
 EAGER_OPTIONS = ("gpu_bench_save", "gpu_bench_compare", "gpu_bench_plot", "gpu_bench_baseline",
-                 "gpu_bench_l2_flush", "gpu_bench_against", "gpu_bench_family_level")
+                 "gpu_bench_l2_flush", "gpu_bench_against", "gpu_bench_family_level",
+                 "gpu_bench_budget", "gpu_bench_pin")
 
 
 class BenchmarkRegression(Exception):
@@ -88,6 +91,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "that identical code fails the run anywhere, over all its benchmarks "
                     "(Holm's method; default ini "
                     f"gpu_bench_family_level, {DEFAULT_FAMILY_LEVEL}).")
+    group.addoption("--gpu-bench-budget", dest="gpu_bench_budget", metavar="SECONDS",
+                    default=None, help="--gpu-bench-against: seconds one benchmark may take "
+                    "to decide; while its interval is too wide, pairs are added until it "
+                    f"decides or the budget runs out (default ini gpu_bench_budget, "
+                    f"{DEFAULT_BUDGET:g}).")
+    group.addoption("--gpu-bench-pin", dest="gpu_bench_pin", metavar="split|off",
+                    default=None, help="--gpu-bench-against: give each side of a pair its own "
+                    "CPUs and thread pools of that size (split, the default: on 2 CPUs one "
+                    "each), or leave the processes as they are (off); ini gpu_bench_pin.")
     # Internal: the baseline checkout's process, started by --gpu-bench-against.
     group.addoption("--gpu-bench-peer", dest="gpu_bench_peer", type=int, default=None,
                     help=argparse.SUPPRESS)
@@ -130,6 +142,12 @@ INI_KEYS: dict[str, tuple[str, Any]] = {
     "gpu_bench_processes": ("--gpu-bench-save / --gpu-bench-compare: fresh processes that "
                             "time each benchmark, one stored summary each (at least 2)",
                             str(DEFAULT_PROCESSES)),
+    "gpu_bench_budget": ("--gpu-bench-against: seconds one benchmark may take to decide "
+                         "(pairs are added while it cannot)", str(DEFAULT_BUDGET)),
+    "gpu_bench_pin": ("--gpu-bench-against: split (each side its own CPUs and thread pools) "
+                      "or off", DEFAULT_PIN),
+    "gpu_bench_placement_seed": ("--gpu-bench-against: seed of the measured processes' random "
+                                 "placement offsets (empty: a fresh one per run)", ""),
     "gpu_bench_stored_fails": ("--gpu-bench-compare: a regression fails its test (true/false; "
                                "advisory by default)", "false"),
     "gpu_bench_warmup_rounds": ("untimed rounds after the first call",
@@ -179,6 +197,16 @@ class BenchFeature:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._session is not None:
             self._session.finish(session)
+
+    # Outermost: after the core's wrapper has set the report's rerun target.
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if report.failed and "gpu_benchmark" in getattr(item, "fixturenames", ()):
+            _rerun_with_backend(item, report)
+        return report
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -261,6 +289,11 @@ def pytest_gpucheck_rerun_args(config: pytest.Config) -> list[str]:
             config.getini("gpu_bench_family_level")
         args.append(f"--gpu-bench-family-level={level}")
         args += ["-o", f"gpu_bench_replicates={config.getini('gpu_bench_replicates')}"]
+        for dest, flag in (("gpu_bench_budget", "--gpu-bench-budget"),
+                           ("gpu_bench_pin", "--gpu-bench-pin")):
+            value = config.getoption(dest, None)
+            if value is not None:
+                args.append(f"{flag}={value}")
     if config.getoption("gpu_bench_compare", False):
         folder = config.getoption("gpu_bench_baseline", None) or \
             config.getini("gpu_bench_baseline") or Path(config.rootpath) / DEFAULT_BASELINE_DIR
@@ -316,21 +349,29 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
     config = request.config
     disabled_by_user = bool(config.getoption("benchmark_disable", False)) and not bool(
         config.getoption("benchmark_enable", False))
-    against = progress = None
+    against = progress = decide = None
     if session.against is not None and not disabled_by_user:
-        def against() -> Any:
-            return session.peers(request.session)
+        def against(count: int) -> Any:
+            return session.peers(request.session, count)
 
         number = session.started_benchmark()
 
         def progress(done: int, pairs: int, baseline: list[float], current: list[float],
-                     per: int) -> None:
+                     per: int, share: float = 1.0) -> None:
             from pytest_gpucheck.bench.gate import progress_line
 
             family = session.family_size(request.session)
             _write_now(config, progress_line(item.nodeid, number, family, done, pairs,
                                              baseline, current, per,
-                                             session.family_level / family))
+                                             session.family_level / family, share))
+
+        def decide(figures: list[float], share: float) -> bool:
+            # At the level the benchmark's test is judged at (bench/session.py: the
+            # family's over the benchmarks collected), this look's share of it.
+            from pytest_gpucheck.bench.gate import look_decides
+
+            return look_decides(figures, gate, session.family_level
+                                / session.family_size(request.session), share)
     processes = None
     if session.in_processes and not disabled_by_user:
         def processes() -> Any:
@@ -339,7 +380,7 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
                         session.store if session.compare else None, keep, disabled_by_user,
                         gate, against=against, on_baseline=keep_baseline,
                         peer_server=config.stash.get(PEER_KEY, None), progress=progress,
-                        processes=processes)
+                        processes=processes, decide=decide)
 
 
 def _write_now(config: pytest.Config, line: str) -> None:
@@ -390,5 +431,22 @@ def pytest_runtest_makereport(
         if call.excinfo is not None and call.excinfo.errisinstance(BenchmarkRegression):
             report.longrepr = f"gpucheck benchmark gate: {call.excinfo.value}"
     return report
+
+
+def _rerun_with_backend(item: pytest.Item, report: pytest.TestReport) -> None:
+    """A failed benchmark's ``rerun:`` target names its backend (``--gpu-backends=``): a
+    benchmark has no cell in the matrix, which is where the line takes the backend from
+    otherwise, and without it the pasted command selects only the default backends
+    (``numpy``), so a torch-cpu regression reran as "no tests ran"."""
+    callspec = getattr(item, "callspec", None)
+    backend = callspec.params.get("gpu_backend") if callspec is not None else None
+    if backend is None or getattr(report, "gpucheck_cell", None):
+        return
+    from pytest_gpucheck.ci import rerun_target
+
+    target = list(getattr(report, "gpucheck_rerun", None) or rerun_target(item))
+    flag = f"--gpu-backends={backend}"
+    if flag not in target:
+        report.gpucheck_rerun = [*target, flag]  # type: ignore[attr-defined]
 
 

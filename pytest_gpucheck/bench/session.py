@@ -36,11 +36,14 @@ from pytest_gpucheck.bench.session_ceiling import apply_session_ceilings
 from pytest_gpucheck.bench.settings import (
     DEFAULT_ALPHA,
     DEFAULT_BASELINE_DIR,
+    DEFAULT_BUDGET,
     DEFAULT_DETECT_EFFECT,
     DEFAULT_FAMILY_LEVEL,
+    DEFAULT_PIN,
     DEFAULT_POWER,
     DEFAULT_PROCESSES,
     DEFAULT_REPLICATES,
+    PIN_CHOICES,
 )
 from pytest_gpucheck.bench.stored import (
     MEETS_TARGETS,
@@ -99,6 +102,9 @@ class BenchSession:
     #: ``--gpu-bench-cross-mode``: compare a stored baseline measured in another process
     #: mode all the same (refused otherwise).
     cross_mode: bool = False
+    #: ``--gpu-bench-against``: how the measured processes' CPUs and threads are held
+    #: (:data:`~.settings.PIN_CHOICES`).
+    pin: str = DEFAULT_PIN
     #: ``--gpu-bench-compare-fails``: a stored regression fails its test; otherwise it is
     #: advisory (the stored mode misses its targets, :data:`~.gate.STORED_MEASURED`).
     stored_fails: bool = False
@@ -108,25 +114,31 @@ class BenchSession:
         """Whether benchmarks are judged: against stored baselines or a checkout."""
         return self.compare or self.against is not None
 
-    def peers(self, session: pytest.Session) -> list[tuple[BaselinePeer, BaselinePeer]]:
-        """Pairs of processes, one in the baseline checkout and one in this checkout, one
-        pair per replicate, started together on the first benchmark.
+    def peers(self, session: pytest.Session,
+              count: int | None = None) -> list[tuple[BaselinePeer, BaselinePeer]]:
+        """Pairs of processes, one in the baseline checkout and one in this checkout, at
+        least ``count`` of them (default: one per replicate), started together on the
+        first benchmark; a benchmark that needs more pairs to decide
+        (:mod:`.sequential`) starts the missing ones, and later benchmarks use them too.
 
         A pair of its own for each run of a test: where a process's memory lies moved an
         identical kernel by up to 9% for every test that process ran, so the runs of one
         test must not share their processes.
         """
         assert self.against is not None
-        if not self.pairs:
+        wanted = self.measure.replicates if count is None else count
+        if len(self.pairs) < wanted:
             nodeids = [item.nodeid for item in session.items
                        if "gpu_benchmark" in getattr(item, "fixturenames", ())]
             started = []
             try:
-                for _ in range(self.measure.replicates):
-                    base = BaselinePeer(session.config, self.against, nodeids)
+                for index in range(len(self.pairs), wanted):
+                    base = BaselinePeer(session.config, self.against, nodeids,
+                                        **self.peer_placement(index, "baseline"))
                     started.append(base)
                     cand = BaselinePeer(session.config, Path(session.config.rootpath), nodeids,
-                                        role="candidate")
+                                        role="candidate",
+                                        **self.peer_placement(index, "candidate"))
                     started.append(cand)
                 for peer in started:
                     peer.wait_collected()
@@ -134,7 +146,7 @@ class BenchSession:
                 for peer in started:
                     peer.close()
                 raise
-            self.pairs = list(zip(started[::2], started[1::2], strict=True))
+            self.pairs += list(zip(started[::2], started[1::2], strict=True))
         return self.pairs
 
     @property
@@ -165,6 +177,18 @@ class BenchSession:
                 raise
             self.fresh = started
         return self.fresh
+
+    def peer_placement(self, index: int, role: str) -> dict[str, Any]:
+        """What the ``index``-th pair's process of ``role`` is started with: its own CPUs
+        and thread pools (:func:`~.interleave.pinning_plan`) and its placement seed."""
+        from pytest_gpucheck.bench.interleave import pinning_plan
+
+        plan = pinning_plan(self.pin)
+        side = plan.sides[0 if role == "baseline" else 1] if plan is not None else None
+        seed = None if self.measure.placement_seed is None else \
+            hash_seed(self.measure.placement_seed, index, role)
+        return {"cpus": side, "threads": plan.threads if plan is not None else None,
+                "placement_seed": seed}
 
     def judge(self, item: pytest.Item, record: BenchmarkRecord,
               against: BenchmarkRecord | str | None = None) -> Verdict:
@@ -433,6 +457,13 @@ def session_from_config(config: pytest.Config) -> BenchSession:
                                 f"more ({DEFAULT_PROCESSES} by default)")
     against = _against_folder(config)
     family_level = _family_level(config)
+    measure.budget = _budget(config)
+    pin = _pin(config)
+    if against is not None:
+        from pytest_gpucheck.bench.interleave import pinning_plan
+
+        measure.pin, measure.pin_plan = pin, pinning_plan(pin)
+        measure.placement_seed = _placement_seed(config)
     workerinput = getattr(config, "workerinput", None)
     session = BenchSession(
         store=BaselineStore(Path(folder)),
@@ -447,6 +478,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         is_worker=workerinput is not None,
         against=against,
         family_level=family_level,
+        pin=pin,
         process_mode=process_mode(config),
         cross_mode=bool(config.getoption("gpu_bench_cross_mode", False)),
         # Failing by default only where the stored mode's measured rates meet the targets.
@@ -529,6 +561,58 @@ def _family_level(config: pytest.Config) -> float:
     return level
 
 
+def _budget(config: pytest.Config) -> float:
+    """``--gpu-bench-budget`` (else ini ``gpu_bench_budget``): seconds per benchmark, > 0."""
+    value = config.getoption("gpu_bench_budget", None)
+    where = "--gpu-bench-budget"
+    if value is None:
+        value, where = config.getini("gpu_bench_budget"), "ini gpu_bench_budget"
+    try:
+        budget = float(value)
+    except ValueError:
+        budget = float("nan")
+    if not budget > 0.0 or budget == float("inf"):
+        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
+        raise pytest.UsageError(f"{shown}: the seconds a benchmark may take to decide must "
+                                f"be a number above 0, such as {DEFAULT_BUDGET:g}")
+    return budget
+
+
+def _pin(config: pytest.Config) -> str:
+    """``--gpu-bench-pin`` (else ini ``gpu_bench_pin``): split or off."""
+    value = config.getoption("gpu_bench_pin", None)
+    where = "--gpu-bench-pin"
+    if value is None:
+        value, where = config.getini("gpu_bench_pin"), "ini gpu_bench_pin"
+    pin = str(value).strip().lower()
+    if pin not in PIN_CHOICES:
+        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
+        raise pytest.UsageError(f"{shown}: use {' or '.join(PIN_CHOICES)} (each side's own "
+                                "CPUs and thread pools, or as they are)")
+    return pin
+
+
+def _placement_seed(config: pytest.Config) -> int:
+    """Ini ``gpu_bench_placement_seed``, else a fresh one (printed in every verdict, so a
+    run can be repeated with the same placement offsets)."""
+    value = str(config.getini("gpu_bench_placement_seed")).strip()
+    if not value:
+        return int.from_bytes(os.urandom(4), "little")
+    try:
+        return int(value)
+    except ValueError:
+        raise pytest.UsageError(f"ini gpu_bench_placement_seed = {value!r}: give a whole "
+                                "number, or leave it empty for a fresh seed") from None
+
+
+def hash_seed(seed: int, index: int, role: str) -> int:
+    """The placement seed of pair ``index``'s process of ``role``, from the run's seed."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{seed}:{index}:{role}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
 def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
     settings = GateSettings(alpha=float(data["alpha"]), min_effect=float(data["min_effect"]),
                             keep_fraction=float(data.get("keep_fraction", 1.0)),
@@ -550,7 +634,12 @@ def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
                    adjusted_p=data.get("adjusted_p"), advisory=bool(data.get("advisory")),
                    process_figures=(tuple(data["process_figures"][0]),
                                     tuple(data["process_figures"][1]))
-                   if data.get("process_figures") else None)
+                   if data.get("process_figures") else None,
+                   looks=tuple(data["looks"]) if data.get("looks") else None,
+                   look_share=float(data.get("look_share") or 1.0),
+                   stopped=str(data.get("stopped") or ""), schedule=data.get("schedule"),
+                   budget=data.get("budget"), pinning=str(data.get("pinning") or ""),
+                   placement_seed=data.get("placement_seed"))
 
 
 def _publish(config: pytest.Config, state: BenchSession) -> None:

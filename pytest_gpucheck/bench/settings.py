@@ -29,6 +29,15 @@ DEFAULT_WARMUP_ROUNDS = 2
 #: the gate's unit of evidence: ten pairs keep 90% power to catch +10% at a between-pair
 #: SD of 3% with 30 benchmarks in the family (docs/benchmarks.md).
 DEFAULT_REPLICATES = 10
+#: ``--gpu-bench-against``: seconds one benchmark may take to decide (its pairs, the
+#: later looks included: bench/sequential.py).  Per benchmark, not per run: a
+#: benchmark's verdict then does not depend on how long the benchmarks before it took,
+#: and a run's longest time is this times its benchmarks.
+DEFAULT_BUDGET = 120.0
+#: ``--gpu-bench-against``: hold each measured process's CPUs and framework threads
+#: (``split``: a side's own CPUs and thread pools of that size; ``off``: as they are).
+DEFAULT_PIN = "split"
+PIN_CHOICES = ("split", "off")
 #: Blocks (two pairs of rounds each) every pair of processes times at least.
 MIN_BLOCKS_PER_PAIR = 2
 #: ``--gpu-bench-against``: the chance that a run of identical code fails anywhere
