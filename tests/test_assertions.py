@@ -114,7 +114,7 @@ def test_a_sweep_failure_shows_the_values_of_small_inputs(tmp_path: Path) -> Non
         "    out[...] = a + b + 1\n")
     result = run_pytest(tmp_path, "--gpu-conformance", "--gpu-impls=user",
                         "--gpu-backends=numpy", "-k", "test_vector_add", "--hypothesis-profile=ci",
-                        timeout=300)
+                        timeout=900)
     assert result.returncode == 1, result.stdout + result.stderr
     match = re.search(r"^E\s+a: shape=\(1,\).* values=\[(.+)\]$", result.stdout, re.M)
     assert match is not None, result.stdout[-3000:]

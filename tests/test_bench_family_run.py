@@ -70,7 +70,7 @@ def test_a_planted_slowdown_among_identical_benchmarks_fails_the_run_by_name(
     # design (IDENTICAL_CODE: six pairs, family level 1e-5); the 2x slowdown is a change of
     # about +100% whose interval at six pairs stays far above the 5% floor.
     run = run_pytest(candidate, "--gpu-bench-against=../baseline", "-rA",
-                     f"--junitxml={candidate / 'junit.xml'}", *IDENTICAL_CODE, timeout=600)
+                     f"--junitxml={candidate / 'junit.xml'}", *IDENTICAL_CODE, timeout=1200)
     assert run.returncode == 1, run.stdout + run.stderr
     outcomes = {name: outcome for name, (outcome, _) in
                 junit_outcomes(candidate / "junit.xml").items()}
@@ -96,6 +96,6 @@ def test_a_planted_slowdown_among_identical_benchmarks_fails_the_run_by_name(
     assert command[0] == "pytest"
     assert f"--gpu-bench-against={tmp_path / 'baseline'}" in command
     assert "--gpu-bench-family-level=1e-5" in command
-    again = run_pytest(candidate, *command[1:], "-rA", timeout=600)
+    again = run_pytest(candidate, *command[1:], "-rA", timeout=1200)
     assert again.returncode == 1, again.stdout + again.stderr
     assert "REGRESSION test_bench.py::test_second[numpy]" in again.stdout

@@ -72,7 +72,7 @@ def project(folder: Path, ini: str = INI) -> Path:
 
 def run(folder: Path, *args: str, slow: int) -> subprocess.CompletedProcess[str]:
     return run_pytest(folder, "-rA", f"--junitxml={folder / 'junit.xml'}", *args,
-                      timeout=600, extra_env={"KSLOW": str(slow)})
+                      timeout=1200, extra_env={"KSLOW": str(slow)})
 
 
 def assert_regression(folder: Path, done: subprocess.CompletedProcess[str], backend: str) -> None:
@@ -145,7 +145,7 @@ def test_against_fails_an_8x_slower_kernel(tmp_path: Path, mode: str) -> None:
     (candidate / "test_bench.py").write_text(BENCH.replace('"KSLOW"', '"KSLOW_CANDIDATE"'))
     args, backend = MODES[mode]
     done = run_pytest(candidate, "-rA", f"--junitxml={candidate / 'junit.xml'}",
-                      "--gpu-bench-against=../baseline", *args, timeout=600,
+                      "--gpu-bench-against=../baseline", *args, timeout=1200,
                       extra_env={"KSLOW_CANDIDATE": "8"})
     assert_regression(candidate, done, backend)
 

@@ -320,7 +320,7 @@ def test_a_users_run_stopped_by_the_budget_prints_the_pairs_and_what_a_decision_
         "-p", "no:cacheprovider", "--rootdir", str(pytester.path / "cand"),
         "-c", str(pytester.path / "cand" / "pytest.ini"), str(pytester.path / "cand"),
         f"--gpu-bench-against={pytester.path / 'base'}", "-o", "gpu_bench_replicates=2",
-        "--gpu-bench-budget=0.001", "-rA", timeout=300)
+        "--gpu-bench-budget=0.001", "-rA", timeout=900)
     out = result.stdout.str()
     # The summary wraps its lines at the terminal's width: read them as one text.
     text = " ".join(out.split())

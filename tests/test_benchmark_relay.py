@@ -68,7 +68,7 @@ def project(folder: Path, source: str = BENCH) -> Path:
 
 def run(folder: Path, *args: str, slow: int = 1) -> subprocess.CompletedProcess[str]:
     return run_pytest(folder, "-rA", f"--junitxml={folder / 'junit.xml'}", *QUICK, *args,
-                      timeout=600, extra_env={"KSLOW": str(slow)})
+                      timeout=1200, extra_env={"KSLOW": str(slow)})
 
 
 def json_benchmarks(path: Path) -> dict[str, dict[str, Any]]:
@@ -289,7 +289,7 @@ def test_an_mpi_test_spawned_under_the_launcher_has_rank_0s_benchmark(tmp_path: 
     if launcher is None:
         pytest.skip("needs mpiexec: pip install 'pytest-gpucheck[mpi]'")
     folder = project(tmp_path, MPI)
-    done = run_pytest(folder, *QUICK, "--benchmark-json=out.json", timeout=600,
+    done = run_pytest(folder, *QUICK, "--benchmark-json=out.json", timeout=1200,
                       extra_env={"PATH": f"{Path(launcher).parent}{os.pathsep}"
                                  f"{os.environ.get('PATH', '')}"})
     assert done.returncode == 0, done.stdout + done.stderr
@@ -307,7 +307,7 @@ def test_a_workers_profile_is_shown_and_dumped_where_the_user_asked(tmp_path: Pa
     started = folder / "sub"
     started.mkdir()
     done = run_pytest(started, *QUICK, "--gpu-isolate=backend", "--benchmark-cprofile=tottime",
-                      "--benchmark-cprofile-dump=prof/dump", "../test_bench.py", timeout=600)
+                      "--benchmark-cprofile-dump=prof/dump", "../test_bench.py", timeout=1200)
     assert done.returncode == 0, done.stdout + done.stderr
     profile = done.stdout.split("cProfile (time in s)", 1)[-1]
     assert "test_bench.py::test_saxpy[numpy]\nncalls\ttottime" in profile, done.stdout

@@ -62,7 +62,7 @@ def test_numba_cuda_named_explicitly_on_a_broken_install_is_a_usage_error(
         tmp_path: Path) -> None:
     pytest.importorskip("numba.cuda")
     project, env = _project(tmp_path, ROW_STACK_GONE, FAKE_DRIVER)
-    done = run_pytest(project, "--gpu-backends=numba-cuda", timeout=300, extra_env=env)
+    done = run_pytest(project, "--gpu-backends=numba-cuda", timeout=900, extra_env=env)
     assert done.returncode == 4, done.stdout + done.stderr
     assert done.stderr.strip().splitlines() == [
         f"ERROR: --gpu-backends: numba-cuda is not available: {_expected_line()}"], done.stderr
@@ -75,7 +75,7 @@ def test_numba_cuda_in_all_on_a_broken_install_is_skipped_with_the_one_line(
     it runs kernels as Python and never imports the modules that fail."""
     pytest.importorskip("numba.cuda")
     project, env = _project(tmp_path, ROW_STACK_GONE, FAKE_DRIVER)
-    done = run_pytest(project, "--gpu-backends=all", "-rs", "-v", timeout=300, extra_env=env)
+    done = run_pytest(project, "--gpu-backends=all", "-rs", "-v", timeout=900, extra_env=env)
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     header = [line for line in out.splitlines() if line.startswith("  numba-cuda     ")]
@@ -91,7 +91,7 @@ def test_a_healthy_install_passes_the_compile_check(tmp_path: Path) -> None:
     GPU here, so it stops at ``is_available``), never naming an incompatibility."""
     pytest.importorskip("numba.cuda")
     project, env = _project(tmp_path, FAKE_DRIVER)
-    done = run_pytest(project, "--gpu-backends=all", timeout=300, extra_env=env)
+    done = run_pytest(project, "--gpu-backends=all", timeout=900, extra_env=env)
     header = [line for line in done.stdout.splitlines() if line.startswith("  numba-cuda     ")]
     assert len(header) == 1, done.stdout
     assert "numba.cuda.is_available() is False" in header[0], done.stdout
@@ -102,7 +102,7 @@ def _python(script: str, *, simulator: bool = False) -> str:
     if simulator:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
-                          text=True, env=env, timeout=300, check=False)
+                          text=True, env=env, timeout=900, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]
 

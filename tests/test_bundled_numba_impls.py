@@ -126,7 +126,7 @@ def test_cuda_kernels_on_the_simulator() -> None:
                "-q", "-p", "no:cacheprovider", "--noconftest", "-W", "ignore::Warning",
                "-n0"]  # one process: the project's addopts would start workers
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=600, check=False)
+                            timeout=1200, check=False)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     summary = output.strip().splitlines()[-1]

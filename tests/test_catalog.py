@@ -169,7 +169,7 @@ def _run(project: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("GITHUB_", "PYTEST_", "CI"))}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=600,
+                          cwd=project, env=env, capture_output=True, text=True, timeout=1200,
                           check=False)
 
 

@@ -42,7 +42,7 @@ def test_the_verdicts_hold_the_tolerances(monkeypatch: pytest.MonkeyPatch) -> No
 @pytest.mark.slow
 def test_a_dry_run_prints_both_comparisons_without_a_verdict() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--dry-run"], capture_output=True,
-                          text=True, check=False, timeout=300)
+                          text=True, check=False, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = done.stdout.split("== device timing\n")[-1].splitlines()
     assert lines[0].startswith("copy of 16777216 B (read + written): numpy "), lines

@@ -54,7 +54,7 @@ def test_the_table_names_every_option_of_a_real_run(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     done = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q"], cwd=tmp_path,
                           env={**env, "OPTIONS_OUT": str(out)}, capture_output=True,
-                          text=True, timeout=300, check=False)
+                          text=True, timeout=900, check=False)
     assert out.exists(), done.stdout + done.stderr
     names = json.loads(out.read_text())
     assert {"--lf", "--sw", "--benchmark-json", "--numprocesses", "--hypothesis-seed",
@@ -136,7 +136,7 @@ def test_options_reach_an_isolation_worker_as_given(tmp_path: Path) -> None:
     seen_out = tmp_path / "seen.json"
     done = run_pytest(tmp_path, "--gpu-isolate=backend", "--benchmark-disable", "--tb=native",
                       "--runslow", "-o", "xfail_strict=true", "-k", "options",
-                      f"--junitxml={tmp_path / 'junit.xml'}", timeout=300,
+                      f"--junitxml={tmp_path / 'junit.xml'}", timeout=900,
                       extra_env={"SEEN_OUT": str(seen_out),
                                  "PYTEST_ADDOPTS": "--benchmark-min-rounds=7"})
     assert done.returncode == 0, done.stdout + done.stderr
@@ -166,7 +166,7 @@ def test_options_reach_an_isolation_worker_as_given(tmp_path: Path) -> None:
 def test_an_option_that_cannot_reach_a_child_is_one_line_and_exit_4(
         tmp_path: Path, args: tuple[str, ...], line: str) -> None:
     (tmp_path / "test_a.py").write_text("def test_a(gpu_backend):\n    pass\n")
-    done = run_pytest(tmp_path, *args, timeout=300)
+    done = run_pytest(tmp_path, *args, timeout=900)
     assert done.returncode == 4, done.stdout + done.stderr
     errors = [text for text in done.stderr.splitlines() if text.startswith("ERROR:")]
     assert len(errors) == 1, done.stderr
@@ -176,6 +176,6 @@ def test_an_option_that_cannot_reach_a_child_is_one_line_and_exit_4(
 @pytest.mark.slow
 def test_the_same_option_runs_in_process(tmp_path: Path) -> None:
     (tmp_path / "test_a.py").write_text("def test_a(gpu_backend):\n    pass\n")
-    done = run_pytest(tmp_path, "--gpu-isolate=none", "--pdb", timeout=300)
+    done = run_pytest(tmp_path, "--gpu-isolate=none", "--pdb", timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout

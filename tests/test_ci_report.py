@@ -81,7 +81,7 @@ def _environment(**variables: str) -> dict[str, str]:
 
 def _pytest(cwd: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+                          capture_output=True, text=True, timeout=1200, check=False)
 
 
 def _line_of(text: str, needle: str) -> int:

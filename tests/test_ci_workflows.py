@@ -58,7 +58,7 @@ def gitlab_commands(job: str) -> tuple[dict[str, str], list[str]]:
 def _run(command: str, project: Path,
          variables: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "-c", command], cwd=project, env=ci_env(variables),
-                          capture_output=True, text=True, timeout=600, check=False)
+                          capture_output=True, text=True, timeout=1200, check=False)
 
 
 EXTRAS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]

@@ -58,7 +58,7 @@ def _run_suites(workdir: Path, backends: str) -> dict[str, Outcome]:
         f"--junitxml={junit}",
     ]
     process = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
-                             timeout=600, check=False)
+                             timeout=1200, check=False)
     assert junit.exists(), process.stdout[-3000:] + process.stderr[-3000:]
     outcomes: dict[str, Outcome] = {}
     for case in ET.parse(junit).iter("testcase"):

@@ -65,7 +65,7 @@ def examples_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
                "-k", " or ".join(dict.fromkeys(kernels)), "--hypothesis-profile=ci",
                f"--junitxml={junit}"]
     result = subprocess.run(command, cwd=where, env=env, capture_output=True, text=True,
-                            timeout=600, check=False)
+                            timeout=1200, check=False)
     return junit, result.stdout[-4000:] + result.stderr[-2000:]
 
 
@@ -100,7 +100,7 @@ def test_assertions_doc_example_runs_as_documented_on_the_cpu_tier(tmp_path: Pat
     result = subprocess.run([sys.executable, "-m", "pytest", *command.split(),
                              "-p", "no:cacheprovider"],
                             cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=600, check=False)
+                            timeout=1200, check=False)
     tail = result.stdout[-4000:] + result.stderr[-2000:]
     assert result.returncode == 0, tail
     # The page's skip line and counts, as printed (the time differs).

@@ -71,7 +71,7 @@ def environment(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _pip_install(environment: Path, project: Path) -> None:
     done = subprocess.run([str(environment / "bin" / "python"), "-m", "pip", "install", "-q",
                            "--no-deps", "--no-build-isolation", "--no-index", str(project)],
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -79,7 +79,7 @@ def _pytest(environment: Path, cwd: Path, *args: str) -> subprocess.CompletedPro
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONPATH")}
     return subprocess.run([str(environment / "bin" / "python"), "-m", "pytest", *args],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=1200,
                           check=False)
 
 

@@ -75,7 +75,7 @@ def test_simulator_reason_is_what_numba_cuda_does() -> None:
     )
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env=env, check=False, timeout=300)
+                            env=env, check=False, timeout=900)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     reason = not_applicable_reason("ufunc_saxpy", "numba-cudasim") or ""

@@ -39,7 +39,7 @@ def _run(project: Path, backends: str, suites: str = SUITES,
                f"--gpu-backends={backends}", "--hypothesis-profile=proof", "-p",
                "no:cacheprovider", "-q", "-n0", "-k", suites, f"--junitxml={junit}"]
     process = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True,
-                             timeout=600, check=False)
+                             timeout=1200, check=False)
     assert junit.exists(), process.stdout[-3000:] + process.stderr[-3000:]
     outcomes: dict[str, tuple[str, str]] = {}
     for case in ET.parse(junit).iter("testcase"):

@@ -398,7 +398,7 @@ def test_jax_gpu_monte_carlo_runs_on_the_device_the_probe_chose() -> None:
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
            "JAX_PLATFORMS": "cpu"}
     done = subprocess.run([sys.executable, "-c", JAX_DEVICE_SCRIPT], capture_output=True,
-                          text=True, env=env, timeout=300, check=False)
+                          text=True, env=env, timeout=900, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[1]", done.stdout
 
@@ -425,7 +425,7 @@ def test_numba_cuda_without_libnvvm_is_unavailable_with_the_reason() -> None:
     pytest.importorskip("numba.cuda")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     done = subprocess.run([sys.executable, "-c", NVVM_SCRIPT], capture_output=True, text=True,
-                          env=env, timeout=300, check=False)
+                          env=env, timeout=900, check=False)
     assert done.returncode == 0, done.stderr
     reason = done.stdout.strip().splitlines()[-1]
     if " cannot run with NumPy " in reason:  # a pair that does not fit is named first

@@ -153,7 +153,7 @@ def test_a_dry_run_runs_steps_side_by_side_and_a_stopped_step_keeps_its_files(
         ["bash", str(SCRIPT), "--dry-run", "--jobs", "2", "--only",
          "conformance-numpy,interop-cpu", "--budget", "interop-cpu=10",
          "--budget", "conformance-numpy=300", str(out)],
-        capture_output=True, text=True, check=False, timeout=600, env=env)
+        capture_output=True, text=True, check=False, timeout=1200, env=env)
     output = done.stdout + done.stderr
     assert done.returncode == 1, output  # a stopped step is not a pass
     summary = (out / "summary.txt").read_text()

@@ -71,7 +71,7 @@ def simulated() -> dict[str, tuple[str, str]]:
     for names in PROCESSES:
         result = subprocess.run([sys.executable, "-c", RUN_SECTIONS], cwd=ROOT, env=env,
                                 input=json.dumps({name: SECTIONS[name] for name in names}),
-                                capture_output=True, text=True, timeout=300, check=False)
+                                capture_output=True, text=True, timeout=900, check=False)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         found.update((name, (out, error)) for name, (out, error) in
                      json.loads(result.stdout.splitlines()[-1]).items())

@@ -463,7 +463,7 @@ def test_core_only_install_skips_the_bfloat16_triggers_with_the_reason(tmp_path:
         encoding="utf-8")
     result = run_pytest(tmp_path, "--pyargs", "pytest_gpucheck.conformance.test_interop",
                         "--gpu-backends=numpy", "-k", "documented", "-rs",
-                        "--junitxml=out.xml", timeout=300)
+                        "--junitxml=out.xml", timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     outcomes = junit_outcomes(tmp_path / "out.xml")
     name = "test_documented_behaviour_reproduces[numpy-refuses-bfloat16-export]"
@@ -500,7 +500,7 @@ documented.DOCUMENTED = documented.DOCUMENTED + (
 ''', encoding="utf-8")
     result = run_pytest(tmp_path, "--pyargs", "pytest_gpucheck.conformance.test_interop",
                         "--gpu-backends=numpy", "-k", "fake", "-rs",
-                        "--junitxml=out.xml", timeout=300)
+                        "--junitxml=out.xml", timeout=900)
     outcomes = junit_outcomes(tmp_path / "out.xml")
     version = importlib.metadata.version("numpy")
     status, message = outcomes["test_documented_behaviour_reproduces[fake-now-works]"]

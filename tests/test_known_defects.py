@@ -79,7 +79,7 @@ def _run(tmp_path: Path, recorded: list[tuple[str, str]]) -> dict[str, tuple[str
         textwrap.dedent(CONFTEST.format(recorded=recorded)), encoding="utf-8")
     done = run_pytest(tmp_path, "--gpu-conformance", "--gpu-impls=user", "--gpu-backends=numpy",
                       "-k", "ufunc_saxpy or gufunc_dot", "--junitxml=out.xml", "-rxX",
-                      timeout=600)
+                      timeout=1200)
     assert (tmp_path / "out.xml").exists(), done.stdout + done.stderr
     return junit_outcomes(tmp_path / "out.xml")
 

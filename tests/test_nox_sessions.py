@@ -189,7 +189,7 @@ def _run_nox(project: Path, session: str) -> subprocess.CompletedProcess[str]:
     env = ci_env({"PYTEST_ADDOPTS": "-p no:cacheprovider -k 'vector_add or test_scale'"})
     return subprocess.run([sys.executable, "-m", "nox", "--no-venv", "--no-install",
                            "-s", session], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+                          text=True, timeout=1200, check=False)
 
 
 @pytest.mark.slow
@@ -285,7 +285,7 @@ def test_the_not_installed_check_finds_the_line_of_a_real_header() -> None:
     # -n0: a nested run from the repository's root takes the project's addopts, and what
     # is checked here is the header's line, not xdist (whose workers would collect again).
     command = [sys.executable, *constants["HEADER_RUN"][1:], "-n0"]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900,
                           check=False, env=ci_env({}))
     assert done.returncode == 0, done.stdout + done.stderr
     pattern = constants["NOT_INSTALLED_LINE"]
@@ -296,7 +296,7 @@ def test_the_not_installed_check_finds_the_line_of_a_real_header() -> None:
                          re.MULTILINE)
     # The -q run the check once read has no such line at all.
     quiet = subprocess.run([*command, "-q"], cwd=REPO, capture_output=True, text=True,
-                           timeout=300, check=False, env=ci_env({}))
+                           timeout=900, check=False, env=ci_env({}))
     assert not re.search(pattern.format(backend=backend, module=module), quiet.stdout,
                          re.MULTILINE)
 

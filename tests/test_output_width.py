@@ -33,7 +33,7 @@ def test_the_benchmark_summary_fits_80_columns(tmp_path: Path) -> None:
     # Its figures were one line of about 150 columns (180 on a GPU, with the device's
     # name), which the terminal wrapped under the next line's columns.
     (tmp_path / "test_rates.py").write_text(BENCHMARK, encoding="utf-8")
-    result = run_pytest(tmp_path, "-q", timeout=300, extra_env={"COLUMNS": "80"})
+    result = run_pytest(tmp_path, "-q", timeout=900, extra_env={"COLUMNS": "80"})
     out = result.stdout
     assert result.returncode == 0, out + result.stderr
     lines = out.splitlines()
@@ -60,7 +60,7 @@ def main_job_subset() -> str:
     # -n0: from the checkout's root the run takes the project's addopts; what is checked
     # is the width of the lines, not xdist.
     result = run_pytest(REPO, "conformance", "--gpu-backends=numpy,numba-cpu,jax-cpu,torch-cpu",
-                        "-q", "-n0", "-k", "test_vector_add or test_fused", timeout=600,
+                        "-q", "-n0", "-k", "test_vector_add or test_fused", timeout=1200,
                         extra_env={"COLUMNS": "80"})
     out = result.stdout + result.stderr
     assert result.returncode == 0, out

@@ -37,7 +37,7 @@ def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items()
            if key not in ("PYTEST_PLUGINS", "PYTEST_ADDOPTS", "PYTHONPATH", "CI")}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=600,
+                          cwd=project, env=env, capture_output=True, text=True, timeout=1200,
                           check=False)
 
 
@@ -190,7 +190,7 @@ def _run_printed(project: Path, command: str) -> subprocess.CompletedProcess[str
     shim.chmod(0o755)
     env["PATH"] = os.pathsep.join([str(shims), env.get("PATH", "")])
     return subprocess.run(["bash", "-c", command], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+                          text=True, timeout=1200, check=False)
 
 
 def test_printed_reruns_work_verbatim_from_the_users_folder(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # The environment's setuptools builds it (the test extra asks for a recent one).
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                            "--no-build-isolation", "--no-index", "-w", str(out), str(source)],
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     (built,) = out.glob("pytest_gpucheck-*.whl")
     return built
@@ -97,7 +97,7 @@ def test_an_installed_wheel_runs_its_suites_beside_a_project_named_alike(
     # which comes first on the path.
     python, site = borrowing_venv(tmp_path / "venv")
     done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                           str(wheel)], capture_output=True, text=True, timeout=300, check=False)
+                           str(wheel)], capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
 
     project = tmp_path / "project"  # a user's project with modules of the same generic names
@@ -123,7 +123,7 @@ def test_an_installed_wheel_runs_its_suites_beside_a_project_named_alike(
     result = subprocess.run(
         [str(python), "-m", "pytest", "--gpu-conformance", "--gpu-backends=numpy",
          "-p", "no:cacheprovider", "-v", "-k", "test_vector_add[ or test_my_own"],
-        cwd=project, env=env, capture_output=True, text=True, timeout=600, check=False)
+        cwd=project, env=env, capture_output=True, text=True, timeout=1200, check=False)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-4000:]
     assert "test_mine.py::test_my_own_packages_are_mine PASSED" in out, out[-4000:]
