@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -542,40 +543,39 @@ def process_mode(config: pytest.Config) -> str:
     return "in-process"
 
 
-def _family_level(config: pytest.Config) -> float:
-    """``--gpu-bench-family-level`` (else ini ``gpu_bench_family_level``), in (0, 1)."""
-    value = config.getoption("gpu_bench_family_level", None)
-    where = "--gpu-bench-family-level"
+def _number_setting(config: pytest.Config, name: str, valid: Callable[[float], bool],
+                    needs: str) -> float:
+    """The option ``--<name>`` (else ini ``<name>`` with underscores) as a number that
+    ``valid`` accepts; otherwise one usage line ending in what it ``needs``."""
+    key = name.replace("-", "_")
+    value = config.getoption(key, None)
+    where = f"--{name}"
     if value is None:
-        value, where = config.getini("gpu_bench_family_level"), "ini gpu_bench_family_level"
+        value, where = config.getini(key), f"ini {key}"
     try:
-        level = float(value)
+        number = float(value)
     except ValueError:
-        level = float("nan")
-    if not 0.0 < level < 1.0:
+        number = float("nan")
+    if not valid(number):
         # The house's shape: an option as typed (--opt='value'), an ini key spaced.
         shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
-        raise pytest.UsageError(f"{shown}: the chance that identical code fails "
-                                "the run must be a number in (0, 1), such as "
-                                f"{DEFAULT_FAMILY_LEVEL}")
-    return level
+        raise pytest.UsageError(f"{shown}: {needs}")
+    return number
+
+
+def _family_level(config: pytest.Config) -> float:
+    """``--gpu-bench-family-level`` (else ini ``gpu_bench_family_level``), in (0, 1)."""
+    return _number_setting(config, "gpu-bench-family-level", lambda level: 0.0 < level < 1.0,
+                           "the chance that identical code fails the run must be a number "
+                           f"in (0, 1), such as {DEFAULT_FAMILY_LEVEL}")
 
 
 def _budget(config: pytest.Config) -> float:
     """``--gpu-bench-budget`` (else ini ``gpu_bench_budget``): seconds per benchmark, > 0."""
-    value = config.getoption("gpu_bench_budget", None)
-    where = "--gpu-bench-budget"
-    if value is None:
-        value, where = config.getini("gpu_bench_budget"), "ini gpu_bench_budget"
-    try:
-        budget = float(value)
-    except ValueError:
-        budget = float("nan")
-    if not budget > 0.0 or budget == float("inf"):
-        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
-        raise pytest.UsageError(f"{shown}: the seconds a benchmark may take to decide must "
-                                f"be a number above 0, such as {DEFAULT_BUDGET:g}")
-    return budget
+    return _number_setting(config, "gpu-bench-budget",
+                           lambda budget: 0.0 < budget < float("inf"),
+                           "the seconds a benchmark may take to decide must be a number "
+                           f"above 0, such as {DEFAULT_BUDGET:g}")
 
 
 def _pin(config: pytest.Config) -> str:
