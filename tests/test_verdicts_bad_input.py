@@ -59,7 +59,7 @@ def test_mpi_timeout_option_out_of_range(pytester: pytest.Pytester, value: str) 
     pytester.makepyfile(A_TEST)
     shown = f"{float(value):g}"
     assert usage_error(pytester, f"--gpu-mpi-timeout={value}") == (
-        f"ERROR: --gpu-mpi-timeout={shown}: {WEEK}, e.g. --gpu-mpi-timeout=900")
+        f"ERROR: --gpu-mpi-timeout={shown}: {WEEK}, e.g. --gpu-mpi-timeout=300")
 
 
 @pytest.mark.parametrize("value", ["float('inf')", "float('nan')", "-5", "10**9", "'60'"])
@@ -133,6 +133,9 @@ BAD_VALUES: dict[str, tuple[str, str, str | None] | None] = {
     "--gpu-bench-family-level": ("2", "--gpu-bench-family-level='2': the chance that "
                                       "identical code fails the run must be a number in (0, 1)",
                                  "0.05"),
+    "--gpu-bench-budget": ("soon", "--gpu-bench-budget='soon': the seconds a benchmark may "
+                                   "take to decide must be a number above 0", "30"),
+    "--gpu-bench-pin": ("half", "--gpu-bench-pin='half': use split or off", "off"),
     # auto, off or a path (a '/' or .md); a path that cannot be written is reported where
     # the summary is appended, at the end, and leaves the verdict as it is (docs/ci.md).
     "--gpu-summary": ("maybe", "--gpu-summary='maybe' is not valid; use auto, off or a file "

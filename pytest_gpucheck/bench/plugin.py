@@ -268,9 +268,12 @@ def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
         value = config.getoption(dest, None)
         if value is not None:
             args.append(f"{flag}={Path(value).resolve()}")
-    level = config.getoption("gpu_bench_family_level", None)
-    if level is not None:
-        args.append(f"--gpu-bench-family-level={level}")
+    for dest, flag in (("gpu_bench_family_level", "--gpu-bench-family-level"),
+                       ("gpu_bench_budget", "--gpu-bench-budget"),
+                       ("gpu_bench_pin", "--gpu-bench-pin")):
+        value = config.getoption(dest, None)
+        if value is not None:
+            args.append(f"{flag}={value}")
     # pytest-benchmark's profile dumps are written where the test runs (the child).
     for prefix in config.getoption("benchmark_cprofile_dump", None) or ():
         args.append(f"--benchmark-cprofile-dump={Path(prefix).resolve()}")

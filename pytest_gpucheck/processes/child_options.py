@@ -144,7 +144,8 @@ OPTIONS: dict[str, Rule] = {
     **_rules(PLUGIN, "forwarded by the benchmark feature (paths made absolute)",
              "--gpu-bench-baseline", "--gpu-bench-save", "--gpu-bench-compare",
              "--gpu-bench-against", "--gpu-bench-l2-flush", "--gpu-bench-family-level",
-             "--gpu-bench-compare-fails", "--gpu-bench-cross-mode"),
+             "--gpu-bench-compare-fails", "--gpu-bench-cross-mode", "--gpu-bench-budget",
+             "--gpu-bench-pin"),
     **_rules(PLUGIN, "forwarded by the MPI feature", "--gpu-mpi-launcher", "--gpu-mpi-timeout",
              "--gpu-mpi-max-ranks"),
     **_rules(PLUGIN, "set per child: its backends, --gpu-isolate=none, the device and the "
