@@ -143,6 +143,7 @@ def test_more_pairs_needed_is_computed_from_the_power() -> None:
 
 
 # -- the error rates, by simulation -----------------------------------------------------
+@pytest.mark.slow  # thousands of simulated comparisons through the gate's code
 def test_every_look_at_the_full_level_inflates_false_alarms_spent_shares_do_not() -> None:
     """The broken twin: judging every look at the full level.  One benchmark at level
     0.05 without a floor (so the t test alone decides), on pair figures noisy enough
@@ -180,6 +181,7 @@ def test_every_look_at_the_full_level_inflates_false_alarms_spent_shares_do_not(
     assert twin > 2000 * level / 2 * 1.4  # measured 140: the inflation it would hide
 
 
+@pytest.mark.slow  # thousands of simulated comparisons through the gate's code
 def test_identical_runs_of_30_noisy_benchmarks_rarely_fail_with_looks() -> None:
     """100 runs of 30 identical benchmarks (3,000 comparisons) on a noisy runner, each
     adding pairs until it decides (most take three to five looks): by design at most 1%
@@ -192,6 +194,7 @@ def test_identical_runs_of_30_noisy_benchmarks_rarely_fail_with_looks() -> None:
     assert failed_runs <= 1
 
 
+@pytest.mark.slow  # thousands of simulated comparisons through the gate's code
 def test_a_10_percent_slowdown_is_caught_with_looks_where_ten_pairs_miss_it() -> None:
     """100 runs of 30 benchmarks on the noisy runner, one of them 10% slower: the looks
     catch it in at least 90% of runs (measured 99 of 100, nothing else flagged); the
