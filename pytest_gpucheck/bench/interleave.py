@@ -57,6 +57,7 @@ from pytest_gpucheck.environment import (
     REPORT_SINK_VARIABLE,
     SERVE_VARIABLE,
 )
+from pytest_gpucheck.processes import start_orphan_guard
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -669,6 +670,11 @@ def main(argv: list[str]) -> int:
     """``python -m pytest_gpucheck.bench.interleave LEAD_ROOT -- PYTEST_ARGS``: the peer."""
     lead, separator, *args = argv
     assert separator == "--", "usage: LEAD_ROOT -- PYTEST_ARGS"
+    # The lead started this process directly: when the lead disappears (SIGKILL, a
+    # crash, SIGTERM's default action), this process must not go on with a test or a
+    # collection that may take minutes; the guard ends it within a quarter second.
+    # Its own variable (not inherited: _DROPPED_ENV) names the lead.
+    start_orphan_guard({PARENT_VARIABLE: f"{os.getppid()}@{socket.gethostname()}"})
     sys.meta_path.insert(0, CheckoutImports(Path(lead), Path.cwd()))
     apply_pinning()
     return int(pytest.main(args))

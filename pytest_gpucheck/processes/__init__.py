@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         missing_report,
         write_deaths,
     )
+    from pytest_gpucheck.processes.guard import start_orphan_guard
     from pytest_gpucheck.processes.pool import Worker
     from pytest_gpucheck.processes.replaying import items_ahead, replay, tear_down_towards
     from pytest_gpucheck.processes.routers import configure_routers
@@ -96,6 +97,8 @@ _FACE = {
     # the worker side: set up inside a child
     "install_report_sink": "worker",
     "load_parent_conftests": "worker",
+    # both sides: a process the plugin started ends with the process that started it
+    "start_orphan_guard": "guard",
 }
 
 
@@ -137,6 +140,7 @@ __all__ = [
     "router_for",
     "rule_for",
     "run_child_pytest",
+    "start_orphan_guard",
     "tear_down_towards",
     "write_deaths",
 ]

@@ -1,0 +1,99 @@
+"""The gate's processes end with the pytest that started them.
+
+``--gpu-bench-against`` starts pairs of pytest processes.  When the pytest a user
+started disappears (killed by CI's timeout, the OOM killer, SIGTERM's default
+action), a process of a pair busy in a long collection or test setup must not go on
+for minutes: nothing the plugin starts outlives the session.  The broken twin is the
+peer without its orphan guard: a baseline whose collection sleeps for ten minutes
+outlived its lead by those ten minutes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+#: Generous hang guards: on a loaded 2-core machine the lead's start and collection
+#: take seconds; the peers' end after the lead's is what the test judges, and the guard
+#: polls four times a second.
+START_GUARD = 300.0
+END_GUARD = 60.0
+
+
+def peers_of(candidate: Path) -> list[int]:
+    """Pids of the gate's processes started for ``candidate`` (their command line holds
+    ``pytest_gpucheck.bench.interleave`` and the candidate's root)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        words = [word.decode(errors="replace") for word in argv]
+        if "pytest_gpucheck.bench.interleave" in words and str(candidate) in words:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_the_gates_processes_end_when_the_lead_is_killed(tmp_path: Path) -> None:
+    baseline, candidate = tmp_path / "baseline", tmp_path / "candidate"
+    started = tmp_path / "baseline-collecting"
+    bench = textwrap.dedent("""\
+        import numpy as np
+
+
+        def test_k(gpu_benchmark):
+            x = np.ones(64, np.float32)
+            gpu_benchmark(lambda: x * 2.0)
+        """)
+    for root in (baseline, candidate):
+        root.mkdir()
+        (root / "pytest.ini").write_text("[pytest]\ngpu_backends = numpy\n"
+                                         "gpu_bench_replicates = 2\n")
+    (candidate / "test_bench.py").write_text(bench)
+    # The baseline's collection takes ten minutes: its processes are busy when the lead
+    # dies, and nothing the lead could still send them would end them.
+    (baseline / "test_bench.py").write_text(textwrap.dedent(f"""\
+        import pathlib, time
+        pathlib.Path({str(started)!r}).touch()
+        time.sleep(600)
+        """) + bench)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    lead = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n0", "-q",
+         f"--gpu-bench-against={baseline}"],
+        cwd=candidate, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_GUARD
+        while not (started.exists() and peers_of(candidate)):
+            assert lead.poll() is None, f"the lead ended first (exit {lead.returncode})"
+            assert time.monotonic() < deadline, "the baseline processes never started"
+            time.sleep(0.2)
+        peers = peers_of(candidate)
+        lead.kill()
+        lead.wait()
+        deadline = time.monotonic() + END_GUARD
+        while (alive := peers_of(candidate)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not alive, (f"{len(alive)} of the gate's {len(peers)} processes outlived "
+                           f"the killed lead by {END_GUARD:g} s")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(lead.pid, signal.SIGKILL)
+        for pid in peers_of(candidate):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
