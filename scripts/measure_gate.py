@@ -4,17 +4,17 @@ Two gates, two modes:
 
 * ``--mode interleaved`` (the default; the gate for shared CI runners): the way a
   user runs it.  The script writes two small pytest projects, a *baseline* and a
-  *candidate*, each with one ``gpu_benchmark`` test of saxpy parametrized over the
-  comparisons, and runs ``pytest --gpu-bench-against=../baseline --gpu-report=...``
-  in the candidate, in batches (``--batch`` cases per pytest run, so the pairs of
-  processes change too), reading each case's verdict from the JSON report.  Even
-  cases run the identical kernel on both sides (a "regression" is a false alarm);
-  odd cases add a fixed amount of arithmetic worth ``--slowdown`` (10%) of a
-  call to the candidate (an injected regression the gate should catch).  Every
-  case allocates its own arrays, as a user's test does, and the gate runs each
-  case's test ``gpu_bench_replicates`` times on each side (default 6).  The
-  injection is calibrated first on an identical interleaved run: 10% of the
-  time per call the gate compares.
+  *candidate*, each with ``--benchmarks`` ``gpu_benchmark`` tests of saxpy (each with
+  arrays of its own), and runs ``pytest --gpu-bench-against=../baseline
+  --gpu-report=...`` in the candidate once per session, reading each benchmark's
+  verdict from the JSON report.  The session is the unit (its benchmarks share its
+  pairs of processes): A/A sessions run identical code on both sides (a session with
+  any REGRESSION is a false red run); power sessions add, to benchmark 0 of the
+  candidate, a fixed amount of arithmetic worth ``--slowdown`` (10%) of a call (an
+  injected regression the gate should catch).  The injection is calibrated first on
+  an identical interleaved run: 10% of the time per call the gate compares.  Then
+  it fits a simulation to the between-pair spread the A/A sessions measured and runs
+  the gate's own rule (looks, shares, Holm) on ``--sim-sessions`` simulated sessions.
 * ``--mode stored``: the gate against a baseline recorded earlier, as a user
   runs it: each of ``--sessions`` independent runs saves a fresh baseline
   (``pytest --gpu-bench-save``, ``--processes`` fresh processes per benchmark)
@@ -37,11 +37,11 @@ power) is counted on its own: it is neither a false alarm nor a catch.
 
 Usage::
 
-    python scripts/measure_gate.py [--comparisons 200] [--size 4194304]
+    python scripts/measure_gate.py [--sessions 100] [--power-sessions 20] [--benchmarks 20]
 
-Prints the false-alarm rate and the detection rate, each with PASS or FAIL
-against its target (at most 1% false alarms, at least 90% caught), and the
-settings used; exits non-zero when either target is missed.
+Prints one line per session, then the red A/A sessions with a 95% upper bound, the
+planted slowdowns caught with a 95% lower bound, the variance components and the
+fitted simulation.
 """
 
 from __future__ import annotations
