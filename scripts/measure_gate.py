@@ -244,6 +244,10 @@ def run_session(root: Path, args: argparse.Namespace, loops: int, slowed: bool,
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "--gpu-bench-against=../baseline", f"--gpu-report={report}"],
         cwd=root / "candidate", capture_output=True, text=True)
+    if args.outputs is not None:
+        args.outputs.mkdir(parents=True, exist_ok=True)
+        kept = len(list(args.outputs.glob("session-*.txt")))
+        (args.outputs / f"session-{kept}.txt").write_text(run.stdout + run.stderr)
     if not report.exists():
         return [], f"pytest exited {run.returncode} without a report:\n{run.stdout[-3000:]}"
     results = json.loads(report.read_text())["sections"]["benchmarks"]["results"]
@@ -606,6 +610,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="interleaved: seconds per benchmark (ini gpu_bench_budget)")
     parser.add_argument("--time-limit", type=float, default=0.0,
                         help="interleaved: start no session after this many seconds (0: none)")
+    parser.add_argument("--outputs", type=Path, default=None,
+                        help="interleaved: a folder to keep each session's pytest output in "
+                        "(session-N.txt; session-0.txt is the calibration run)")
     parser.add_argument("--sim-sessions", type=int, default=1000,
                         help="interleaved: sessions of the simulation fitted to the measured "
                         "variance components")
