@@ -370,3 +370,20 @@ def test_interleaved_mismatches_and_too_few_blocks_are_not_compared() -> None:
     verdict = compare_interleaved(one_base, one_cand, GateSettings())
     assert verdict.status == "not-comparable"
     assert "1 pair(s) of processes with timed blocks; the gate needs at least 2" in verdict.reason
+
+
+def test_an_intervals_end_beyond_1000_percent_is_named_not_printed_digit_by_digit() -> None:
+    """Two pairs at a family's strict level: the interval's upper end is about +1e79%
+    (the t quantile on one degree of freedom); the progress line says "above +1000%"
+    where it printed 80 digits.  An ordinary interval keeps its figures."""
+    from pytest_gpucheck.bench.gate import format_interval, progress_line
+
+    rng = np.random.default_rng(3)
+    base = list(1e-4 * np.exp(rng.normal(0.0, 0.05, 12)))
+    cand = list(1e-4 * np.exp(rng.normal(0.0, 0.05, 12)))
+    line = progress_line("t.py::test_k", 1, 30, 2, 10, base, cand, 6, 0.01 / 30)
+    assert line.endswith("above +1000%]"), line
+    assert len(line) < 160, line
+    assert format_interval(-0.03, 0.055, 0.0003) == "[99.97% CI -3.0%, +5.5%]"
+    assert format_interval(-0.5, 10.0, 0.01) == "[99% CI -50.0%, +1000.0%]"
+    assert format_interval(-0.5, 10.01, 0.01) == "[99% CI -50.0%, above +1000%]"

@@ -505,6 +505,18 @@ def as_change(log_ratio: float) -> float:
     return math.expm1(log_ratio) if log_ratio < 700.0 else math.inf
 
 
+#: The largest change an interval's end is printed as a number: from two or three
+#: pairs at a strict level an end can be +1e79%, which reads as a bug, not a bound.
+PRINTED_CHANGE_LIMIT = 10.0
+
+
+def format_interval(low: float, high: float, level: float) -> str:
+    """``[99.97% CI -3.0%, +5.5%]``; an end beyond +1000% says so instead of its digits."""
+    def end(change: float) -> str:
+        return f"{change:+.1%}" if change <= PRINTED_CHANGE_LIMIT else "above +1000%"
+    return f"[{format_level(level)} CI {end(low)}, {end(high)}]"
+
+
 #: The end of the reason an inconclusive interleaved verdict gives (a later judgement
 #: of the same pairs replaces everything up to it).
 _QUIETER = "or run on a quieter machine"
@@ -584,8 +596,8 @@ def progress_line(name: str, number: int, benchmarks: int, done: int, pairs: int
     if len(figures) >= 2:
         level = level * share
         test = pair_test(figures, level)
-        text += (f", change so far {as_change(test.mean):+.1%} [{format_level(level)} CI "
-                 f"{as_change(test.low):+.1%}, {as_change(test.high):+.1%}]")
+        text += (f", change so far {as_change(test.mean):+.1%} "
+                 f"{format_interval(as_change(test.low), as_change(test.high), level)}")
     return text
 
 
@@ -838,8 +850,8 @@ def _pairs_summary(verdict: Verdict) -> str:
     change = verdict.change or 0.0
     family = verdict.family or 1
     spent = (verdict.level or 0.0) * verdict.look_share
-    text = (f"change {change:+.1%} [{format_level(spent)} CI {low:+.1%}, "
-            f"{high:+.1%}], {len(verdict.pair_figures)} pairs{_looks_text(verdict)}, "
+    text = (f"change {change:+.1%} {format_interval(low, high, spent)}, "
+            f"{len(verdict.pair_figures)} pairs{_looks_text(verdict)}, "
             f"between-pair SD {verdict.noise or 0.0:.1%}, against {INTERLEAVED}")
     p = f"p={verdict.pvalue:.2g}" if verdict.pvalue is not None else ""
     if verdict.adjusted_p is not None:
@@ -901,8 +913,9 @@ def processes_summary(verdict: Verdict) -> str:
     old, new = verdict.process_figures
     low, high = verdict.interval
     family = verdict.family or 1
-    text = (f"change {verdict.change or 0.0:+.1%} [{format_level(verdict.level or 0.0)} CI "
-            f"{low:+.1%}, {high:+.1%}], {len(old)} + {len(new)} processes, between-process "
+    text = (f"change {verdict.change or 0.0:+.1%} "
+            f"{format_interval(low, high, verdict.level or 0.0)}, "
+            f"{len(old)} + {len(new)} processes, between-process "
             f"SD {verdict.noise or 0.0:.1%}, against the stored baseline (geometric means "
             f"of the processes' medians: baseline {format_seconds(verdict.baseline_median or 0.0)}"
             f", this run {format_seconds(verdict.new_median or 0.0)})")

@@ -398,6 +398,10 @@ def _write_now(config: pytest.Config, line: str) -> None:
         return
     with capture.global_and_fixture_disabled():
         reporter.ensure_newline()
+        # Under -q pytest's progress letters ("..F") have no file name before them,
+        # which ensure_newline goes by: the line would start after an "F".
+        if config.get_terminal_writer().width_of_current_line:
+            reporter.write("\n")
         reporter.write_line(line)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pytest_gpucheck.bench.gate import Verdict, format_level, format_seconds, format_verdict
+from pytest_gpucheck.bench.gate import Verdict, format_interval, format_seconds, format_verdict
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.session_ceiling import contention_lines, device_timed
 
@@ -147,7 +147,7 @@ def gate_markdown(results: list[Result], *, compared: bool) -> str:
                 (verdict.status if verdict else ("not compared" if not compared else "")),
                 "" if change is None else f"{change:+.1%}",
                 "" if interval is None or level is None else
-                f"[{format_level(level)} CI {interval[0]:+.1%}, {interval[1]:+.1%}]",
+                format_interval(interval[0], interval[1], level),
             ]) + " |"
         )
     contention = contention_lines(record for record, _ in results)
