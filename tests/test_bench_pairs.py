@@ -326,11 +326,11 @@ def test_an_interval_beyond_any_float_is_printed_not_raised() -> None:
     verdict = judge_pairs(template, 1e-7, 3)
     assert verdict.interval is not None
     assert verdict.interval[1] == math.inf
-    assert "+inf%]" in format_verdict(verdict)
+    assert "above +1000%]" in format_verdict(verdict)
     base, cand = records(np.random.default_rng(2), 0.0, pairs=2, placement=0.3)
     line = progress_line("t.py::test_k", 1, 3, 2, 2, base.samples, cand.samples, PER_PAIR,
                          1e-7)
-    assert "+inf%]" in line
+    assert "above +1000%]" in line
 
 
 def test_a_stored_baseline_of_another_process_mode_is_named_in_the_verdict() -> None:
