@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from bench_projects import WITHOUT_HYPOTHESIS
 from user_runs import HEAP_HOLE, IDENTICAL_CODE, borrowing_venv, junit_outcomes, run_pytest
 
 pytestmark = pytest.mark.slow
@@ -35,7 +36,7 @@ INI = textwrap.dedent("""\
     gpu_bench_max_rounds = {max_rounds}
     gpu_bench_replicates = 3
     gpu_bench_budget = 1
-    """)
+    """) + WITHOUT_HYPOTHESIS
 ROUNDS = 10
 
 #: The benchmark of both checkouts; ``{work}`` is the kernel's body.

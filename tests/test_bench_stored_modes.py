@@ -6,9 +6,12 @@ benchmark runs, and a regression against a stored baseline is advisory unless
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_projects import WITHOUT_HYPOTHESIS, with_two_processes
 from test_bench_plugin import BENCH_TEST, INI, run
 
 from pytest_gpucheck.bench.environment import Environment
@@ -35,17 +38,36 @@ def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 BACKEND_BENCH = BENCH_TEST.replace("(gpu_benchmark):", "(gpu_benchmark, gpu_backend):")
 
 
+@pytest.fixture(scope="module")
+def _recorded_once() -> dict[str, Path]:
+    """The baseline folder the module's first ``recorded`` project saved (``"kept"``)."""
+    return {}
+
+
 @pytest.fixture
-def recorded(pytester: pytest.Pytester) -> str:
-    """A project with a baseline of its two benchmarks, recorded in the test process."""
+def recorded(pytester: pytest.Pytester, _recorded_once: dict[str, Path],
+             tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A project with a baseline of its two benchmarks, recorded in the test process.
+
+    Recorded once per module (a run in-process and its fresh processes) and copied into
+    each later test's project, as a user records once and compares many times: no
+    comparison writes to the baseline, and its files name no path of the project."""
     assert BACKEND_BENCH.count("gpu_backend)") == 2
-    pytester.makeini(INI + "gpu_backends = numpy\n")
+    pytester.makeini(with_two_processes(INI) + WITHOUT_HYPOTHESIS + "gpu_backends = numpy\n")
     pytester.makepyfile(test_bench=BACKEND_BENCH)
-    folder = f"--gpu-bench-baseline={pytester.path / 'baselines'}"
+    baselines = pytester.path / "baselines"
+    folder = f"--gpu-bench-baseline={baselines}"
+    if "kept" in _recorded_once:
+        shutil.copytree(_recorded_once["kept"], baselines)
+        return folder
     run(pytester, folder, "--gpu-bench-save", "--gpu-isolate=none").assert_outcomes(passed=2)
+    kept = tmp_path_factory.mktemp("recorded") / "baselines"
+    shutil.copytree(baselines, kept)
+    _recorded_once["kept"] = kept
     return folder
 
 
+@pytest.mark.slow
 def test_a_baseline_from_another_process_mode_is_refused_before_any_benchmark(
     pytester: pytest.Pytester, recorded: str
 ) -> None:
@@ -70,9 +92,9 @@ def test_cross_mode_compares_across_modes_and_names_both(
     pytester: pytest.Pytester, recorded: str
 ) -> None:
     """Asked for, the comparison runs in the isolation worker and names both modes."""
-    done = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", recorded, "--gpu-bench-compare", "--gpu-isolate=backend",
-        "--gpu-bench-cross-mode", "--gpu-report=report.json")
+    # In-process: the isolation worker that measures is a process of its own all the same.
+    done = run(pytester, recorded, "--gpu-bench-compare", "--gpu-isolate=backend",
+               "--gpu-bench-cross-mode", "--gpu-report=report.json")
     assert done.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), done.stderr.str()
     report = json.loads((pytester.path / "report.json").read_text())
     results = report_results(report)
@@ -127,6 +149,7 @@ def unwrapped(result: pytest.RunResult) -> pytest.LineMatcher:
     return pytest.LineMatcher(result.stdout.str().replace("\n    ", " ").splitlines())
 
 
+@pytest.mark.slow
 def test_a_stored_regression_is_advisory_unless_asked_to_fail(
     pytester: pytest.Pytester, recorded: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -157,7 +180,8 @@ def test_a_stored_regression_is_advisory_unless_asked_to_fail(
         "at 0.01)*"])
     assert "(advisory)" not in failed.stdout.str()
     # The ini key does the same, for a project that wants the stored gate to fail CI.
-    pytester.makeini(INI + "gpu_backends = numpy\ngpu_bench_stored_fails = true\n")
+    pytester.makeini(with_two_processes(INI) + WITHOUT_HYPOTHESIS +
+                     "gpu_backends = numpy\ngpu_bench_stored_fails = true\n")
     run(pytester, recorded, "--gpu-bench-compare").assert_outcomes(passed=1, failed=1)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_projects import WITHOUT_HYPOTHESIS, with_two_processes
 from test_bench_plugin import BENCH_TEST, INI, run
 
 from pytest_gpucheck.bench.environment import Environment
@@ -138,10 +139,9 @@ def test_one_family_per_run_and_the_verdict_line() -> None:
 
 
 def saved_project(pytester: pytest.Pytester) -> str:
-    """A user's project with a baseline of its two benchmarks, each timed in 3 processes
-    (``INI``'s ``gpu_bench_processes``)."""
-    assert "gpu_bench_processes = 3" in INI
-    pytester.makeini(INI + "gpu_backends = numpy\n")
+    """A user's project with a baseline of its two benchmarks, each timed in 2 processes
+    (its ini's ``gpu_bench_processes``)."""
+    pytester.makeini(with_two_processes(INI) + WITHOUT_HYPOTHESIS + "gpu_backends = numpy\n")
     pytester.makepyfile(test_bench=BENCH_TEST)
     folder = f"--gpu-bench-baseline={pytester.path / 'baselines'}"
     run(pytester, folder, "--gpu-bench-save").assert_outcomes(passed=2)
@@ -161,14 +161,14 @@ def test_a_saved_baseline_then_a_2x_slower_variant(
     data = json.loads(saved.read_text())
     assert data["schema"] == "pytest-gpucheck-benchmarks/2"
     for record in data["benchmarks"]:
-        assert len(record["extra"][SUMMARIES]) == 3
-        assert record["extra"]["processes"] == 3
+        assert len(record["extra"][SUMMARIES]) == 2
+        assert record["extra"]["processes"] == 2
     monkeypatch.setenv("BENCH_SCALE", "2")
     advised = run(pytester, folder, "--gpu-bench-compare")
     advised.assert_outcomes(passed=2)
     text = advised.stdout.str().replace("\n    ", " ")
     assert "REGRESSION (advisory) test_bench.py::test_kernel" in text
-    assert "3 + 3 processes, between-process SD" in text
+    assert "2 + 2 processes, between-process SD" in text
     assert PROCESS_MEASURED in text
     failed = run(pytester, folder, "--gpu-bench-compare", "--gpu-bench-compare-fails", "-rA")
     failed.assert_outcomes(passed=1, failed=1)
@@ -177,7 +177,7 @@ def test_a_saved_baseline_then_a_2x_slower_variant(
     assert len(reruns) == 1, failed.stdout.str()
     command = shlex.split(reruns[0])
     assert "--gpu-bench-compare" in command
-    assert "gpu_bench_processes=3" in command
+    assert "gpu_bench_processes=2" in command
     again = run(pytester, *command[1:])
     again.assert_outcomes(failed=1)
     assert "REGRESSION test_bench.py::test_kernel" in again.stdout.str().replace("\n    ", " ")
