@@ -5,10 +5,13 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from user_runs import run_pytest
 
 from pytest_gpucheck.bench.baseline import BaselineStore
 
@@ -67,18 +70,82 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("-p", "no:cacheprovider", "--benchmark-disable-gc", *args)
 
 
+@dataclass
+class Stored:
+    """One project of BENCH_TEST, saved once and compared once unchanged (with a report,
+    a plot and pytest-benchmark's JSON), as a user types it: read by several tests."""
+
+    folder: Path
+    saved: subprocess.CompletedProcess[str]
+    unchanged: subprocess.CompletedProcess[str]
+
+    @property
+    def baselines(self) -> Path:
+        return self.folder / "baselines"
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Stored:
+    """``--gpu-bench-save`` then ``--gpu-bench-compare`` of the unchanged code, once for
+    the module: each costs its 3 fresh processes, and six tests read these two runs
+    (or a copy of the saved baseline) instead of recording their own."""
+    folder = tmp_path_factory.mktemp("stored")
+    (folder / "pytest.ini").write_text(INI)
+    (folder / "test_bench.py").write_text(BENCH_TEST)
+
+    def user_run(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_pytest(folder, "--benchmark-disable-gc",
+                          f"--gpu-bench-baseline={folder / 'baselines'}", *args, timeout=1200,
+                          extra_env={"COLUMNS": "250"})
+
+    saved = user_run("--gpu-bench-save")
+    unchanged = user_run("--gpu-bench-compare", "--gpu-report=report.json",
+                         "--gpu-bench-plot=plot/bench.html", "--benchmark-json=bench.json")
+    return Stored(folder, saved, unchanged)
+
+
+def copy_baseline(stored: Stored, bench_dir: Path) -> Path:
+    """A copy of the module's saved baseline at ``bench_dir``: its one run file."""
+    shutil.copytree(stored.baselines, bench_dir)
+    (path,) = bench_dir.glob("*/numpy/*.json")
+    return path
+
+
+def synthetic_baseline(bench_dir: Path) -> Path:
+    """A baseline of BENCH_TEST's two benchmarks on this machine, written by the store the
+    plugin saves with (no timing, no process): for the checks of damaged files, which
+    stop before anything is timed.  Its one run file."""
+    from pytest_gpucheck.backends import get_backend
+    from pytest_gpucheck.bench.environment import describe
+    from pytest_gpucheck.bench.records import BenchmarkRecord
+
+    env = describe(get_backend("numpy"))
+    records = [BenchmarkRecord(f"test_bench.py::{name}", env, "process+synchronize",
+                               [0.001] * 24, 1, 1, 0.001, False)
+               for name in ("test_kernel", "test_tolerant")]
+    (path,) = BaselineStore(bench_dir).save(records, run_id="synthetic", process="main")
+    return path
+
+
+@pytest.mark.slow  # the stored mode's fresh processes
 def test_record_compare_and_fail_an_injected_slowdown(
-    pytester: pytest.Pytester, bench_dir: Path, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, bench_dir: Path, monkeypatch: pytest.MonkeyPatch, stored: Stored
 ) -> None:
-    first = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-save")
-    first.assert_outcomes(passed=2)
-    first.stdout.fnmatch_lines(["*gpucheck: saved 2 benchmark result(s) to*"])
-    (saved,) = bench_dir.glob("*/numpy/*.json")
+    first = stored.saved
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert re.search(r"\b2 passed\b", first.stdout), first.stdout
+    assert fnmatch.filter(first.stdout.splitlines(),
+                          "*gpucheck: saved 2 benchmark result(s) to*"), first.stdout
+    assert len(list(stored.baselines.glob("*/numpy/*.json"))) == 1
 
-    unchanged = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
-    unchanged.assert_outcomes(passed=2)
-    unchanged.stdout.fnmatch_lines(["gpucheck benchmark gate: 2 unchanged"])
+    unchanged = stored.unchanged
+    assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
+    assert re.search(r"\b2 passed\b", unchanged.stdout), unchanged.stdout
+    assert "gpucheck benchmark gate: 2 unchanged" in unchanged.stdout.splitlines(), \
+        unchanged.stdout
 
+    # The slower and faster runs compare against a copy of that baseline.
+    saved = copy_baseline(stored, bench_dir)
     monkeypatch.setenv("BENCH_SCALE", "2")
     # The stored mode's regressions fail only on request (advisory by default:
     # tests/test_bench_stored_modes.py).
@@ -110,9 +177,7 @@ def test_record_compare_and_fail_an_injected_slowdown(
 def test_corrupt_baseline_is_a_usage_error_and_stays_as_it_was(
     pytester: pytest.Pytester, bench_dir: Path, damage: str
 ) -> None:
-    run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-save").assert_outcomes(
-        passed=2)
-    (path,) = bench_dir.glob("*/numpy/*.json")
+    path = synthetic_baseline(bench_dir)
     text = path.read_text()
     path.write_text(text[:40] if damage == "truncate" else "not json at all")
     damaged = path.read_text()
@@ -123,15 +188,17 @@ def test_corrupt_baseline_is_a_usage_error_and_stays_as_it_was(
     assert path.read_text() == damaged
 
 
+@pytest.mark.slow  # the advised run's fresh processes
 def test_missing_folder_is_a_usage_error_when_comparing(pytester: pytest.Pytester,
                                                         bench_dir: Path) -> None:
     result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: baseline folder {bench_dir} does not exist; record a "
                                  "baseline first by adding --gpu-bench-save to this command*"])
-    # The advice works: comparing and saving at once records the first baseline.
+    # The advice works: comparing and saving at once records the first baseline (in 2
+    # fresh processes, the fewest: their number is not what this checks).
     advised = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare",
-                  "--gpu-bench-save")
+                  "--gpu-bench-save", "-o", "gpu_bench_processes=2")
     advised.assert_outcomes(passed=2)
     advised.stdout.fnmatch_lines(["gpucheck benchmark gate: 2 no-baseline",
                                   f"gpucheck: saved 2 benchmark result(s) to {bench_dir}"])
@@ -149,11 +216,7 @@ def test_baseline_path_that_is_a_file_is_a_usage_error(pytester: pytest.Pytester
 
 
 def test_invalid_record_names_the_field(pytester: pytest.Pytester, bench_dir: Path) -> None:
-    import json
-
-    run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-save").assert_outcomes(
-        passed=2)
-    (path,) = bench_dir.glob("*/numpy/*.json")
+    path = synthetic_baseline(bench_dir)
     data = json.loads(path.read_text())
     data["benchmarks"][1]["iterations"] = "many"
     del data["benchmarks"][0]["samples"]
@@ -170,15 +233,13 @@ def test_invalid_record_names_the_field(pytester: pytest.Pytester, bench_dir: Pa
                                  "got 'many'; delete it *"])
 
 
-def _block_saving(pytester: pytest.Pytester, bench_dir: Path, *args: str) -> Path:
-    """Record once, then put a file where the device folder goes: the next save fails
-    with a real OS error (this suite runs as root, so permissions cannot stop it)."""
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--gpu-bench-baseline={bench_dir}",
-                                  "--gpu-bench-save", *args).assert_outcomes(passed=2)
-    (device,) = bench_dir.iterdir()
-    for path in sorted(device.rglob("*"), reverse=True):
-        path.unlink() if path.is_file() else path.rmdir()
-    device.rmdir()
+def _block_saving(stored: Stored, bench_dir: Path) -> Path:
+    """Put a file where the device folder goes (named as the module's recorded save named
+    it): the next save fails with a real OS error (this suite runs as root, so permissions
+    cannot stop it)."""
+    (recorded,) = stored.baselines.iterdir()
+    bench_dir.mkdir()
+    device = bench_dir / recorded.name
     device.write_text("in the way")
     return device
 
@@ -186,14 +247,15 @@ def _block_saving(pytester: pytest.Pytester, bench_dir: Path, *args: str) -> Pat
 @pytest.mark.slow
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_a_failed_save_fails_the_run_and_is_never_called_saved(
-    pytester: pytest.Pytester, bench_dir: Path, xdist: list[str]
+    pytester: pytest.Pytester, bench_dir: Path, xdist: list[str], stored: Stored
 ) -> None:
     if xdist:
         pytest.importorskip("xdist")
-    _block_saving(pytester, bench_dir)
+    _block_saving(stored, bench_dir)
+    # 2 fresh processes, the fewest: their number is not what this checks.
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *xdist,
                                            f"--gpu-bench-baseline={bench_dir}",
-                                           "--gpu-bench-save")
+                                           "--gpu-bench-save", "-o", "gpu_bench_processes=2")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     # One message, wrapped to the terminal's width where the paths make it long.
@@ -204,10 +266,10 @@ def test_a_failed_save_fails_the_run_and_is_never_called_saved(
     assert not [line for line in result.stdout.lines if line.startswith("gpucheck: saved")]
 
 
+@pytest.mark.slow  # the stored mode's fresh processes
 def test_baseline_of_another_device_is_not_compared(pytester: pytest.Pytester,
-                                                   bench_dir: Path) -> None:
-    run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-save").assert_outcomes(
-        passed=2)
+                                                   bench_dir: Path, stored: Stored) -> None:
+    copy_baseline(stored, bench_dir)
     store = BaselineStore(bench_dir)
     store.load_all()
     (run_,) = [r for device in bench_dir.iterdir() for r in store.runs(device.name, "numpy")]
@@ -218,7 +280,9 @@ def test_baseline_of_another_device_is_not_compared(pytester: pytest.Pytester,
     ]
     run_.path.unlink()
     store.save(moved, run_id="elsewhere", process="main")
-    result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare")
+    # Nothing is compared: 2 fresh processes, the fewest, time the benchmarks.
+    result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare",
+                 "-o", "gpu_bench_processes=2")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
         "*NO-BASELINE test_bench.py::test_kernel*no baseline on *; baselines of it exist only "
@@ -244,7 +308,9 @@ def test_two_xdist_workers_save_at_once_and_the_controller_reports(
             gpu_benchmark(work)
     """)
     # pytest-benchmark switches itself off under xdist; gpu_benchmark still times every round.
-    xdist = ["-p", "no:cacheprovider", "-n", "2", f"--gpu-bench-baseline={bench_dir}"]
+    # Each worker times in 2 fresh processes, the fewest: their number is not the point.
+    xdist = ["-p", "no:cacheprovider", "-n", "2", f"--gpu-bench-baseline={bench_dir}",
+             "-o", "gpu_bench_processes=2"]
     saved = pytester.runpytest_subprocess(*xdist, "--gpu-bench-save")
     saved.assert_outcomes(passed=6)
     saved.stdout.fnmatch_lines([f"gpucheck: saved 6 benchmark result(s) to {bench_dir}"])
@@ -261,23 +327,21 @@ def test_two_xdist_workers_save_at_once_and_the_controller_reports(
     compared.stdout.fnmatch_lines(["gpucheck benchmark gate: 6 unchanged"])
 
 
-def test_report_plot_and_pytest_benchmark_json(pytester: pytest.Pytester,
-                                               bench_dir: Path) -> None:
-    run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-save").assert_outcomes(
-        passed=2)
-    result = run(pytester, f"--gpu-bench-baseline={bench_dir}", "--gpu-bench-compare",
-                 "--gpu-report=report.json", "--gpu-bench-plot=plot/bench.html",
-                 "--benchmark-json=bench.json")
-    result.assert_outcomes(passed=2)
-    report = json.loads((pytester.path / "report.json").read_text())
+@pytest.mark.slow  # the stored mode's fresh processes
+def test_report_plot_and_pytest_benchmark_json(stored: Stored) -> None:
+    # The module's unchanged comparison wrote them.
+    result = stored.unchanged
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"\b2 passed\b", result.stdout), result.stdout
+    report = json.loads((stored.folder / "report.json").read_text())
     section = json.dumps(report)
     assert '"benchmarks"' in section
     assert '"status": "unchanged"' in section
-    page = (pytester.path / "plot" / "bench.html").read_text()
+    page = (stored.folder / "plot" / "bench.html").read_text()
     assert page.count("<section>") == 2
     assert "<svg" in page
     assert "test_bench.py::test_kernel" in page
-    data = json.loads((pytester.path / "bench.json").read_text())
+    data = json.loads((stored.folder / "bench.json").read_text())
     (kernel,) = [b for b in data["benchmarks"] if b["name"] == "test_kernel"]
     extra = kernel["extra_info"]["gpucheck"]
     # pytest-benchmark's statistics are the device-clock samples the gate uses.
@@ -365,7 +429,9 @@ def test_bundled_suite_records_and_compares_on_the_cpu_tier(
     base = pytester.path / "b"
     args = ["-p", "no:cacheprovider", "-c", str(pytester.path / "tox.ini"),
             f"--rootdir={pytester.path}", suite, "--benchmark-only",
-            "--gpu-backends=numpy", f"--gpu-bench-baseline={base}"]
+            "--gpu-backends=numpy", f"--gpu-bench-baseline={base}",
+            # 2 fresh processes a run, the fewest: the flow is the point, not the power.
+            "-o", "gpu_bench_processes=2"]
 
     runs: list[pytest.RunResult] = []
 
@@ -457,6 +523,7 @@ def test_noisy_but_tolerant(gpu_benchmark):
 """
 
 
+@pytest.mark.slow  # the stored mode's fresh processes
 def test_noisy_benchmarks_get_the_rounds_the_power_plan_asks_for(
     pytester: pytest.Pytester, bench_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -474,18 +541,20 @@ def test_noisy_benchmarks_get_the_rounds_the_power_plan_asks_for(
               for r in report["sections"]["benchmarks"]["results"]}
     assert rounds == {"test_noisy": 80, "test_noisy_but_tolerant": 24}
 
-    # Stored and compared, 3 + 3 processes of such noise cannot reach the power: the
+    # Stored and compared, 2 + 2 processes of such noise cannot reach the power: the
     # gate says so, and does not fail the test.  At a family level of 1e-4 identical
     # code is flagged with probability below 1e-4 by the rule's design (the t test).
+    # (2, the fewest processes the stored gate takes: fewer only lowers the power.)
+    fewest = ("-o", "gpu_bench_processes=2")
     save = run(pytester, "test_noisy.py", f"--gpu-bench-baseline={bench_dir}",
-               "--gpu-bench-save")
+               "--gpu-bench-save", *fewest)
     save.assert_outcomes(passed=2)
     compared = run(pytester, "test_noisy.py", f"--gpu-bench-baseline={bench_dir}",
-                   "--gpu-bench-compare", "--gpu-bench-family-level=1e-4")
+                   "--gpu-bench-compare", "--gpu-bench-family-level=1e-4", *fewest)
     compared.assert_outcomes(passed=2)
     compared.stdout.fnmatch_lines([
-        "  INCONCLUSIVE test_noisy.py::test_noisy [[]numpy on *], change *, 3 + 3 processes, "
-        "* the between-process SD *% over 3 + 3 processes leaves *% power to catch +10% at "
+        "  INCONCLUSIVE test_noisy.py::test_noisy [[]numpy on *], change *, 2 + 2 processes, "
+        "* the between-process SD *% over 2 + 2 processes leaves *% power to catch +10% at "
         "this level (target 90%); raise ini gpu_bench_processes, or run on a quieter machine",
         "gpucheck benchmark gate: *inconclusive*",
     ])

@@ -57,12 +57,24 @@ def copy_of_the_moment(request, monkeypatch):
     monkeypatch.setattr(type(backend), "copy", copy)
 
 
+_REAL_CEILINGS = []
+
+
 def pytest_configure(config):
     if os.environ.get("BROKEN_CEILING") == "1":
         # The broken plugin: each benchmark's fraction uses its own paired copy.
         import pytest_gpucheck.bench.session as session
 
+        _REAL_CEILINGS.append(session.apply_session_ceilings)
         session.apply_session_ceilings = lambda records: None
+
+
+def pytest_unconfigure(config):
+    # Put the real plugin back: the runs are in-process, and the next one must get it.
+    if _REAL_CEILINGS:
+        import pytest_gpucheck.bench.session as session
+
+        session.apply_session_ceilings = _REAL_CEILINGS.pop()
 """
 
 INI = """
@@ -132,8 +144,11 @@ def _project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, list[dict[str, Any]]]:
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gpu-report=report.json",
-                                           *args)
+    # In-process: the copies are timed in this process's CPU time either way, and a fresh
+    # interpreter adds nothing to what is checked (the isolation workers, where a test asks
+    # for them, are real processes all the same); the broken plugin is put back at the
+    # inner run's end (CONFTEST's pytest_unconfigure).
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gpu-report=report.json", *args)
     report = json.loads((pytester.path / "report.json").read_text())
     return result, benchmark_results(report)
 
@@ -150,7 +165,7 @@ def run_three_moments(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
     return result, records, fraction_problems(result.stdout.str(), records)
 
 
-@pytest.mark.slow  # pytest subprocess runs: left out of the fast loop
+@pytest.mark.slow  # pytest runs of seconds: left out of the fast loop
 def test_a_noisy_moment_does_not_lower_the_ceiling(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     # The contention line is read whole: a machine's long CPU name took it past the 250
@@ -168,13 +183,13 @@ def test_a_noisy_moment_does_not_lower_the_ceiling(
                                  "(test_bench.py::test_sum[[]noisy] [[]numpy]) to * GB/s (*), "
                                  "*x apart (copies of one framework*"])
     assert "above 100%" not in result.stdout.str()
-    markdown = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gpu-backends=numpy",
-                                             "--gpu-report=report.md")
+    markdown = pytester.runpytest("-p", "no:cacheprovider", "--gpu-backends=numpy",
+                                  "--gpu-report=report.md")
     markdown.assert_outcomes(passed=3)
     assert "was measured under contention" in (pytester.path / "report.md").read_text()
 
 
-@pytest.mark.slow  # pytest subprocess runs: left out of the fast loop
+@pytest.mark.slow  # pytest runs of seconds: left out of the fast loop
 def test_the_check_rejects_a_ceiling_from_the_one_paired_copy(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     result, _, problems = run_three_moments(pytester, monkeypatch, BROKEN_CEILING="1")
@@ -186,7 +201,7 @@ def test_the_check_rejects_a_ceiling_from_the_one_paired_copy(
     assert "was measured under contention" not in result.stdout.str()
 
 
-@pytest.mark.slow  # pytest subprocess runs: left out of the fast loop
+@pytest.mark.slow  # pytest runs of seconds: left out of the fast loop
 def test_copies_that_agree_print_no_contention_line(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     result, records, problems = run_three_moments(pytester, monkeypatch, NOISY="0")
@@ -195,7 +210,7 @@ def test_copies_that_agree_print_no_contention_line(
     assert all(r["session_ceiling"]["spread"] < 1.5 for r in records), records
 
 
-@pytest.mark.slow  # pytest subprocess runs: left out of the fast loop
+@pytest.mark.slow  # pytest runs of seconds: left out of the fast loop
 def test_isolation_workers_copies_are_combined_in_the_parent(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """One process per backend: numpy's copies are all slow, numba-cpu's are not; the
