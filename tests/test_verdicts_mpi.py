@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from mpi_runs import run_user_pytest
+from user_runs import NO_HYPOTHESIS_PLUGIN
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
@@ -88,7 +89,8 @@ def run(project: Path, case: str, *command: str, victim: int = 0
     env["VICTIM"] = str(victim)
     (project / "test_job.py").write_text(TESTS)
     return subprocess.run([*command, sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                           "-v", "--gpu-mpi-max-ranks=2"], cwd=project, env=env,
+                           *NO_HYPOTHESIS_PLUGIN, "-v", "--gpu-mpi-max-ranks=2"],
+                          cwd=project, env=env,
                           capture_output=True, text=True, timeout=RUN_LIMIT, check=False)
 
 
@@ -159,7 +161,8 @@ def spawned(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedPro
         assert TESTS.count(CASE_LINE) == 1
         (project / f"test_job_{case}.py").write_text(
             TESTS.replace(CASE_LINE, f"case = {case!r}"), encoding="utf-8")
-    return run_user_pytest(project, "-v", "--gpu-mpi-max-ranks=2", timeout=RUN_LIMIT)
+    return run_user_pytest(project, *NO_HYPOTHESIS_PLUGIN, "-v", "--gpu-mpi-max-ranks=2",
+                           timeout=RUN_LIMIT)
 
 
 @pytest.mark.parametrize("case", SPAWNED_CASES)
@@ -250,7 +253,8 @@ def test_spawned_progress_lines_are_lines_of_their_own(tmp_path: Path,
     (tmp_path / "test_progress.py").write_text(PROGRESS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                             "--gpu-mpi-max-ranks=2", *verbosity], cwd=tmp_path, env=env,
+                             *NO_HYPOTHESIS_PLUGIN, "--gpu-mpi-max-ranks=2", *verbosity],
+                            cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=RUN_LIMIT, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()

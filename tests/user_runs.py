@@ -48,6 +48,15 @@ def user_ci_project(tmp_path: Path, conftest: str = USER_CONFTEST) -> Path:
     return project
 
 
+#: Arguments that keep hypothesis's pytest plugin out of a run's own process (about 0.5 s
+#: of CPU each: it imports all of hypothesis for its report header under ``-v`` and its
+#: terminal summary), for runs whose scenarios use no hypothesis: what they check (crashes,
+#: signals, workers, ranks) never passes through that plugin.  The plugin does not forward
+#: a ``no:`` plugin to its own children (isolation workers, the simulator child, spawned
+#: MPI jobs): they still load it, as they do in a user's run.
+NO_HYPOTHESIS_PLUGIN = ("-p", "no:hypothesispytest")
+
+
 def ci_env(variables: dict[str, str]) -> dict[str, str]:
     """The environment of a CI step that runs a user's commands: this one's, less what
     this session or its own CI set (``PYTEST_*``, the simulator switch, ``CI``,
