@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from user_runs import NO_HYPOTHESIS_PLUGIN
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
@@ -97,7 +98,8 @@ def _start(project: Path, *args: str) -> subprocess.Popen[str]:
     env["TMPDIR"] = str(project / "tmp")  # where the run's gpucheck-child-* folders go
     (project / "tmp").mkdir()
     return subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE_PYTEST, "-p",
-                             "no:cacheprovider", "-v", *args], cwd=project, env=env,
+                             "no:cacheprovider", *NO_HYPOTHESIS_PLUGIN, "-v", *args],
+                            cwd=project, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
 
