@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import user_runs
-from user_runs import junit_outcomes
+from user_runs import LEAN_ENV, LEAN_PLUGINS, junit_outcomes
 
 from pytest_gpucheck.processes.routers.isolation import GPU, HOST, device_key
 
@@ -65,8 +65,9 @@ def _where(request):
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
     (project / "routing.log").write_text("")
-    return user_runs.run_pytest(project, *args, timeout=RUN_LIMIT,
-                                extra_env={"ROUTING_LOG": str(project / "routing.log")})
+    return user_runs.run_pytest(project, *LEAN_PLUGINS, *args, timeout=RUN_LIMIT,
+                                extra_env={**LEAN_ENV,
+                                           "ROUTING_LOG": str(project / "routing.log")})
 
 
 def _log(project: Path, kind: str) -> list[list[str]]:
@@ -243,8 +244,9 @@ def _prestart_project(tmp_path: Path, broken: bool) -> subprocess.CompletedProce
         (tmp_path / "test_c_in_process.py").write_text(IDLE_SECOND)
     (tmp_path / "routing.log").write_text("")
     return user_runs.run_pytest(
-        tmp_path, "--gpu-backends=numpy", "--gpu-isolate=backend", timeout=RUN_LIMIT,
-        extra_env={"ROUTING_LOG": str(tmp_path / "routing.log"),
+        tmp_path, *LEAN_PLUGINS, "--gpu-backends=numpy", "--gpu-isolate=backend",
+        timeout=RUN_LIMIT,
+        extra_env={**LEAN_ENV, "ROUTING_LOG": str(tmp_path / "routing.log"),
                    "NO_PRESTART": "1" if broken else "0"})
 
 

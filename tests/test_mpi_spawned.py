@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from mpi_runs import NEEDS_MPIEXEC, run_user_pytest, this_checkout, verdicts
+from user_runs import LEAN_ENV, LEAN_PLUGINS
 
 pytestmark = [pytest.mark.slow, NEEDS_MPIEXEC]
 
@@ -125,8 +126,8 @@ def run(tmp_path_factory: pytest.TempPathFactory
     (project / "test_scenarios.py").write_text(SCENARIOS, encoding="utf-8")
     (project / "test_crash.py").write_text(CRASH, encoding="utf-8")
     started = time.monotonic()
-    result = run_user_pytest(project, "-v", "-rsP", "--gpu-mpi-max-ranks=2",
-                             timeout=RUN_LIMIT, extra_env=this_checkout())
+    result = run_user_pytest(project, *LEAN_PLUGINS, "-v", "-rsP", "--gpu-mpi-max-ranks=2",
+                             timeout=RUN_LIMIT, extra_env={**this_checkout(), **LEAN_ENV})
     return project, result, time.monotonic() - started
 
 

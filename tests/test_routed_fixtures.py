@@ -64,8 +64,10 @@ def test_uses_module_fixture(gpu_backend, shared_module, n):
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
-    return user_runs.run_pytest(project, *args, timeout=RUN_LIMIT,
-                                extra_env={"FIXTURE_LOG": str(project / "fixtures.log")})
+    return user_runs.run_pytest(project, *user_runs.LEAN_PLUGINS, *args,
+                                timeout=RUN_LIMIT,
+                                extra_env={**user_runs.LEAN_ENV,
+                                           "FIXTURE_LOG": str(project / "fixtures.log")})
 
 
 def _project(tmp_path: Path) -> Path:
@@ -102,7 +104,8 @@ def _check_balanced(log: list[tuple[str, str, str]]) -> None:
     # Every backend routed to its worker (the host's isolation worker, the simulator's),
     # inside two xdist workers that each get whole files (--dist=loadfile): the next item
     # comes from xdist's queue.
-    (f"--gpu-backends={ROUTED_BACKENDS}", "--gpu-isolate=backend", "-n", "2",
+    (f"--gpu-backends={ROUTED_BACKENDS}", "--gpu-isolate=backend",
+     *user_runs.XDIST_PLUGIN, "-n", "2",
      "--dist=loadfile"),
 ], ids=["simulator-worker", "isolation-xdist"])
 def test_a_module_fixture_is_set_up_once_per_module_and_process(
@@ -124,11 +127,13 @@ def test_a_module_fixture_is_set_up_once_per_module_and_process(
 
 def test_a_worker_per_test_sets_up_per_test(tmp_path: Path) -> None:
     """The twin: ``--gpu-isolate=test`` gives every item a fresh process, so the same
-    log counts one module setup per item (the count above would see a rebuild)."""
+    log counts one module setup per item (the count above would see a rebuild).  One
+    file's three items prove it: each is a worker process of its own."""
     project = _project(tmp_path)
-    result = run_pytest(project, "--gpu-backends=numpy", "--gpu-isolate=test")
+    result = run_pytest(project, "--gpu-backends=numpy", "--gpu-isolate=test", "test_first.py")
     assert result.returncode == 0, result.stdout + result.stderr
     log = _log(project)
     _check_balanced(log)
     module_setups = [name for _, what, name in log if what == "setup" and name != "session"]
-    assert len(module_setups) == 6, log
+    assert module_setups == ["test_first"] * 3, log
+    assert len({pid for pid, what, name in log if name == "test_first"}) == 3, log

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from mpi_runs import run_user_pytest
+from user_runs import LEAN_ENV, LEAN_PLUGINS
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
@@ -84,11 +85,13 @@ CASE_LINE = 'case = os.environ["CASE"]'
 def run(project: Path, case: str, *command: str, victim: int = 0
         ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(LEAN_ENV)
     env["CASE"] = case
     env["VICTIM"] = str(victim)
     (project / "test_job.py").write_text(TESTS)
     return subprocess.run([*command, sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                           "-v", "--gpu-mpi-max-ranks=2"], cwd=project, env=env,
+                           *LEAN_PLUGINS, "-v", "--gpu-mpi-max-ranks=2"],
+                          cwd=project, env=env,
                           capture_output=True, text=True, timeout=RUN_LIMIT, check=False)
 
 
@@ -159,7 +162,8 @@ def spawned(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedPro
         assert TESTS.count(CASE_LINE) == 1
         (project / f"test_job_{case}.py").write_text(
             TESTS.replace(CASE_LINE, f"case = {case!r}"), encoding="utf-8")
-    return run_user_pytest(project, "-v", "--gpu-mpi-max-ranks=2", timeout=RUN_LIMIT)
+    return run_user_pytest(project, *LEAN_PLUGINS, "-v", "--gpu-mpi-max-ranks=2",
+                           timeout=RUN_LIMIT, extra_env=LEAN_ENV)
 
 
 @pytest.mark.parametrize("case", SPAWNED_CASES)
@@ -249,8 +253,10 @@ def test_spawned_progress_lines_are_lines_of_their_own(tmp_path: Path,
     ``-q`` (the README's main job) too, where the letters carry no file name."""
     (tmp_path / "test_progress.py").write_text(PROGRESS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(LEAN_ENV)
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                             "--gpu-mpi-max-ranks=2", *verbosity], cwd=tmp_path, env=env,
+                             *LEAN_PLUGINS, "--gpu-mpi-max-ranks=2", *verbosity],
+                            cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=RUN_LIMIT, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from user_runs import LEAN_ENV, LEAN_PLUGINS
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
@@ -94,10 +95,12 @@ def _alive(pid: int) -> bool:
 def _start(project: Path, *args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
+    env.update(LEAN_ENV)
     env["TMPDIR"] = str(project / "tmp")  # where the run's gpucheck-child-* folders go
     (project / "tmp").mkdir()
     return subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE_PYTEST, "-p",
-                             "no:cacheprovider", "-v", *args], cwd=project, env=env,
+                             "no:cacheprovider", *LEAN_PLUGINS, "-v", *args],
+                            cwd=project, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
 

@@ -3,7 +3,7 @@
 Each scenario is a temporary project run the way a user runs it: ``python -m
 pytest`` in a subprocess.  The crashes are real (a segfault through
 ``ctypes.string_at(0)``, ``os._exit``, ``os.abort()``), first, in the middle
-and last of the simulator batch, serially and under ``-n 2``.
+and last of the simulator batch, serially and under pytest-xdist.
 """
 
 from __future__ import annotations
@@ -14,11 +14,15 @@ from pathlib import Path
 
 import pytest
 import user_runs
-from user_runs import junit_outcomes
+from user_runs import LEAN_ENV, LEAN_PLUGINS, XDIST_PLUGIN, junit_outcomes
 
 pytestmark = pytest.mark.slow
 
 RUN_LIMIT = 240
+#: Under pytest-xdist, with one worker: the simulator items take the xdist worker's path
+#: (its own simulator child, its reports relayed through xdist) as under ``-n 2``, at
+#: one xdist worker and its simulator child less.
+XDIST = [*XDIST_PLUGIN, "-n", "1"]
 
 CRASHING_TESTS = """
 import ctypes
@@ -56,10 +60,11 @@ def test_6_aborts_last(gpu_backend):
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
-    return user_runs.run_pytest(project, *args, timeout=RUN_LIMIT)
+    return user_runs.run_pytest(project, *LEAN_PLUGINS, *args, timeout=RUN_LIMIT,
+                                extra_env=LEAN_ENV)
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("xdist", [[], XDIST], ids=["serial", "xdist"])
 def test_each_crash_fails_its_own_test_and_the_others_still_run(
     tmp_path: Path, xdist: list[str]
 ) -> None:
@@ -123,7 +128,7 @@ def dying_child_run(tmp_path_factory: pytest.TempPathFactory,
                       "--gpu-mpi-max-ranks=2")
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("xdist", [[], XDIST], ids=["serial", "xdist"])
 def test_a_child_that_dies_after_its_last_test_fails_the_run(
         request: pytest.FixtureRequest, tmp_path: Path, xdist: list[str]) -> None:
     if xdist:

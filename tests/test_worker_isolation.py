@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import user_runs
-from user_runs import junit_outcomes
+from user_runs import LEAN_ENV, LEAN_PLUGINS, XDIST_PLUGIN, junit_outcomes
 
 # Every test here runs a temporary project in a subprocess.
 pytestmark = pytest.mark.slow
@@ -88,10 +88,14 @@ def test_3_passes(gpu_backend):
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
-    return user_runs.run_pytest(project, *args, timeout=RUN_LIMIT)
+    return user_runs.run_pytest(project, *LEAN_PLUGINS, *args, timeout=RUN_LIMIT,
+                                extra_env=LEAN_ENV)
 
 
-@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
+#: One xdist worker: the crashes run through xdist's worker as under ``-n 2`` (a worker
+#: whose isolation worker dies and is replaced), at one process less and its own
+#: isolation workers less.
+@pytest.mark.parametrize("xdist", [(), (*XDIST_PLUGIN, "-n", "1")], ids=["serial", "xdist"])
 def test_each_crash_costs_its_own_test(tmp_path: Path, xdist: tuple[str, ...]) -> None:
     (tmp_path / "test_crashes.py").write_text(CRASHES)
     result = run_pytest(tmp_path, "--gpu-backends=numpy", "--gpu-isolate=backend",

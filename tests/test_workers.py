@@ -21,7 +21,8 @@ RUN_LIMIT = 240
 def run_pytest(project: Path, *args: str,
                extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
-    return user_runs.run_pytest(project, *args, timeout=RUN_LIMIT, extra_env=extra_env)
+    return user_runs.run_pytest(project, *user_runs.LEAN_PLUGINS, *args, timeout=RUN_LIMIT,
+                                extra_env={**user_runs.LEAN_ENV, **(extra_env or {})})
 
 
 FORWARDING_CONFTEST = """
@@ -31,8 +32,11 @@ def pytest_addoption(parser):
 
 def pytest_gpucheck_child_args(config):
     value = config.getoption("my_seed")
-    return [] if value is None else [f"--my-seed={value}"]
+    return [] if value is None else [f"--my-seed={int(value) + 1}"]
 """
+
+#: The twin's conftest: the same option, no hook.
+OPTION_ONLY_CONFTEST = FORWARDING_CONFTEST.split("\n\n\ndef pytest_gpucheck")[0]
 
 FORWARDING_TESTS = """
 import os
@@ -55,26 +59,26 @@ def test_a_plugin_forwards_its_option_to_the_simulator_child(
         serial_run.stdout, serial_run.stdout
 
 
-def test_without_the_hook_the_option_still_reaches_the_child(tmp_path: Path) -> None:
+def test_without_the_hook_the_option_still_reaches_the_child(
+        xdist_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     """The twin: without the hook the option reaches the child all the same, as the user
     wrote it (an option of a conftest.py is forwarded by the option table,
-    :mod:`pytest_gpucheck.processes.child_options`)."""
-    (tmp_path / "conftest.py").write_text(FORWARDING_CONFTEST.split("\n\n\ndef pytest_gpucheck")[0])
-    (tmp_path / "test_forward.py").write_text(FORWARDING_TESTS)
-    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "--my-seed=7")
+    :mod:`pytest_gpucheck.processes.child_options`).  The ``-n 2`` run's project has
+    the conftest without the hook."""
+    _, result = xdist_run
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 passed" in result.stdout
+    assert "PASSED test_forward.py::test_child_sees_the_option[numba-cudasim]" in \
+        result.stdout, result.stdout
 
 
-def test_the_hook_has_the_last_word(tmp_path: Path) -> None:
+def test_the_hook_has_the_last_word(serial_run: subprocess.CompletedProcess[str]) -> None:
     """What a plugin's hook gives the child comes after the user's forwarded tokens, so a
-    plugin can pass a value it computed (an absolute path, say) in place of the user's."""
-    (tmp_path / "conftest.py").write_text(FORWARDING_CONFTEST.replace(
-        'f"--my-seed={value}"', 'f"--my-seed={int(value) + 1}"'))
-    (tmp_path / "test_forward.py").write_text(FORWARDING_TESTS)
-    result = run_pytest(tmp_path, "--gpu-backends=numba-cudasim", "--my-seed=6")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 passed" in result.stdout
+    plugin can pass a value it computed (an absolute path, say) in place of the user's:
+    the serial run's user gives ``--my-seed=6``, its hook ``--my-seed=7``, and the child
+    sees 7 (the user's 6 reaches it too, first)."""
+    assert serial_run.returncode == 0, serial_run.stdout + serial_run.stderr
+    assert "test_forward.py::test_child_sees_the_option[numba-cudasim] PASSED" in \
+        serial_run.stdout, serial_run.stdout
 
 
 ROUTING_TESTS = """
@@ -112,28 +116,33 @@ FEATURE_OPTIONS = ("--gpu-mpi-max-ranks=3", "--gpu-bench-l2-flush")
 
 @pytest.fixture(scope="module")
 def serial_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
-    """One serial run of a project with the forwarding hook, the routing test and the
-    features' options: each test below reads its own items from it."""
+    """One serial run of a project with the forwarding hook (which gives the child the
+    user's ``--my-seed`` plus one), the routing test and the features' options: each test
+    below reads its own items from it."""
     project = tmp_path_factory.mktemp("serial")
     (project / "conftest.py").write_text(FORWARDING_CONFTEST)
     (project / "test_forward.py").write_text(FORWARDING_TESTS)
     (project / "test_routing.py").write_text(ROUTING_TESTS)
     (project / "test_opts.py").write_text(OPTS_TESTS)
-    return run_pytest(project, "--gpu-backends=numpy,numba-cudasim", "--my-seed=7",
+    return run_pytest(project, "--gpu-backends=numpy,numba-cudasim", "--my-seed=6",
                       *FEATURE_OPTIONS, "-v")
 
 
 @pytest.fixture(scope="module")
 def xdist_run(tmp_path_factory: pytest.TempPathFactory,
               ) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """One ``-n 2`` run of the eight pid-recording items and the options item."""
+    """One ``-n 2`` run of the eight pid-recording items, the options item and, with a
+    conftest that adds ``--my-seed`` but no hook, the item that reads it in the child."""
     project = tmp_path_factory.mktemp("xdist")
+    (project / "conftest.py").write_text(OPTION_ONLY_CONFTEST)
+    (project / "test_forward.py").write_text(FORWARDING_TESTS)
     (project / "test_pids.py").write_text(PID_TESTS)
     (project / "test_opts.py").write_text(OPTS_TESTS)
     pids = project / "pids"
     pids.mkdir()
-    return pids, run_pytest(project, "--gpu-backends=numba-cudasim", *FEATURE_OPTIONS,
-                            "-n", "2", "-rA", extra_env={"PIDS_DIR": str(pids)})
+    return pids, run_pytest(project, "--gpu-backends=numba-cudasim", "--my-seed=7",
+                            *FEATURE_OPTIONS, *user_runs.XDIST_PLUGIN, "-n", "2", "-rA",
+                            extra_env={"PIDS_DIR": str(pids)})
 
 
 @pytest.mark.parametrize("xdist", [True, False], ids=["xdist", "serial"])
@@ -172,7 +181,7 @@ def test_each_xdist_worker_reuses_one_simulator_child(
     eight items run in at most two processes."""
     pids, result = xdist_run
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "9 passed" in result.stdout
+    assert "10 passed" in result.stdout
     seen = {path.read_text() for path in pids.glob("*.pid")}
     assert len(list(pids.glob("*.pid"))) == 8
     assert 1 <= len(seen) <= 2, seen

@@ -48,6 +48,19 @@ def user_ci_project(tmp_path: Path, conftest: str = USER_CONFTEST) -> Path:
     return project
 
 
+#: A lean run: pytest loads no plugin by its entry point (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``,
+#: which every process the run starts inherits) and this one by name (:data:`LEAN_PLUGINS`,
+#: which the plugin hands on to its children, ``child_options.plugin_options``), for runs
+#: whose scenarios use no other plugin: what they check (crashes, signals, workers, ranks)
+#: never passes through hypothesis's, pytest-benchmark's or platformdirs' plugins, which
+#: cost each process of a run about 1 s of CPU (hypothesis's imports all of hypothesis for
+#: its ``-v`` header and its terminal summary).  A run under xdist names it too
+#: (:data:`XDIST_PLUGIN`).
+LEAN_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+LEAN_PLUGINS = ("-p", "pytest_gpucheck.plugin")
+XDIST_PLUGIN = ("-p", "xdist.plugin")
+
+
 def ci_env(variables: dict[str, str]) -> dict[str, str]:
     """The environment of a CI step that runs a user's commands: this one's, less what
     this session or its own CI set (``PYTEST_*``, the simulator switch, ``CI``,
