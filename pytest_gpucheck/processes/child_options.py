@@ -334,7 +334,9 @@ def _explicit_plugins(args: Iterable[str]) -> list[str]:
             pending = True
         elif arg.startswith("-p") and len(arg) > 2:
             plugins.append(arg[2:])
-    return [p for p in plugins if not p.startswith("no:")]
+    # "no:NAME" too: a plugin the user turned off must stay off in the children that
+    # run the user's items (it came back there, and with it its hooks and imports).
+    return plugins
 
 
 def loaded_conftests(config: pytest.Config) -> list[str]:
