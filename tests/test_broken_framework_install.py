@@ -28,6 +28,9 @@ FAKE_DRIVER = """
 from pytest_gpucheck.backends import _cuda_build
 _cuda_build.driver_problem = lambda: None  # as on a machine with a GPU
 """
+#: The runs go without hypothesis's pytest plugin, which imports all of hypothesis at the
+#: terminal summary (about 0.7 s of CPU a run) and has no part in a backend's probe.
+LEAN = ("-p", "no:hypothesispytest")
 USER_TEST = """
 def test_kernel(gpu_backend):
     assert gpu_backend.probe().available
@@ -62,7 +65,7 @@ def test_numba_cuda_named_explicitly_on_a_broken_install_is_a_usage_error(
         tmp_path: Path) -> None:
     pytest.importorskip("numba.cuda")
     project, env = _project(tmp_path, ROW_STACK_GONE, FAKE_DRIVER)
-    done = run_pytest(project, "--gpu-backends=numba-cuda", timeout=900, extra_env=env)
+    done = run_pytest(project, *LEAN, "--gpu-backends=numba-cuda", timeout=900, extra_env=env)
     assert done.returncode == 4, done.stdout + done.stderr
     assert done.stderr.strip().splitlines() == [
         f"ERROR: --gpu-backends: numba-cuda is not available: {_expected_line()}"], done.stderr
@@ -75,7 +78,7 @@ def test_numba_cuda_in_all_on_a_broken_install_is_skipped_with_the_one_line(
     it runs kernels as Python and never imports the modules that fail."""
     pytest.importorskip("numba.cuda")
     project, env = _project(tmp_path, ROW_STACK_GONE, FAKE_DRIVER)
-    done = run_pytest(project, "--gpu-backends=all", "-rs", "-v", timeout=900, extra_env=env)
+    done = run_pytest(project, *LEAN, "--gpu-backends=all", "-rs", "-v", timeout=900, extra_env=env)
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     header = [line for line in out.splitlines() if line.startswith("  numba-cuda     ")]
@@ -91,7 +94,7 @@ def test_a_healthy_install_passes_the_compile_check(tmp_path: Path) -> None:
     GPU here, so it stops at ``is_available``), never naming an incompatibility."""
     pytest.importorskip("numba.cuda")
     project, env = _project(tmp_path, FAKE_DRIVER)
-    done = run_pytest(project, "--gpu-backends=all", timeout=900, extra_env=env)
+    done = run_pytest(project, *LEAN, "--gpu-backends=all", timeout=900, extra_env=env)
     header = [line for line in done.stdout.splitlines() if line.startswith("  numba-cuda     ")]
     assert len(header) == 1, done.stdout
     assert "numba.cuda.is_available() is False" in header[0], done.stdout

@@ -66,10 +66,14 @@ def vector_add_jax(a, b):
 def vector_add_torch(a, b, out):
     out.copy_(a - b)
 '''
-# numba-cudasim has its own test below.
+# numba-cudasim runs in the same step; its annotation has its own test below.
 BACKENDS = ("numpy", "numba-cpu", "jax-cpu", "torch-cpu")
+SIMULATOR = "numba-cudasim"
 COMMAND = ["--gpu-conformance", "--gpu-impls=user", "-k", "vector_add",
            "--hypothesis-profile=ci", "-p", "no:cacheprovider"]
+#: The runs that use no hypothesis (none of the bundled suites) go without its pytest
+#: plugin, which imports all of hypothesis at the terminal summary (about 0.7 s of CPU).
+LEAN = ["-p", "no:hypothesispytest"]
 
 
 def _environment(**variables: str) -> dict[str, str]:
@@ -88,7 +92,12 @@ def _line_of(text: str, needle: str) -> int:
     return next(number for number, line in enumerate(text.splitlines(), 1) if needle in line)
 
 
-def test_github_step_shows_failures_annotations_and_junit_properties(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def github_step(tmp_path_factory: pytest.TempPathFactory,
+                ) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """One GitHub Actions step of the project on every CPU-tier backend (the simulator's
+    test reads its own line): the project, the job summary file and the run."""
+    tmp_path = tmp_path_factory.mktemp("github_step")
     project = tmp_path / "project"
     project.mkdir()
     (project / "conftest.py").write_text(CONFTEST)
@@ -96,17 +105,23 @@ def test_github_step_shows_failures_annotations_and_junit_properties(tmp_path: P
     summary.write_text("output of an earlier step\n")
     env = _environment(GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary),
                        GITHUB_WORKSPACE=str(project), GITHUB_SHA="0123abc")
-    result = _pytest(project, [*COMMAND, f"--gpu-backends={','.join(BACKENDS)}",
+    result = _pytest(project, [*COMMAND, f"--gpu-backends={','.join(BACKENDS)},{SIMULATOR}",
                                "--junitxml=junit.xml"], env)
+    return project, summary, result
+
+
+def test_github_step_shows_failures_annotations_and_junit_properties(
+        github_step: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
+    project, summary, result = github_step
     out = result.stdout
     assert result.returncode == 1, out[-4000:] + result.stderr[-2000:]
 
     # The job summary: appended after the earlier step's text, failures first.
     text = summary.read_text()
-    assert text.startswith("output of an earlier step\n## ❌ gpucheck: 4 fail")
-    failures = text.index("### Failures (4)")
+    assert text.startswith("output of an earlier step\n## ❌ gpucheck: 5 fail"), text[:200]
+    failures = text.index("### Failures (5)")
     assert failures < text.index("| family |") < text.index("<details>")
-    for backend in BACKENDS:
+    for backend in (*BACKENDS, SIMULATOR):
         assert re.search(rf"- ❌ `\S*test_vector_add\[{backend}:mine\]`: \S+Error", text), backend
     assert "commit 0123abc" in text
     assert "<summary>Run, versions and legend</summary>" in text
@@ -132,7 +147,7 @@ def test_github_step_shows_failures_annotations_and_junit_properties(tmp_path: P
         assert properties["gpucheck.family"]
         assert properties["gpucheck.device"]
         assert properties["gpucheck.seed"].isdigit()
-    assert seen == set(BACKENDS)
+    assert seen == {*BACKENDS, SIMULATOR}
 
     # The printed rerun command, run as printed, fails again for the same reason.
     rerun = re.search(r"test_vector_add\[numpy:mine\]`: (.*)\n  rerun: `(.*)`", text)
@@ -167,7 +182,7 @@ def test_unwritable_summary_is_one_line_and_keeps_the_verdict(tmp_path: Path,
                                                               failing: bool) -> None:
     (tmp_path / "test_things.py").write_text(PLAIN_TESTS if failing else "def test_ok(): pass\n")
     missing = tmp_path / "no-such-folder" / "summary"
-    result = _pytest(tmp_path, ["-p", "no:cacheprovider", "--gpu-backends=numpy"],
+    result = _pytest(tmp_path, ["-p", "no:cacheprovider", *LEAN, "--gpu-backends=numpy"],
                      _environment(GITHUB_STEP_SUMMARY=str(missing)))
     assert result.returncode == (1 if failing else 0), result.stdout[-2000:]
     lines = [line for line in result.stdout.splitlines() if "job summary" in line]
@@ -180,7 +195,7 @@ def test_unwritable_summary_is_one_line_and_keeps_the_verdict(tmp_path: Path,
 def test_unwritable_report_is_refused_before_collection(tmp_path: Path) -> None:
     (tmp_path / "test_things.py").write_text("def test_ok(gpu_backend): pass\n")
     (tmp_path / "afile").write_text("")
-    result = _pytest(tmp_path, ["-p", "no:cacheprovider", "--gpu-report=afile/report.md"],
+    result = _pytest(tmp_path, ["-p", "no:cacheprovider", *LEAN, "--gpu-report=afile/report.md"],
                      _environment())
     assert result.returncode == 4, result.stdout[-2000:]
     assert re.fullmatch(r"ERROR: --gpu-report='afile/report.md': \S*afile is a file, not a "
@@ -191,7 +206,7 @@ def test_unwritable_report_is_refused_before_collection(tmp_path: Path) -> None:
 def test_report_to_the_summary_variable_names_the_fix(tmp_path: Path) -> None:
     (tmp_path / "test_things.py").write_text("def test_ok(): pass\n")
     summary = tmp_path / "step_summary"
-    result = _pytest(tmp_path, ["-p", "no:cacheprovider", f"--gpu-report={summary}"],
+    result = _pytest(tmp_path, ["-p", "no:cacheprovider", *LEAN, f"--gpu-report={summary}"],
                      _environment(GITHUB_STEP_SUMMARY=str(summary)))
     assert result.returncode == 4
     assert "$GITHUB_STEP_SUMMARY is appended to automatically" in result.stderr
@@ -218,12 +233,9 @@ def test_annotation_for_an_implementation_outside_the_repository(tmp_path: Path)
             f"{project.resolve()})") in line
 
 
-def test_simulator_failure_of_a_user_implementation_is_annotated(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "conftest.py").write_text(CONFTEST)
-    result = _pytest(project, [*COMMAND, "--gpu-backends=numba-cudasim"],
-                     _environment(GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(project)))
+def test_simulator_failure_of_a_user_implementation_is_annotated(
+        github_step: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
+    _, _, result = github_step
     line = _line_of(CONFTEST, 'backend="numba-cudasim"')
     assert re.search(rf"^::error file=conftest.py,line={line},.*::\S*Error: out\[",
                      result.stdout, re.MULTILINE), result.stdout[-3000:]

@@ -89,13 +89,15 @@ def test_an_installed_package_ships_implementations(environment: Path, tmp_path:
                                        "tp_kernels.impls", code))
     project = tmp_path / "project"  # a user's project: no conftest.py, not this checkout
     project.mkdir()
+    # On numpy alone: the entry point is the subject, not the backends (without the option
+    # the run probes every backend, importing each framework, to keep four of them).
     result = _pytest(environment, project, "--gpu-conformance", "--gpu-impls=user",
-                     "-p", "no:cacheprovider", "-v", "-k", "test_vector_add[")
+                     "--gpu-backends=numpy", "-p", "no:cacheprovider", "-v", "-k",
+                     "test_vector_add[")
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-4000:]
-    for backend in BACKENDS:
-        assert f"test_elementwise.py::test_vector_add[{backend}:thirdparty] PASSED" in out, out
-    assert f"{len(BACKENDS)} passed" in out, out[-2000:]
+    assert "test_elementwise.py::test_vector_add[numpy:thirdparty] PASSED" in out, out
+    assert "1 passed" in out, out[-2000:]
 
 
 def test_a_broken_entry_point_is_one_line(environment: Path, tmp_path: Path) -> None:

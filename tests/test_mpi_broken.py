@@ -171,13 +171,18 @@ def test_streams(seed, draw, mpi_comm):
 '''
 
 
+#: The runs go without hypothesis's pytest plugin, which imports all of hypothesis at the
+#: terminal summary (about 0.7 s of CPU a run) and has no part in what is checked here.
+LEAN = ("-p", "no:hypothesispytest")
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
     """One spawned session of both files: a 3-rank job (test_neighbours), a 2-rank job."""
     project = tmp_path_factory.mktemp("broken")
     (project / "test_broken.py").write_text(BROKEN, encoding="utf-8")
     (project / "test_broken_patterns.py").write_text(BROKEN_PATTERNS, encoding="utf-8")
-    return run_user_pytest(project, "-v", "--gpu-mpi-max-ranks=3", timeout=RUN_LIMIT,
+    return run_user_pytest(project, *LEAN, "-v", "--gpu-mpi-max-ranks=3", timeout=RUN_LIMIT,
                            extra_env=this_checkout())
 
 

@@ -46,10 +46,15 @@ def test_unmarked_fails_on_rank_1_only(mpi_rank):
 '''
 
 
+#: The runs go without hypothesis's pytest plugin, which imports all of hypothesis at the
+#: terminal summary (about 0.7 s of CPU a run) and has no part in what is checked here.
+LEAN = ("-p", "no:hypothesispytest")
+
+
 def _run_launched(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``mpiexec -n 2 python -m pytest ARGS`` in ``project``, as a user types it."""
     assert MPIEXEC is not None
-    return run_user_pytest(project, *args, timeout=RUN_LIMIT, launcher=(MPIEXEC, "-n", "2"),
+    return run_user_pytest(project, *LEAN, *args, timeout=RUN_LIMIT, launcher=(MPIEXEC, "-n", "2"),
                            extra_env=this_checkout())
 
 

@@ -21,6 +21,9 @@ import user_runs
 pytestmark = pytest.mark.slow
 
 RUN_LIMIT = 400
+#: The runs go without hypothesis's pytest plugin, which imports all of hypothesis at the
+#: terminal summary (about 0.7 s of CPU a run) and has no part in what is checked here.
+LEAN = ("-p", "no:hypothesispytest")
 
 CRASH = '''
 import ctypes
@@ -60,7 +63,7 @@ def test_after(mpi_comm, mpi_rank, n):
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``project``, as a user runs it."""
-    return user_runs.run_pytest(project, *args, timeout=RUN_LIMIT,
+    return user_runs.run_pytest(project, *LEAN, *args, timeout=RUN_LIMIT,
                                 extra_env={"JOB_PIDS": str(project / "pids")})
 
 

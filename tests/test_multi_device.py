@@ -3,9 +3,17 @@ project with its own test file (and conftest.py), ``pytest`` in a subprocess."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 pytestmark = pytest.mark.slow
+
+#: The runs go without hypothesis's pytest plugin, which imports all of hypothesis at the
+#: terminal summary (about 0.7 s of CPU a run) and has no part in the device counts.
+LEAN = ("-p", "no:hypothesispytest")
 
 USER_TEST = """
 import jax
@@ -26,7 +34,7 @@ def test_two_devices(gpu_backend, gpu_devices):
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     pytester.makepyfile(test_user=USER_TEST)
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n0", "-rs", *args)
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *LEAN, "-n0", "-rs", *args)
 
 
 @pytest.fixture(autouse=True)
@@ -35,11 +43,41 @@ def _no_inherited_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("XLA_FLAGS", raising=False)
 
 
-def test_jax_cpu_gets_four_host_devices_host_backends_skip(pytester: pytest.Pytester) -> None:
-    result = _run(pytester, "--gpu-backends=numpy,jax-cpu")
-    result.assert_outcomes(passed=2, skipped=2)
-    result.stdout.fnmatch_lines(["*needs 4 devices of numpy, found 1: numpy runs on one host "
-                                 "device*"])
+PLAIN_COUNT = """
+import jax
+
+def test_count():
+    assert len(jax.devices()) == 4
+"""
+
+
+@pytest.fixture(scope="module")
+def four_devices_run(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One run of the user's device tests and a plain JAX test on numpy and jax-cpu (each
+    test below reads its own lines): its output, with every item's outcome (``-rA``)."""
+    pytest.importorskip("jax")
+    project = tmp_path_factory.mktemp("four_devices")
+    (project / "test_user.py").write_text(USER_TEST, encoding="utf-8")
+    (project / "test_plain.py").write_text(PLAIN_COUNT, encoding="utf-8")
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM")) and key != "XLA_FLAGS"}
+    env["COLUMNS"] = "250"  # the plugin's lines are read whole
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *LEAN,
+                           "-n0", "-rA", "--gpu-backends=numpy,jax-cpu"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=900, check=False)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "3 passed, 2 skipped in" in done.stdout, out
+    return done.stdout
+
+
+def test_jax_cpu_gets_four_host_devices_host_backends_skip(four_devices_run: str) -> None:
+    # The run's 2 skips (its fixture checks the counts) are the numpy items.
+    for name in ("test_four_devices", "test_two_devices"):
+        assert f"PASSED test_user.py::{name}[jax-cpu]" in four_devices_run, four_devices_run
+        assert f"PASSED test_user.py::{name}[numpy]" not in four_devices_run, four_devices_run
+    assert "needs 4 devices of numpy, found 1: numpy runs on one host device" in (
+        four_devices_run), four_devices_run
 
 
 def test_jax_imported_by_a_conftest_first_is_skipped_with_the_reason(
@@ -94,26 +132,18 @@ def test_a_plain_jax_test_keeps_jaxs_defaults(pytester: pytest.Pytester) -> None
     """Selecting jax-cpu changes neither the 64-bit mode nor the device count of a test
     that does not run on our backends (issue 33); the header claims no change."""
     pytester.makepyfile(test_plain=PLAIN_JAX_TEST)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n0",
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *LEAN, "-n0",
                                            "--gpu-backends=numpy,jax-cpu")
     result.assert_outcomes(passed=4)
     result.stdout.no_fnmatch_line("*XLA_FLAGS gets*")
 
 
 def test_the_host_devices_are_set_for_the_whole_run_only_when_an_item_needs_them(
-        pytester: pytest.Pytester) -> None:
+        four_devices_run: str) -> None:
     """Then they cannot be scoped (JAX reads XLA_FLAGS once), and one line says so; the
     plain test sees them, which is the documented cost."""
-    pytester.makepyfile(test_user=USER_TEST, test_plain="""
-import jax
-
-def test_count():
-    assert len(jax.devices()) == 4
-""")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n0",
-                                           "--gpu-backends=jax-cpu")
-    result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines([
-        "gpucheck: XLA_FLAGS gets --xla_force_host_platform_device_count=4 for the whole run "
-        "(2 selected item(s) need several jax-cpu devices; JAX reads it once per process; "
-        "--gpu-host-devices=0 leaves XLA_FLAGS alone)"])
+    assert "PASSED test_plain.py::test_count" in four_devices_run, four_devices_run
+    assert ("gpucheck: XLA_FLAGS gets --xla_force_host_platform_device_count=4 for the whole "
+            "run (2 selected item(s) need several jax-cpu devices; JAX reads it once per "
+            "process; --gpu-host-devices=0 leaves XLA_FLAGS alone)\n") in four_devices_run, (
+        four_devices_run)

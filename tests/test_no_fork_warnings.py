@@ -33,7 +33,10 @@ def test_no_fork_after_jax_started(tmp_path: Path) -> None:
     (tmp_path / "jax_started.py").write_text("import jax\n\njax.devices()\n",
                                               encoding="utf-8")
     # -n0: the project's addopts may start xdist workers; the forks are this process's.
-    result = run_pytest(ROOT, "-n0", "-p", "jax_started", *FORKERS, timeout=1200,
+    # Without hypothesis's pytest plugin (no part in forking; it imports all of hypothesis
+    # at the terminal summary, about 0.7 s of CPU).
+    result = run_pytest(ROOT, "-n0", "-p", "no:hypothesispytest", "-p", "jax_started",
+                        *FORKERS, timeout=1200,
                         extra_env={"PYTHONPATH": str(tmp_path), "JAX_PLATFORMS": "cpu"})
     out = result.stdout + result.stderr
     assert result.returncode == 0, out

@@ -116,11 +116,14 @@ def pytest_configure(config):
     jax.config.update("jax_enable_x64", True)
 """
 
+#: The runs go without hypothesis's pytest plugin, which imports all of hypothesis at the
+#: terminal summary (about 0.7 s of CPU a run) and has no part in what is checked here.
+LEAN = ("-p", "no:hypothesispytest")
 OUTCOME = re.compile(r"^(test_peer\.py::\S+) (PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)\b")
 
 
 def _outcomes(pytester: pytest.Pytester, *args: str) -> dict[str, str]:
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v", *args)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *LEAN, "-v", *args)
     found = {match[1]: match[2] for line in result.stdout.lines
              if (match := OUTCOME.match(line))}
     assert found, result.stdout.str()

@@ -27,6 +27,11 @@ from pytest_gpucheck.sanitizer.log import error_text, errors, records
 HERE = Path(__file__).parent
 FAKE = HERE / "fake_compute_sanitizer.py"
 RUN_LIMIT = 300
+#: Each scenario's pytest runs without hypothesis's pytest plugin, which imports all of
+#: hypothesis at the terminal summary (about 0.7 s of CPU a run) and plays no part in what
+#: the sanitizer does: no test of these projects uses hypothesis.  (The sanitized workers
+#: load it still: a child gets the run's ``-p NAME`` options, not its ``-p no:NAME``.)
+LEAN = ("-p", "no:hypothesispytest")
 
 # From NVIDIA's documentation ("memcheck_demo Output with Memcheck", "Block-level Hazards").
 MEMCHECK_LOG = """========= COMPUTE-SANITIZER
@@ -275,7 +280,7 @@ def test_each_error_fails_the_test_that_ran_it(tmp_path: Path) -> None:
     project = _project(tmp_path)
     junit = tmp_path / "junit.xml"
     done = user_runs.run_pytest(
-        project, "--gpu-backends=numpy", "--gpu-sanitize=memcheck,racecheck", "-rA",
+        project, *LEAN, "--gpu-backends=numpy", "--gpu-sanitize=memcheck,racecheck", "-rA",
         f"--junitxml={junit}", timeout=RUN_LIMIT, extra_env=_env(tmp_path))
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
@@ -331,7 +336,7 @@ def test_each_error_fails_the_test_that_ran_it(tmp_path: Path) -> None:
 def test_an_error_outside_any_test_fails_the_run(tmp_path: Path) -> None:
     project = _project(tmp_path)
     done = user_runs.run_pytest(
-        project, "--gpu-backends=numpy", "--gpu-sanitize=memcheck", "-k", "clean",
+        project, *LEAN, "--gpu-backends=numpy", "--gpu-sanitize=memcheck", "-k", "clean",
         timeout=RUN_LIMIT,
         extra_env=_env(tmp_path, FAKE_SANITIZER_LEAK_AT_EXIT="1"))
     output = done.stdout + done.stderr
@@ -351,7 +356,7 @@ def test_failed_api_calls_at_exit(tmp_path: Path, selected: str, fails_the_run: 
     synchronize at exit fail on the context the sanitizer stopped a kernel in."""
     project = _project(tmp_path)
     done = user_runs.run_pytest(
-        project, "--gpu-backends=numpy", "--gpu-sanitize=memcheck", "-k", selected,
+        project, *LEAN, "--gpu-backends=numpy", "--gpu-sanitize=memcheck", "-k", selected,
         timeout=RUN_LIMIT, extra_env=_env(tmp_path, FAKE_SANITIZER_API_ERROR_AT_EXIT="1"))
     output = done.stdout + done.stderr
     assert done.returncode == 1, output  # the out-of-bounds test fails, or the run does
@@ -361,7 +366,7 @@ def test_failed_api_calls_at_exit(tmp_path: Path, selected: str, fails_the_run: 
 @pytest.mark.slow
 def test_without_the_tool_a_gpu_run_stops_before_collection(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    done = user_runs.run_pytest(project, "--gpu-backends=numpy", "--gpu-sanitize=memcheck",
+    done = user_runs.run_pytest(project, *LEAN, "--gpu-backends=numpy", "--gpu-sanitize=memcheck",
                                 timeout=RUN_LIMIT, extra_env=_env(tmp_path, fake=False))
     assert done.returncode == 4, done.stdout + done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -378,16 +383,16 @@ def test_without_the_tool_a_gpu_run_stops_before_collection(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_an_old_or_broken_tool_and_a_bad_tool_name_exit_4(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    done = user_runs.run_pytest(project, "--gpu-backends=numpy", "--gpu-sanitize=memchek",
+    done = user_runs.run_pytest(project, *LEAN, "--gpu-backends=numpy", "--gpu-sanitize=memchek",
                                 timeout=RUN_LIMIT, extra_env=_env(tmp_path))
     assert done.returncode == 4, done.stderr
     assert "unknown tool 'memchek'" in done.stderr, done.stderr
     done = user_runs.run_pytest(
-        project, "--gpu-backends=numpy", "--gpu-sanitize=memcheck", timeout=RUN_LIMIT,
+        project, *LEAN, "--gpu-backends=numpy", "--gpu-sanitize=memcheck", timeout=RUN_LIMIT,
         extra_env=_env(tmp_path, FAKE_SANITIZER_VERSION="no version here\n"))
     assert done.returncode == 4, done.stderr
     assert "without a version line" in done.stderr, done.stderr
-    done = user_runs.run_pytest(project, "--gpu-backends=numpy", "--gpu-isolate=none",
+    done = user_runs.run_pytest(project, *LEAN, "--gpu-backends=numpy", "--gpu-isolate=none",
                                 "--gpu-sanitize=memcheck", timeout=RUN_LIMIT,
                                 extra_env=_env(tmp_path))
     assert done.returncode == 4, done.stderr
@@ -397,7 +402,7 @@ def test_an_old_or_broken_tool_and_a_bad_tool_name_exit_4(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_without_a_gpu_backend_it_says_nothing_was_sanitized(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    done = user_runs.run_pytest(project, "--gpu-backends=numpy", "--gpu-sanitize=memcheck",
+    done = user_runs.run_pytest(project, *LEAN, "--gpu-backends=numpy", "--gpu-sanitize=memcheck",
                                 "-k", "not crash and not launch_fails", timeout=RUN_LIMIT,
                                 extra_env=_env(tmp_path, fake=False, route=False))
     output = done.stdout + done.stderr
@@ -443,7 +448,7 @@ def test_planted_bugs_fail_under_their_tool_and_twins_pass(tmp_path: Path) -> No
     junit = tmp_path / "junit.xml"
     own = ("-p", "planted_hooks", "--rootdir", str(project), "-c", str(project / "pytest.ini"))
     done = user_runs.run_pytest(
-        project, *own, "--gpu-backends=numpy", f"--gpu-sanitize={','.join(sanitizer.TOOLS)}",
+        project, *LEAN, *own, "--gpu-backends=numpy", f"--gpu-sanitize={','.join(sanitizer.TOOLS)}",
         planted, f"--junitxml={junit}", timeout=RUN_LIMIT, extra_env=_env(tmp_path))
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
@@ -463,7 +468,7 @@ def test_planted_bugs_fail_under_their_tool_and_twins_pass(tmp_path: Path) -> No
     assert "ok    numpy-syncthreads-in-branch-bug: caught by synccheck" in check.stdout
     # Without the sanitizer the planted tests do not run (they would pass: nothing sees
     # these bugs without it).
-    done = user_runs.run_pytest(project, *own, "--gpu-backends=numpy", planted, "-rs",
+    done = user_runs.run_pytest(project, *LEAN, *own, "--gpu-backends=numpy", planted, "-rs",
                                 timeout=RUN_LIMIT, extra_env=_env(tmp_path))
     assert done.returncode == 0, done.stdout
     assert "8 skipped" in done.stdout
