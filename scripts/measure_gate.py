@@ -248,6 +248,8 @@ def run_session(root: Path, args: argparse.Namespace, loops: int, slowed: bool,
         args.outputs.mkdir(parents=True, exist_ok=True)
         kept = len(list(args.outputs.glob("session-*.txt")))
         (args.outputs / f"session-{kept}.txt").write_text(run.stdout + run.stderr)
+        if report.exists():
+            shutil.copyfile(report, args.outputs / f"session-{kept}.json")
     if not report.exists():
         return [], f"pytest exited {run.returncode} without a report:\n{run.stdout[-3000:]}"
     results = json.loads(report.read_text())["sections"]["benchmarks"]["results"]
@@ -611,8 +613,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=0.0,
                         help="interleaved: start no session after this many seconds (0: none)")
     parser.add_argument("--outputs", type=Path, default=None,
-                        help="interleaved: a folder to keep each session's pytest output in "
-                        "(session-N.txt; session-0.txt is the calibration run)")
+                        help="interleaved: a folder to keep each session's pytest output and JSON "
+                        "report in (session-N.txt, .json; session 0 is the calibration run)")
     parser.add_argument("--sim-sessions", type=int, default=1000,
                         help="interleaved: sessions of the simulation fitted to the measured "
                         "variance components")
