@@ -351,3 +351,27 @@ def test_a_stored_baseline_of_another_process_mode_is_named_in_the_verdict() -> 
             "different heap histories alone moved identical code by +49%") in verdict.reason
     same = dataclasses.replace(worker, extra={"process_mode": "in-process"})
     assert "heap histories" not in compare(base, same, GateSettings()).reason
+
+
+def test_every_compared_benchmark_prints_its_change_and_interval() -> None:
+    """A run of identical benchmarks: the summary gives each unchanged one its change and
+    interval on a line of its own (the figures a user reads to see how close it came),
+    not only the count; a regression keeps its whole line."""
+    rng = np.random.default_rng(4)
+    results = []
+    for k, slowdown in enumerate((0.0, 0.0, 1.0)):
+        base, cand = records(rng, slowdown)
+        verdict = compare_interleaved(base, cand, GateSettings(), level=0.01 / 3, family=3)
+        results.append((cand, dataclasses.replace(verdict, name=f"t.py::test_{k}")))
+    assert [v.status for _, v in results] == ["unchanged", "unchanged", "regression"]
+    lines = gate_terminal_lines(results, compared=True, family_level=0.01)
+    for k in (0, 1):
+        verdict = results[k][1]
+        assert verdict.interval is not None
+        assert verdict.change is not None
+        low, high = verdict.interval
+        line = (f"  UNCHANGED t.py::test_{k} [numpy on AMD EPYC], change "
+                f"{verdict.change:+.1%} [99.67% CI {low:+.1%}, {high:+.1%}], 10 pairs")
+        assert line in lines, lines
+    assert sum("REGRESSION t.py::test_2" in line for line in lines) == 1
+    assert "gpucheck benchmark gate: 1 regression, 2 unchanged" in lines

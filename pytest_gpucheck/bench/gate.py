@@ -793,6 +793,26 @@ ADVISORY_NOTE = (f"advisory: the stored mode misses its targets ({STORED_MEASURE
                  "--gpu-bench-against is the gate that meets them")
 
 
+def brief_verdict(verdict: Verdict) -> str | None:
+    """``UNCHANGED NAME [numpy on DEVICE], change -0.6% [99.97% CI -5.1%, +4.2%], 10
+    pairs``: the change and interval of a verdict the summary does not print whole (an
+    unchanged one), at the level it was judged at; ``None`` without an interval."""
+    if verdict.change is None or verdict.interval is None:
+        return None
+    if verdict.pair_figures:
+        level = (verdict.level or 0.0) * verdict.look_share
+        count = f"{len(verdict.pair_figures)} pairs"
+    elif verdict.process_figures:
+        level = verdict.level or 0.0
+        old, new = verdict.process_figures
+        count = f"{len(old)} + {len(new)} processes"
+    else:
+        return None
+    low, high = verdict.interval
+    return (f"{verdict.status.upper()} {verdict.name} [{verdict.backend} on {verdict.device}], "
+            f"change {verdict.change:+.1%} {format_interval(low, high, level)}, {count}")
+
+
 def format_verdict(verdict: Verdict) -> str:
     """One line: benchmark, backend, device, baseline median, new median, change, confidence."""
     status = verdict.status.upper() + (" (advisory)" if verdict.advisory else "")

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pytest_gpucheck.bench.gate import Verdict, format_interval, format_seconds, format_verdict
+from pytest_gpucheck.bench.gate import (
+    Verdict,
+    brief_verdict,
+    format_interval,
+    format_seconds,
+    format_verdict,
+)
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.session_ceiling import contention_lines, device_timed
 
@@ -91,6 +97,11 @@ def gate_terminal_lines(results: list[Result], *, compared: bool,
         for verdict in verdicts:
             if verdict.status == status:
                 lines.append(f"  {format_verdict(verdict)}")
+    # Unchanged ones last, one short line each: the change and its interval, so that
+    # every compared benchmark's figure is on the screen, not only the flagged ones'.
+    for verdict in verdicts:
+        if verdict.status == "unchanged":
+            lines.append(f"  {brief_verdict(verdict) or format_verdict(verdict)}")
     lines.append("gpucheck benchmark gate: " + ", ".join(
         f"{counts[status]} {status}" for status in
         ("regression", "improvement", "unchanged", "inconclusive", "no-baseline", "not-comparable")
