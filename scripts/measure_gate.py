@@ -24,13 +24,15 @@ Two gates, two modes:
   side, driven in-process: a baseline window, then an identical and a slowed
   window, each compared with it.
 
-The injected slowdown is a Python loop on one integer, its cost per iteration
-calibrated on the clock that times the rounds (fastest of 20 runs), worth
-``--slowdown`` of the workload's uncontended time per call (median of the
-fastest half of 100 rounds): no system call and no memory traffic, so it adds
-its own time and disturbs nothing else.  (A busy wait that reads a CPU-time
-clock makes a system call per read, which also disturbs the caches: at 2^19
-elements it moved the ratio by +14% .. +44% instead of +10%.)
+The injected slowdown is a wrapper around the workload plus a Python loop on one
+integer, worth ``--slowdown`` of the workload's uncontended time per call (median
+of the fastest half of 100 rounds): the wrapper's own fixed cost measured, the
+loop timed at the count planted, both on the clock that times the rounds; the
+power line reports what the gate measured the planted benchmark at.  No system
+call and no memory traffic, so it adds its own time and disturbs nothing else.
+(A busy wait that reads a CPU-time clock makes a system call per read, which
+also disturbs the caches: at 2^19 elements it moved the ratio by +14% .. +44%
+instead of +10%.)
 
 An "inconclusive" verdict (the noise left the comparison short of the gate's
 power) is counted on its own: it is neither a false alarm nor a catch.
@@ -40,8 +42,10 @@ Usage::
     python scripts/measure_gate.py [--sessions 100] [--power-sessions 20] [--benchmarks 20]
 
 Prints one line per session, then the red A/A sessions with a 95% upper bound, the
-planted slowdowns caught with a 95% lower bound, the variance components and the
-fitted simulation.
+planted slowdowns caught with a 95% lower bound (and what the gate measured them
+at), the variance components, the fitted simulation and the power of the measured
+noise shifted by ``--slowdown``.  ``--replay FOLDER ...`` pools the A/A sessions
+that earlier runs kept with ``--outputs``, without running any.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import timeit
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -96,16 +101,89 @@ def burn(loops: int) -> int:
     return value
 
 
-def loops_for(seconds: float, clock: Callable[[], float] = time.perf_counter,
-              probe: int = 200_000) -> int:
-    """How many :func:`burn` iterations cost ``seconds`` of ``clock``: the fastest of 20
-    timed runs (the uncontended cost, as the workload's own calibration takes)."""
-    best = float("inf")
-    for _ in range(20):
-        start = clock()
-        burn(probe)
-        best = min(best, clock() - start)
-    return max(1, round(seconds * probe / best))
+def _per_call(call: Callable[[], Any], clock: Callable[[], float], repeat: int = 25) -> float:
+    """Seconds per call of ``call`` on ``clock``: the fastest of ``repeat`` timings of
+    about 2 ms each (the uncontended cost, as the workload's own calibration takes;
+    short, so that some timings fall between the scheduler's preemptions on a loaded
+    machine)."""
+    once = min(timeit.repeat(call, number=10, repeat=5, timer=clock)) / 10
+    number = max(1, round(0.002 / max(once, 1e-9)))
+    return min(timeit.repeat(call, number=number, repeat=repeat, timer=clock)) / number
+
+
+def burn_cost(loops: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """What ``burn(loops)`` costs beyond ``burn(0)``, in seconds of ``clock``."""
+    return max(0.0, _per_call(lambda: burn(loops), clock) - _per_call(lambda: burn(0), clock))
+
+
+def loops_for(seconds: float, clock: Callable[[], float] = time.perf_counter) -> int:
+    """How many :func:`burn` iterations cost ``seconds`` of ``clock`` beyond ``burn(0)``.
+
+    Found by timing ``burn`` at the counts it will run at, not scaled from one long
+    run: an iteration below 256 reuses CPython's cached small integers and costs less
+    than one above it, so scaling from 200,000 iterations planted +7.7% where +10% was
+    meant (43 iterations at 2^16 elements)."""
+    if seconds <= 0:
+        return 0
+    loops = max(1, round(seconds / max(burn_cost(64, clock) / 64, 1e-12)))
+    for _ in range(3):
+        cost = burn_cost(loops, clock)
+        if cost <= 0:
+            break
+        loops = max(1, round(loops * seconds / cost))
+    return loops
+
+
+def _nothing() -> None:
+    """The workload's stand-in where only the wrapper's cost is timed."""
+
+
+def plant_cost(clock: Callable[[], float] = time.perf_counter) -> float:
+    """The fixed cost per call of planting a slowdown, in seconds of ``clock``: a call
+    through ``slowed()`` with ``burn(0)`` (one more Python frame, a call, an empty
+    ``range``) against the call itself, timed around a call that does nothing (the
+    cost does not depend on the workload, and a difference of two timings of a long
+    workload would drown it).  At a few microseconds per call it is not small: at
+    4096 elements on numpy it was 0.15 us of 1.5 us, and counting only the loop's
+    iterations planted +18% to +25% where +10% was meant."""
+    def slowed() -> Any:
+        result = _nothing()
+        burn(0)
+        return result
+
+    return max(0.0, _per_call(slowed, clock) - _per_call(_nothing, clock))
+
+
+@dataclass(frozen=True)
+class Plant:
+    """The planted slowdown, calibrated in this process on the uncontended workload:
+    ``per_call`` (median of the fastest half of 100 rounds) and the wrapper's fixed
+    cost (:func:`plant_cost`), both on ``clock``, with :func:`burn`'s iterations timed
+    at the count planted.  All are measured under the same conditions, so the planted
+    fraction holds where contention slows the workload and the plant alike."""
+
+    per_call: float
+    fixed: float
+    clock: Callable[[], float]
+
+    def loops(self, slowdown: float, size: int) -> int:
+        """How many :func:`burn` iterations, after the fixed cost, add ``slowdown`` of a
+        call; exits with one line where that is below the fixed cost (no plant of that
+        size is possible at this workload size)."""
+        extra = slowdown * self.per_call
+        if extra < self.fixed:
+            raise SystemExit(
+                f"a planted slowdown of {extra * 1e6:.2f} us ({slowdown:.0%} of a "
+                f"{self.per_call * 1e6:.2f} us call) is below the injection's own fixed "
+                f"cost ({self.fixed * 1e6:.2f} us) at --size {size}: use a larger --size")
+        return loops_for(extra - self.fixed, self.clock)
+
+    def describe(self, loops: int) -> str:
+        """What is planted, in the figures it was computed from."""
+        planted = self.fixed + burn_cost(loops, self.clock)
+        return (f"planting {planted * 1e6:.2f} us ({planted / self.per_call:+.1%} of a "
+                f"{self.per_call * 1e6:.2f} us call in this process): the wrapper's fixed "
+                f"{self.fixed * 1e6:.2f} us and {loops} loop iterations")
 
 
 def window(timer: RoundTimer, call: Callable[[], Any], iterations: int, rounds: int,
@@ -329,6 +407,79 @@ def session_order(aa: int, power: int) -> list[bool]:
     return order
 
 
+def run_looks(figures: list[float], schedule: Any, settings: GateSettings, level: float,
+              benchmarks: int) -> Verdict:
+    """The gate's sequential rule on one benchmark's pair figures, in the order they were
+    timed: a look at each of ``schedule``'s pair counts the figures reach, stopping at the
+    first that decides; the verdict of that look, or of the last one reached (a run that
+    stopped there for its budget or its last look, judged as it was)."""
+    from pytest_gpucheck.bench.gate import judge_pairs, look_decides
+
+    reached = [k for k in range(1, schedule.looks + 1) if schedule.pairs_at(k) <= len(figures)]
+    look = reached[0] if reached else 1
+    for look in reached:
+        if look_decides(figures[:schedule.pairs_at(look)], settings, level,
+                        schedule.share(look)):
+            break
+    n = min(schedule.pairs_at(look), len(figures))
+    verdict = Verdict("t", "numpy", "cpu", "inconclusive", settings=settings,
+                      relative_to=INTERLEAVED, pair_figures=tuple(figures[:n]),
+                      looks=tuple(schedule.pairs_at(k) for k in range(1, look + 1)),
+                      look_share=schedule.share(look), schedule=schedule.as_dict())
+    return judge_pairs(verdict, level, benchmarks)
+
+
+def shifted_power(sessions: list[list[dict[str, Any]]], family_level: float,
+                  slowdown: float) -> str:
+    """Power from the measured noise itself: each A/A session's benchmarks (their
+    verdicts from the JSON report) in turn get ``slowdown`` added to every pair figure
+    (a slowdown that scales the benchmark's time), and the gate's rule (looks, Holm
+    over the session) judges that benchmark beside the session's others as measured.
+    It assumes a slowdown shifts the log ratio and leaves the noise as it was; it needs
+    no parametric model of the noise.  Where the shifted figures would have needed a
+    look the A/A run never timed (it decided earlier), the benchmark counts as not
+    caught.  The unshifted replay must give the statuses the runs recorded."""
+    from pytest_gpucheck.bench.gate import judge_family
+    from pytest_gpucheck.bench.sequential import LookSchedule
+
+    settings = GateSettings()
+    shift = math.log1p(slowdown)
+    caught = trials = agree = judged = 0
+    per_session: list[float] = []
+    for results in sessions:
+        verdicts = [r["verdict"] for r in results
+                    if r.get("verdict") and r["verdict"].get("pair_figures")]
+        if not verdicts:
+            continue
+        figures = [[float(x) for x in v["pair_figures"]] for v in verdicts]
+        plans = [LookSchedule(v["schedule"]["first"], v["schedule"]["step"],
+                              v["schedule"]["max_looks"]) for v in verdicts]
+        level = family_level / len(figures)
+        base = [run_looks(f, plan, settings, level, len(figures))
+                for f, plan in zip(figures, plans, strict=True)]
+        replayed = judge_family(base, family_level)
+        judged += len(replayed)
+        agree += sum(mine.status == v["status"]
+                     for mine, v in zip(replayed, verdicts, strict=True))
+        hits = 0
+        for j, own in enumerate(figures):
+            trial = list(base)
+            trial[j] = run_looks([x + shift for x in own], plans[j], settings, level,
+                                 len(figures))
+            hits += judge_family(trial, family_level)[j].status == "regression"
+        caught += hits
+        trials += len(figures)
+        per_session.append(hits / len(figures))
+    if not trials:
+        return "measured noise shifted: no A/A benchmark with pair figures"
+    return (f"measured noise shifted by +{slowdown:.0%} (each benchmark of "
+            f"{len(per_session)} A/A sessions in turn, the gate's rule over its session): "
+            f"caught in {caught} of {trials} ({caught / trials:.1%}, 95% lower bound "
+            f"{binomial_bound(caught, trials, False):.1%} were they independent; per "
+            f"session min {min(per_session):.0%}, median {np.median(per_session):.0%}); "
+            f"the unshifted replay gives the recorded status in {agree} of {judged}")
+
+
 def simulate_fitted(between: list[float], benchmarks: int, family_level: float,
                     pairs: int, slowdown: float, sessions: int, seed: int = 0) -> str:
     """The family-wise false-alarm rate and the power that the measured variance
@@ -338,7 +489,7 @@ def simulate_fitted(between: list[float], benchmarks: int, family_level: float,
     spread across benchmarks is part of the fit) and its pair figures from a normal of
     that SD; the sessions hold ``benchmarks`` benchmarks, one of them slowed by
     ``slowdown`` in the power sessions."""
-    from pytest_gpucheck.bench.gate import judge_family, judge_pairs, look_decides
+    from pytest_gpucheck.bench.gate import judge_family
     from pytest_gpucheck.bench.sequential import LookSchedule
 
     rng = np.random.default_rng(seed)
@@ -350,16 +501,7 @@ def simulate_fitted(between: list[float], benchmarks: int, family_level: float,
     def benchmark(shift: float) -> Verdict:
         sd = float(rng.choice(sds))
         figures = list(rng.normal(shift, sd, schedule.pairs_at(schedule.looks)))
-        for look in range(1, schedule.looks + 1):
-            n = schedule.pairs_at(look)
-            if look_decides(figures[:n], settings, level, schedule.share(look)) \
-                    or look == schedule.looks:
-                break
-        verdict = Verdict("t", "numpy", "cpu", "inconclusive", settings=settings,
-                          relative_to=INTERLEAVED, pair_figures=tuple(figures[:n]),
-                          looks=tuple(schedule.pairs_at(k) for k in range(1, look + 1)),
-                          look_share=schedule.share(look), schedule=schedule.as_dict())
-        return judge_pairs(verdict, level, benchmarks)
+        return run_looks(figures, schedule, settings, level, benchmarks)
 
     red = 0
     for _ in range(sessions):
@@ -374,14 +516,15 @@ def simulate_fitted(between: list[float], benchmarks: int, family_level: float,
         caught += verdicts[0].status == "regression"
     return (f"fitted simulation ({len(sds)} measured between-pair SDs, RMS "
             f"{math.sqrt(float(np.mean(sds ** 2))):.2%}; {benchmarks} benchmarks per session, "
-            f"{pairs} pairs at the first look, up to {schedule.pairs_at(schedule.looks)}): "
+            f"{pairs} pairs at the first look, up to {schedule.pairs_at(schedule.looks)}, "
+            "every look within the budget): "
             f"{red} of {sessions} A/A sessions red (95% upper bound "
             f"{binomial_bound(red, sessions, True):.2%}); +{slowdown:.0%} caught in {caught} "
             f"of {power_runs} (95% lower bound "
             f"{binomial_bound(caught, power_runs, False):.1%})")
 
 
-def measure_interleaved(args: argparse.Namespace, loops_per_second: float) -> int:
+def measure_interleaved(args: argparse.Namespace, plant: Plant) -> int:
     """Independent ``pytest --gpu-bench-against`` sessions: A/A sessions of
     ``--benchmarks`` identical benchmarks (a session with any REGRESSION is a false red
     run), then power sessions with case 0 slowed by ``--slowdown``.  The session, not the
@@ -397,10 +540,11 @@ def measure_interleaved(args: argparse.Namespace, loops_per_second: float) -> in
         if problem:
             raise SystemExit(f"calibration run failed: {problem}")
         per_call = float(np.median([np.median(r["record"]["samples"]) for r in results]))
-        extra = args.slowdown * per_call
-        loops = max(1, round(extra * loops_per_second))
-        print(f"calibration: {per_call * 1e6:.1f} us/call interleaved; injecting "
-              f"{extra * 1e6:.2f} us ({loops} loop iterations)", flush=True)
+        loops = plant.loops(args.slowdown, args.size) if args.power_sessions else 0
+        print(f"calibration: {per_call * 1e6:.2f} us/call in the gate's interleaved run; "
+              f"{plant.describe(loops)}", flush=True)
+        planted: list[float] = []
+        aa_results: list[list[dict[str, Any]]] = []
         durations: list[float] = []
         looks: Counter[int] = Counter()
         for index, slowed in enumerate(session_order(args.sessions, args.power_sessions)):
@@ -424,9 +568,13 @@ def measure_interleaved(args: argparse.Namespace, loops_per_second: float) -> in
             if slowed:
                 power_sessions += 1
                 caught += statuses.get(0) == "regression"
+                planted += [float(r["verdict"]["change"]) for r in results
+                            if case_of(r["record"]["name"]) == 0
+                            and (r["verdict"] or {}).get("change") is not None]
             else:
                 aa_sessions += 1
                 red_sessions += "regression" in nulls
+                aa_results.append(results)
                 for result in results:
                     components.add(result)
             print(f"session {index + 1} ({'power' if slowed else 'A/A'}): "
@@ -441,15 +589,59 @@ def measure_interleaved(args: argparse.Namespace, loops_per_second: float) -> in
               f"min {min(durations):.0f} s, max {max(durations):.0f} s; looks per benchmark: "
               f"{dict(sorted(looks.items()))}")
     if power_sessions:
+        # The gate's own estimates of the planted benchmark say what was planted, as the
+        # gate measures it: their mean is the check on the calibration above.
+        measured = (f"; the gate measured the planted one at {np.mean(planted):+.1%} on "
+                    f"average (median {np.median(planted):+.1%})" if planted else "")
         print(f"power: {caught} of {power_sessions} planted +{args.slowdown:.0%} caught (95% "
-              f"lower bound {binomial_bound(caught, power_sessions, False):.1%})")
+              f"lower bound {binomial_bound(caught, power_sessions, False):.1%}){measured}")
     print(components.summary())
     if components.between:
         print(simulate_fitted(components.between, args.benchmarks, args.family_level,
                               args.pairs, args.slowdown, args.sim_sessions))
+    if aa_results:
+        print(shifted_power(aa_results, args.family_level, args.slowdown))
     if problems:
         print(f"{len(problems)} session(s) with problems: {problems[0]}")
     return 0 if not problems else 1
+
+
+def replay(folders: list[Path], args: argparse.Namespace) -> int:
+    """The A/A figures of sessions run before, from the JSON reports that ``--outputs``
+    kept (``session-N.json``; session 0, the calibration run, is left out), pooled over
+    ``folders``: red sessions with their bound, the variance components, the fitted
+    simulation and the power of the measured noise shifted.  Only folders of A/A runs
+    (``--power-sessions 0``) belong here: a power session's planted benchmark would
+    count as a false alarm."""
+    sessions: list[list[dict[str, Any]]] = []
+    for folder in folders:
+        files = sorted(folder.glob("session-*.json"),
+                       key=lambda f: int(f.stem.rpartition("-")[2]))
+        if not files:
+            raise SystemExit(f"--replay {folder}: no session-N.json there; give a folder "
+                             "that --outputs wrote")
+        sessions += [json.loads(f.read_text())["sections"]["benchmarks"]["results"]
+                     for f in files if f.stem != "session-0"]
+    components = Components()
+    statuses: Counter[str] = Counter()
+    red = 0
+    for results in sessions:
+        found = [(r["verdict"] or {}).get("status") for r in results]
+        statuses.update(str(s) for s in found)
+        red += "regression" in found
+        for result in results:
+            components.add(result)
+    print(f"replayed {len(sessions)} A/A session(s) from {len(folders)} folder(s): {red} "
+          f"had a REGRESSION (95% upper bound {binomial_bound(red, len(sessions), True):.1%});"
+          f" verdicts {dict(sorted(statuses.items()))}")
+    print(components.summary())
+    if components.between:
+        sizes = Counter(len(r) for r in sessions)
+        benchmarks = sizes.most_common(1)[0][0]
+        print(simulate_fitted(components.between, benchmarks, args.family_level, args.pairs,
+                              args.slowdown, args.sim_sessions))
+    print(shifted_power(sessions, args.family_level, args.slowdown))
+    return 0
 
 
 def stored_session(root: Path, args: argparse.Namespace, loops: int, save: bool,
@@ -487,7 +679,7 @@ def stored_session(root: Path, args: argparse.Namespace, loops: int, save: bool,
     return results, problem
 
 
-def measure_stored_processes(args: argparse.Namespace, loops_per_second: float) -> int:
+def measure_stored_processes(args: argparse.Namespace, plant: Plant) -> int:
     """Independent runs of the stored gate as a user meets it: each run saves a fresh
     baseline (``--gpu-bench-save``, ``gpu_bench_processes`` fresh processes per benchmark)
     and then compares (``--gpu-bench-compare``) with case 0 slowed by ``--slowdown``.
@@ -499,19 +691,19 @@ def measure_stored_processes(args: argparse.Namespace, loops_per_second: float) 
     drifts: list[float] = []
     sds: list[float] = []
     problems: list[str] = []
-    loops = 0
+    loops = plant.loops(args.slowdown, args.size)
+    calibrated = False
     with tempfile.TemporaryDirectory(prefix="gpucheck-measure-stored-") as tmp:
         root = Path(tmp)
         for index in range(args.sessions):
             shutil.rmtree(root / "baselines", ignore_errors=True)
             saved, problem = stored_session(root, args, loops, save=True)
-            if not problem and not loops:
+            if not problem and not calibrated:
+                calibrated = True
                 per_call = float(np.median([v for r in saved for v in
                                             r["record"]["extra"]["process_summaries"]]))
-                loops = max(1, round(args.slowdown * per_call * loops_per_second))
-                print(f"calibration: {per_call * 1e6:.1f} us/call; injecting "
-                      f"{args.slowdown * per_call * 1e6:.2f} us ({loops} loop iterations)",
-                      flush=True)
+                print(f"calibration: {per_call * 1e6:.2f} us/call in the stored processes; "
+                      f"{plant.describe(loops)}", flush=True)
             results, problem2 = (stored_session(root, args, loops, save=False)
                                  if not problem else ([], problem))
             if problem or problem2:
@@ -615,6 +807,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--outputs", type=Path, default=None,
                         help="interleaved: a folder to keep each session's pytest output and JSON "
                         "report in (session-N.txt, .json; session 0 is the calibration run)")
+    parser.add_argument("--replay", type=Path, nargs="+", default=None, metavar="FOLDER",
+                        help="interleaved: run nothing; pool the A/A sessions that --outputs "
+                             "kept in these folders (red sessions, variance components, the "
+                             "fitted simulation, the measured noise shifted)")
     parser.add_argument("--sim-sessions", type=int, default=1000,
                         help="interleaved: sessions of the simulation fitted to the measured "
                         "variance components")
@@ -632,6 +828,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--detect-effect", type=float, default=GateSettings().detect_effect)
     parser.add_argument("--power", type=float, default=GateSettings().power)
     args = parser.parse_args(argv)
+    if args.replay:
+        return replay(args.replay, args)
 
     backend = get_backend(args.backend)
     backend.require()
@@ -656,8 +854,8 @@ def main(argv: list[str] | None = None) -> int:
     # The host clock the rounds are timed with; events (a GPU) time the device, where
     # host arithmetic is no slowdown at all, so this script injects on the host tier only.
     clock = getattr(timer, "clock", time.perf_counter)
-    loops = loops_for(args.slowdown * median, clock)
-    loops_per_second = loops / (args.slowdown * median)
+    plant = Plant(median, plant_cost(clock), clock)
+    loops = plant.loops(args.slowdown, args.size) if args.mode == "stored-rounds" else 0
 
     def slowed() -> Any:
         result = saxpy()
@@ -676,7 +874,7 @@ def main(argv: list[str] | None = None) -> int:
               f"benchmark, Holm over each session's {args.benchmarks} benchmarks at family "
               f"level {args.family_level:g}, floor {args.relative_min_effect:.0%}; "
               f"saxpy n={args.size} on {backend.name}", flush=True)
-        code = measure_interleaved(args, loops_per_second)
+        code = measure_interleaved(args, plant)
         print(f"elapsed {time.perf_counter() - started:.0f} s, load now "
               f"{os.getloadavg()[0]:.1f}")
         return code
@@ -686,7 +884,7 @@ def main(argv: list[str] | None = None) -> int:
               f"over each run's {args.benchmarks} benchmarks at family level "
               f"{args.family_level:g}, floor {args.min_effect:.0%}; saxpy n={args.size} on "
               f"{backend.name}", flush=True)
-        code = measure_stored_processes(args, loops_per_second)
+        code = measure_stored_processes(args, plant)
         print(f"elapsed {time.perf_counter() - started:.0f} s, load now "
               f"{os.getloadavg()[0]:.1f}")
         return code
