@@ -47,3 +47,26 @@ def test_the_top_level_holds_the_plugins_face_only() -> None:
 
     files = sorted(p.name for p in Path(pytest_gpucheck.__file__).parent.iterdir() if p.is_file())
     assert len(files) <= 12, files
+
+
+def test_the_package_imports_no_moved_name() -> None:
+    """The plugin's own code imports every module by its new name: an old one warned in
+    the run of every user whose benchmark failed the gate (bench/plugin.py imported
+    ``pytest_gpucheck.ci`` for the rerun line: a DeprecationWarning in the warnings
+    summary of a user who never used the old name)."""
+    import ast
+
+    import pytest_gpucheck
+
+    root = Path(pytest_gpucheck.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            found += [f"{path.relative_to(root)}:{node.lineno} {name}"
+                      for name in names if name in MOVED_MODULES]
+    assert found == []

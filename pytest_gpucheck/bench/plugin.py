@@ -449,7 +449,7 @@ def _rerun_with_backend(item: pytest.Item, report: pytest.TestReport) -> None:
     backend = callspec.params.get("gpu_backend") if callspec is not None else None
     if backend is None or getattr(report, "gpucheck_cell", None):
         return
-    from pytest_gpucheck.ci import rerun_target
+    from pytest_gpucheck.reporting.ci import rerun_target
 
     target = list(getattr(report, "gpucheck_rerun", None) or rerun_target(item))
     flag = f"--gpu-backends={backend}"
