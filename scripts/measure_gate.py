@@ -371,13 +371,20 @@ class Components:
     #: Deviations of each block from its pair's median (the noise within a pair).
     within: list[float] = field(default_factory=list)
     blocks_per_pair: int = 0
+    #: Each benchmark's pair figures, standardized by its own mean and SD, and how many.
+    standardized: list[float] = field(default_factory=list)
+    group_sizes: list[int] = field(default_factory=list)
 
     def add(self, result: dict[str, Any]) -> None:
         verdict = result["verdict"] or {}
         figures = verdict.get("pair_figures")
         if not figures:
             return
-        self.between.append(float(np.std(figures, ddof=1)))
+        sd = float(np.std(figures, ddof=1))
+        self.between.append(sd)
+        if sd > 0:
+            self.standardized += list((np.asarray(figures) - np.mean(figures)) / sd)
+            self.group_sizes.append(len(figures))
         for blocks in verdict.get("pair_blocks") or ():
             self.blocks_per_pair = len(blocks)
             self.within += [b - float(np.median(blocks)) for b in blocks]
@@ -395,6 +402,28 @@ class Components:
             text += (f"; block SD within a pair {block:.2%} ({self.blocks_per_pair} blocks "
                      "per pair)")
         return text
+
+    def tails(self) -> str:
+        """How far the pair figures are from the normal the simulation and the t interval
+        assume: the share beyond 2.5 and 3 SD of their own benchmark, with what a t on the
+        same pairs would give (the standardizing uses each benchmark's own estimates), and
+        their excess kurtosis (0 for a normal)."""
+        if len(self.standardized) < 100:
+            return "tails: too few pair figures to say"
+        z = np.asarray(self.standardized)
+        rng = np.random.default_rng(1)
+        # The reference: the same standardizing applied to normal figures of the same
+        # group sizes (a benchmark's own SD shrinks its extremes).
+        ref = np.concatenate([(g - g.mean()) / g.std(ddof=1)
+                              for g in (rng.normal(size=n) for n in self.group_sizes * 20)])
+        kurtosis = float(np.mean(z ** 4) / np.mean(z ** 2) ** 2 - 3)
+        ref_kurtosis = float(np.mean(ref ** 4) / np.mean(ref ** 2) ** 2 - 3)
+        beyond = [(float(np.mean(np.abs(z) > c)), float(np.mean(np.abs(ref) > c)))
+                  for c in (2.5, 3.0)]
+        return (f"tails of {len(z)} pair figures (each standardized within its benchmark): "
+                f"beyond 2.5 SD {beyond[0][0]:.2%} (normal figures, the same way: "
+                f"{beyond[0][1]:.2%}), beyond 3 SD {beyond[1][0]:.2%} ({beyond[1][1]:.2%}); "
+                f"excess kurtosis {kurtosis:+.2f} ({ref_kurtosis:+.2f})")
 
 
 def session_order(aa: int, power: int) -> list[bool]:
@@ -481,14 +510,18 @@ def shifted_power(sessions: list[list[dict[str, Any]]], family_level: float,
 
 
 def simulate_fitted(between: list[float], benchmarks: int, family_level: float,
-                    pairs: int, slowdown: float, sessions: int, seed: int = 0) -> str:
+                    pairs: int, slowdown: float, sessions: int, seed: int = 0,
+                    residuals: list[float] | None = None) -> str:
     """The family-wise false-alarm rate and the power that the measured variance
     components give, by simulation through the gate's own rule (looks, shares, Holm).
 
     Each simulated benchmark draws its between-pair SD from the measured ones (their
     spread across benchmarks is part of the fit) and its pair figures from a normal of
     that SD; the sessions hold ``benchmarks`` benchmarks, one of them slowed by
-    ``slowdown`` in the power sessions."""
+    ``slowdown`` in the power sessions.  With ``residuals`` (the measured pair figures,
+    each standardized within its benchmark) the figures are those residuals drawn at
+    random and scaled to the SD instead of normal ones: the measured tails, not the
+    normal's."""
     from pytest_gpucheck.bench.gate import judge_family
     from pytest_gpucheck.bench.sequential import LookSchedule
 
@@ -497,10 +530,16 @@ def simulate_fitted(between: list[float], benchmarks: int, family_level: float,
     schedule = LookSchedule.for_pairs(pairs)
     level = family_level / benchmarks
     sds = np.asarray(between, dtype=np.float64)
+    pool = None
+    if residuals:
+        pool = np.asarray(residuals, dtype=np.float64)
+        pool = pool / math.sqrt(float(np.mean(pool ** 2)))
 
     def benchmark(shift: float) -> Verdict:
         sd = float(rng.choice(sds))
-        figures = list(rng.normal(shift, sd, schedule.pairs_at(schedule.looks)))
+        count = schedule.pairs_at(schedule.looks)
+        noise = rng.normal(0.0, 1.0, count) if pool is None else rng.choice(pool, count)
+        figures = list(shift + sd * noise)
         return run_looks(figures, schedule, settings, level, benchmarks)
 
     red = 0
@@ -514,7 +553,8 @@ def simulate_fitted(between: list[float], benchmarks: int, family_level: float,
         verdicts = judge_family([benchmark(math.log1p(slowdown))]
                                 + [benchmark(0.0) for _ in range(benchmarks - 1)], family_level)
         caught += verdicts[0].status == "regression"
-    return (f"fitted simulation ({len(sds)} measured between-pair SDs, RMS "
+    model = "normal" if pool is None else f"the {len(pool)} measured residuals"
+    return (f"fitted simulation ({model}; {len(sds)} measured between-pair SDs, RMS "
             f"{math.sqrt(float(np.mean(sds ** 2))):.2%}; {benchmarks} benchmarks per session, "
             f"{pairs} pairs at the first look, up to {schedule.pairs_at(schedule.looks)}, "
             "every look within the budget): "
@@ -599,6 +639,10 @@ def measure_interleaved(args: argparse.Namespace, plant: Plant) -> int:
     if components.between:
         print(simulate_fitted(components.between, args.benchmarks, args.family_level,
                               args.pairs, args.slowdown, args.sim_sessions))
+        print(components.tails())
+        print(simulate_fitted(components.between, args.benchmarks, args.family_level,
+                              args.pairs, args.slowdown, args.sim_sessions,
+                              residuals=components.standardized))
     if aa_results:
         print(shifted_power(aa_results, args.family_level, args.slowdown))
     if problems:
@@ -635,11 +679,14 @@ def replay(folders: list[Path], args: argparse.Namespace) -> int:
           f"had a REGRESSION (95% upper bound {binomial_bound(red, len(sessions), True):.1%});"
           f" verdicts {dict(sorted(statuses.items()))}")
     print(components.summary())
+    print(components.tails())
     if components.between:
         sizes = Counter(len(r) for r in sessions)
         benchmarks = sizes.most_common(1)[0][0]
-        print(simulate_fitted(components.between, benchmarks, args.family_level, args.pairs,
-                              args.slowdown, args.sim_sessions))
+        for residuals in (None, components.standardized):
+            print(simulate_fitted(components.between, benchmarks, args.family_level,
+                                  args.pairs, args.slowdown, args.sim_sessions,
+                                  residuals=residuals))
     print(shifted_power(sessions, args.family_level, args.slowdown))
     return 0
 

@@ -7,8 +7,9 @@ its figures mean, checked without running a session.
   refused with one line naming the fix.
 * The replay of kept sessions judges recorded pair figures by the gate's own rule
   (looks, Holm): unshifted, it must give the statuses the runs recorded; shifted by
-  +10%, a benchmark whose noise allows it is caught, and one whose figures stop short
-  of the look a decision needs is not.
+  +10%, a benchmark whose noise allows it is caught, and one too noisy is not.  It
+  pools the folders it is given, fits the simulation to them (normal figures, and the
+  measured residuals with their tails) and refuses a folder with no kept session.
 """
 
 from __future__ import annotations
@@ -111,7 +112,9 @@ def test_replay_pools_kept_folders_and_refuses_an_empty_one(
                           "--sim-sessions", "20"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "replayed 2 A/A session(s) from 1 folder(s): 0 had a REGRESSION" in run.stdout
-    assert "fitted simulation (40 measured between-pair SDs" in run.stdout
+    assert "fitted simulation (normal; 40 measured between-pair SDs" in run.stdout
+    assert "fitted simulation (the 400 measured residuals; 40 measured" in run.stdout
+    assert "tails of 400 pair figures (each standardized within its benchmark)" in run.stdout
     assert "the unshifted replay gives the recorded status in 40 of 40" in run.stdout
 
     empty = tmp_path / "empty"
