@@ -345,7 +345,12 @@ def case_of(name: str) -> int:
 def binomial_bound(events: int, trials: int, upper: bool, confidence: float = 0.95) -> float:
     """The one-sided Clopper-Pearson bound of a rate: ``events`` of ``trials``."""
     def cdf(k: int, p: float) -> float:
-        return sum(math.comb(trials, j) * p ** j * (1 - p) ** (trials - j) for j in range(k + 1))
+        # In logs: math.comb(1300, 650) is beyond a float.
+        if p <= 0.0 or p >= 1.0:
+            return 1.0 if p <= 0.0 or k >= trials else 0.0
+        return sum(math.exp(math.lgamma(trials + 1) - math.lgamma(j + 1)
+                            - math.lgamma(trials - j + 1) + j * math.log(p)
+                            + (trials - j) * math.log1p(-p)) for j in range(k + 1))
 
     if trials == 0:
         return 1.0 if upper else 0.0

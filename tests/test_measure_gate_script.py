@@ -124,3 +124,11 @@ def test_replay_pools_kept_folders_and_refuses_an_empty_one(
     assert refused.returncode != 0
     assert refused.stderr.strip().splitlines()[-1] == (
         f"--replay {empty}: no session-N.json there; give a folder that --outputs wrote")
+
+
+def test_binomial_bounds_hold_at_a_thousand_trials(measure_gate: ModuleType) -> None:
+    # 100 clean sessions bound the rate below 3%; 1,300 trials (the measured noise shifted
+    # over 65 sessions of 20) overflowed a float in math.comb before the bound was in logs.
+    assert measure_gate.binomial_bound(0, 100, True) == pytest.approx(0.0295, abs=1e-4)
+    assert measure_gate.binomial_bound(1200, 1300, False) == pytest.approx(0.9098, abs=1e-3)
+    assert measure_gate.binomial_bound(198, 200, False) == pytest.approx(0.9689, abs=1e-3)
