@@ -410,9 +410,9 @@ class Components:
 
     def tails(self) -> str:
         """How far the pair figures are from the normal the simulation and the t interval
-        assume: the share beyond 2.5 and 3 SD of their own benchmark, with what a t on the
-        same pairs would give (the standardizing uses each benchmark's own estimates), and
-        their excess kurtosis (0 for a normal)."""
+        assume: the share beyond 2.5 and 3 SD of their own benchmark and their excess
+        kurtosis, each beside what normal figures of the same group sizes, standardized
+        the same way, give (a benchmark's own mean and SD pull its extremes in)."""
         if len(self.standardized) < 100:
             return "tails: too few pair figures to say"
         z = np.asarray(self.standardized)
@@ -640,19 +640,25 @@ def measure_interleaved(args: argparse.Namespace, plant: Plant) -> int:
                     f"average (median {np.median(planted):+.1%})" if planted else "")
         print(f"power: {caught} of {power_sessions} planted +{args.slowdown:.0%} caught (95% "
               f"lower bound {binomial_bound(caught, power_sessions, False):.1%}){measured}")
-    print(components.summary())
-    if components.between:
-        print(simulate_fitted(components.between, args.benchmarks, args.family_level,
-                              args.pairs, args.slowdown, args.sim_sessions))
-        print(components.tails())
-        print(simulate_fitted(components.between, args.benchmarks, args.family_level,
-                              args.pairs, args.slowdown, args.sim_sessions,
-                              residuals=components.standardized))
-    if aa_results:
-        print(shifted_power(aa_results, args.family_level, args.slowdown))
+    print_analysis(components, aa_results, args.benchmarks, args)
     if problems:
         print(f"{len(problems)} session(s) with problems: {problems[0]}")
     return 0 if not problems else 1
+
+
+def print_analysis(components: Components, sessions: list[list[dict[str, Any]]],
+                   benchmarks: int, args: argparse.Namespace) -> None:
+    """What the A/A ``sessions`` say beyond their red count, the same after a run and in
+    a replay: the variance components, the tails, the simulation fitted to them with
+    normal figures and with the measured residuals, and the measured noise shifted."""
+    print(components.summary())
+    if not components.between:
+        return
+    print(components.tails())
+    for residuals in (None, components.standardized):
+        print(simulate_fitted(components.between, benchmarks, args.family_level, args.pairs,
+                              args.slowdown, args.sim_sessions, residuals=residuals))
+    print(shifted_power(sessions, args.family_level, args.slowdown))
 
 
 def replay(folders: list[Path], args: argparse.Namespace) -> int:
@@ -683,16 +689,8 @@ def replay(folders: list[Path], args: argparse.Namespace) -> int:
     print(f"replayed {len(sessions)} A/A session(s) from {len(folders)} folder(s): {red} "
           f"had a REGRESSION (95% upper bound {binomial_bound(red, len(sessions), True):.1%});"
           f" verdicts {dict(sorted(statuses.items()))}")
-    print(components.summary())
-    print(components.tails())
-    if components.between:
-        sizes = Counter(len(r) for r in sessions)
-        benchmarks = sizes.most_common(1)[0][0]
-        for residuals in (None, components.standardized):
-            print(simulate_fitted(components.between, benchmarks, args.family_level,
-                                  args.pairs, args.slowdown, args.sim_sessions,
-                                  residuals=residuals))
-    print(shifted_power(sessions, args.family_level, args.slowdown))
+    benchmarks = Counter(len(r) for r in sessions).most_common(1)[0][0] if sessions else 0
+    print_analysis(components, sessions, benchmarks, args)
     return 0
 
 
