@@ -20,12 +20,7 @@ installing the package activates.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
-import sys
-import warnings
-from collections.abc import Callable, Mapping, Sequence
-from types import ModuleType
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __version__ = "0.1.0"
@@ -73,50 +68,5 @@ _face = lazy_face(__name__, _LAZY)
 def __getattr__(name: str) -> Any:
     return _face(name)
 
-
-#: Modules that moved when the package's top level was sorted into folders by role
-#: (docs/architecture.md), and where they live now.  The old names keep working, with a
-#: DeprecationWarning that names the new one.
-MOVED_MODULES = {
-    **{f"pytest_gpucheck.{name}": f"pytest_gpucheck.checking.{name}" for name in (
-        "assertions", "device_views", "finite_differences", "guards", "hypothesis_profiles",
-        "kernel_launch", "kernel_rules", "randomness", "strategies", "tolerance")},
-    **{f"pytest_gpucheck.{name}": f"pytest_gpucheck.reporting.{name}" for name in (
-        "atomic_files", "ci", "report", "terminal_width")},
-    "pytest_gpucheck.child_env": "pytest_gpucheck.environment",
-    "pytest_gpucheck.launch_env": "pytest_gpucheck.environment",
-    "pytest_gpucheck.devices": "pytest_gpucheck.backends.devices",
-    "pytest_gpucheck.sanitizer_log": "pytest_gpucheck.sanitizer.log",
-    # Shared by the numba and cuda-python backends, so outside both (no backend imports another).
-    # The conformance specs, one module per family (conformance/specs/).
-    **{f"pytest_gpucheck.conformance.specs_{family}": f"pytest_gpucheck.conformance.specs.{family}"
-       for family in ("fused", "multi_device", "transforms", "ufuncs")},
-    "pytest_gpucheck.backends.numba.compile_check":
-        "pytest_gpucheck.backends.numba_device.compile_check",
-}
-
-
-class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports an old module name as the module that now lives elsewhere (the same
-    object, so its state is shared), warning once per name."""
-
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in MOVED_MODULES:
-            return None
-        return importlib.util.spec_from_loader(fullname, self)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        new = MOVED_MODULES[spec.name]
-        warnings.warn(f"{spec.name} moved to {new}; import it from there (the old name "
-                      "goes in a later release)", DeprecationWarning, stacklevel=2)
-        return importlib.import_module(new)
-
-    def exec_module(self, module: ModuleType) -> None:
-        """Nothing to run: the module was imported under its new name."""
-
-
-if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
-    sys.meta_path.append(_MovedModules())
 
 __all__ = ["__version__", *_LAZY]

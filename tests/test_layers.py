@@ -225,3 +225,22 @@ def test_the_worker_side_imports_nothing_of_the_controller_side(
     result = _check(_tree(tmp_path / "broken", {**SIDES, **files}))
     assert result.returncode == 1, result.stdout
     assert message in result.stdout, result.stdout
+
+
+def test_the_top_level_holds_the_plugins_face_only() -> None:
+    """At most 12 files directly in the package: the rest lives in folders by role."""
+    import pytest_gpucheck
+
+    files = sorted(p.name for p in Path(pytest_gpucheck.__file__).parent.iterdir() if p.is_file())
+    assert len(files) <= 12, files
+
+
+def test_importing_the_package_installs_no_import_hook() -> None:
+    """The package is imported into every pytest process of an environment that has it
+    installed: it adds no finder to ``sys.meta_path`` (the alias layer for moved module
+    names, which no release ever shipped, did, and warned in users' runs)."""
+    code = ("import sys; before = list(sys.meta_path); import pytest_gpucheck; "
+            "print([type(f).__name__ for f in sys.meta_path if f not in before])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
