@@ -47,7 +47,10 @@ def xp(gpu_backend: Backend) -> Any:
     backend, as array-api-tests, SciPy, scikit-learn and array-api-extra use it:
     ``array_api_compat.numpy`` (``numpy``, ``numba-cpu``), ``array_api_compat.torch``
     (``torch-cpu``, ``torch-cuda``), ``array_api_compat.cupy``, ``jax.numpy`` and
-    ``array_api_strict``.  The standard's names work on every one::
+    ``array_api_strict``; on ``torch-cuda``, ``cupy`` and ``jax-*`` that namespace wrapped
+    so that its creation functions (``xp.ones``, ``xp.asarray([1.0])``...) place arrays on
+    the backend's device when the test names none.  The standard's names work on every
+    one::
 
         def test_transpose(xp):
             assert xp.permute_dims(xp.ones((2, 3)), (1, 0)).shape == (3, 2)

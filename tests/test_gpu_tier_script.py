@@ -183,3 +183,119 @@ def test_a_dry_run_runs_steps_side_by_side_and_a_stopped_step_keeps_its_files(
     assert (out / "environment.txt").is_file()
     assert not (out / ".status").exists()
     assert not _own_processes(str(out)), _own_processes(str(out))
+
+
+# -- the process model of every step, and the budgets ---------------------------------
+def _tier_env(**variables: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
+    env["PYTHON"] = sys.executable
+    env["GPU_TIER_KILL_AFTER"] = "120"  # a loaded machine: see the test above
+    env.update(variables)
+    return env
+
+
+def _plan(*args: str) -> subprocess.CompletedProcess[str]:
+    env = _tier_env()
+    del env["GPU_TIER_KILL_AFTER"]  # the GPU run's own: 15 s
+    return subprocess.run(["bash", str(SCRIPT), "--plan", *args], capture_output=True,
+                          text=True, check=False, timeout=60, env=env)
+
+
+def test_the_gpu_tier_fits_one_ten_minute_command() -> None:
+    """The GPU run's plan (no GPU needed): every step's budget, stage and process model,
+    and the worst case (each step run to its budget, then given the time to end it gets
+    before it is killed, plus the set-up) adding up within 570 s, so one 10-minute
+    command holds it; the probe first, alone, within 2 minutes."""
+    done = _plan("--jobs", "16")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line.split("\t") for line in done.stdout.splitlines()[1:] if "\t" in line]
+    steps = {row[0]: row for row in rows}
+    assert rows[0][:3] == ["probe", "first", "no-pytest"], rows[0]
+    assert int(rows[0][3]) <= 120
+    assert [row[0] for row in rows[-2:]] == ["bench", "device-timing"]
+    assert steps["mpi-launched-2-ranks"][2] == "mpiexec-2"
+    assert steps["bench"][2] == "benchmark-json"
+    side = [row for row in rows if row[1] == "side by side"]
+    assert {row[2] for row in side} == {"one-process", "mpiexec-2"}, side
+    # Steps that use xp on every GPU backend: the probe's xp checks name them.
+    assert "cupy,torch-cuda,jax-gpu" in (SCRIPTS / "run_gpu_tier.sh").read_text()
+    plan = done.stdout.splitlines()[-1]
+    match = re.fullmatch(r"plan \(worst case, seconds\): (.*) = (\d+) of (\d+) \(each stopped "
+                         r"step gets (\d+) s to end\)", plan)
+    assert match, plan
+    terms = [int(term.split()[-1]) for term in match.group(1).split(" + ")]
+    kill = int(match.group(4))
+    # The arithmetic: the terms add up; each step's term is its budget plus the kill time;
+    # 16 steps side by side on 16 slots are one wave of the longest budget.
+    assert sum(terms) == int(match.group(2)) <= int(match.group(3)) <= 570, plan
+    assert f"probe {int(steps['probe'][3]) + kill}" in plan
+    assert f"bench {int(steps['bench'][3]) + kill}" in plan
+    longest = max(int(row[3]) for row in side)
+    assert f"{len(side)} step(s) side by side at most 16 at a time {longest + kill}" in plan
+
+
+def test_a_plan_that_does_not_fit_is_refused() -> None:
+    """The twins: half the slots (two waves) or a longer benchmark budget exceed it."""
+    for args in (("--jobs", "8"), ("--jobs", "16", "--budget", "bench=300")):
+        done = _plan(*args)
+        assert done.returncode == 1, (args, done.stdout)
+        assert done.stdout.splitlines()[-1] == (
+            "the tier does not fit 570 s: lower a --budget or raise --jobs"), done.stdout
+
+
+def test_the_dry_run_checks_each_steps_process_model(tmp_path: Path) -> None:
+    """Under the project's own pyproject (addopts -n auto --dist loadscope): each step's
+    exact command, run up to its session's start, is one process (-n 0), the mpiexec
+    step two ranks neither refusing xdist, the benchmarks' pytest-benchmark on (its
+    JSON would be 0 bytes under --dist).  The broken twin adds -n 2 to every pytest step
+    (GPU_TIER_PYTEST_ARGS): each of the three is named with its own reason, exit 3, and
+    no step runs."""
+    only = ["--only", "mpi-launched-2-ranks,bench,interop-cpu,device-timing"]
+    done = subprocess.run(["bash", str(SCRIPT), "--dry-run", "--check-only", "--jobs", "2",
+                           *only, str(tmp_path / "ok")], capture_output=True, text=True,
+                          check=False, timeout=1200, env=_tier_env())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = (tmp_path / "ok" / "process-model.txt").read_text().splitlines()
+    assert lines == [
+        "mpi-launched-2-ranks: mpiexec-2: ok [2 pytest process(es), -n 0 --dist no, -n 0 "
+        "--dist no; 2 ranks under the launcher]",
+        "interop-cpu: one-process: ok [1 pytest process(es), -n 0 --dist no]",
+        "bench: benchmark-json: ok [1 pytest process(es), -n 0 --dist no; pytest-benchmark "
+        "on, JSON asked]",
+        # Its pytest runs in a folder of its own, outside the project's addopts.
+        "device-timing: one-process: ok [1 pytest process(es), -n (none) --dist no]"], lines
+    assert not list((tmp_path / "ok").glob("*.log")), "--check-only ran a step"
+
+    done = subprocess.run(["bash", str(SCRIPT), "--dry-run", "--check-only", "--jobs", "2",
+                           *only, str(tmp_path / "broken")], capture_output=True, text=True,
+                          check=False, timeout=1200, env=_tier_env(GPU_TIER_PYTEST_ARGS="-n2"))
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    text = (tmp_path / "broken" / "process-model.txt").read_text()
+    assert "mpi-launched-2-ranks: mpiexec-2: WRONG: no pytest of the step reached its session " \
+           "(exit 4: ERROR: pytest-xdist cannot distribute tests under an MPI launcher" in text
+    assert "interop-cpu: one-process: WRONG: pytest-xdist would start 2 worker(s) (--dist " \
+           "loadscope); add -n 0" in text
+    assert "pytest-benchmark is off (it turns itself off under --dist): its --benchmark-json " \
+           "would be empty" in text
+    summary = (tmp_path / "broken" / "summary.txt").read_text()
+    assert "no step was run" in summary, summary
+
+
+def test_the_mpiexec_step_and_the_benchmark_json_on_the_cpu_tier(tmp_path: Path) -> None:
+    """The mpiexec step's own command under mpiexec -n 2 passes (it exited 4 on both ranks
+    under the addopts' -n auto), and the benchmarks' pytest-benchmark JSON holds what was
+    timed (0 bytes under --dist).  The benchmarks narrowed to the copy (and the MPI
+    modules kept) by -k, the budgets raised for a loaded machine."""
+    out = tmp_path / "run"
+    done = subprocess.run(
+        ["bash", str(SCRIPT), "--dry-run", "--jobs", "2", "--only", "mpi-launched-2-ranks,bench",
+         "--budget", "mpi-launched-2-ranks=600", "--budget", "bench=600", str(out)],
+        capture_output=True, text=True, check=False, timeout=2400,
+        env=_tier_env(GPU_TIER_PYTEST_ARGS="-k(copy)or(mpi)"))
+    summary = (out / "summary.txt").read_text()
+    assert done.returncode == 0, summary + done.stdout[-3000:]
+    assert "mpi-launched-2-ranks: passed" in summary, summary
+    assert "bench: passed" in summary, summary
+    data = json.loads((out / "bench-pytest-benchmark.json").read_text())
+    assert len(data["benchmarks"]) == 3, [b["name"] for b in data["benchmarks"]]

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
     from numpy.typing import DTypeLike
 
@@ -207,8 +209,28 @@ class Backend:
         if self.module is None:
             return None
         if self._namespace is None:
-            self._namespace = self._array_namespace()
+            namespace = self._array_namespace()
+            device = self.xp_device()
+            if device is not None:
+                from pytest_gpucheck.backends.device_namespace import DeviceNamespace
+
+                namespace = DeviceNamespace(namespace, device, self.xp_device_context())
+            self._namespace = namespace
         return self._namespace
+
+    def xp_device(self) -> Any:
+        """The device :attr:`xp`'s creation functions must place arrays on, in the
+        framework's terms, where the namespace's default device need not be this
+        backend's (array-api-compat's torch wrapper defaults to torch's default device,
+        the CPU, on ``torch-cuda`` too); None where the default is right.  :attr:`xp` is
+        then a :class:`~.device_namespace.DeviceNamespace` that passes it."""
+        return None
+
+    def xp_device_context(self) -> Callable[[], AbstractContextManager[Any]] | None:
+        """Where the namespace places arrays by a context, not by ``device=``: a callable
+        returning the context manager in which :attr:`xp`'s creation functions run
+        (CuPy's ``cupy.cuda.Device``); None to pass :meth:`xp_device` as ``device=``."""
+        return None
 
     def _array_namespace(self) -> Any:
         try:

@@ -56,15 +56,25 @@ class OtherRankFailure:
     text: str
 
 
+def launcher_refusal(config: pytest.Config) -> str | None:
+    """Why a session with ``config``'s options cannot run as a rank under an MPI launcher,
+    or None: pytest-xdist's workers (``-n N``, an addopts' ``-n auto``) would each run
+    the session, so every rank would spread its items over processes that are no ranks.
+    ``scripts/run_gpu_tier.sh`` asks the same of its ``mpiexec`` step before it runs."""
+    if config.getoption("numprocesses", None):
+        return ("pytest-xdist cannot distribute tests under an MPI launcher (every rank runs "
+                "the session); add -n0")
+    return None
+
+
 class RankSession:
     """Per-rank state of a launched session (this object is the plugin)."""
 
     def __init__(self, config: pytest.Config, launched: LaunchedRank, default_timeout: float
                  ) -> None:
-        if config.getoption("numprocesses", None):
-            raise pytest.UsageError(
-                "pytest-xdist cannot distribute tests under an MPI launcher (every rank runs "
-                "the session); add -n0")
+        refusal = launcher_refusal(config)
+        if refusal:
+            raise pytest.UsageError(refusal)
         from mpi4py import MPI
 
         claim_rank_environment()

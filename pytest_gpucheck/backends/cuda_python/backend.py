@@ -10,7 +10,6 @@ timer, device copy and MPI array operations (Numba views of the buffers).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,7 +47,6 @@ def _cuda_core() -> Any:
     return core
 
 
-@dataclass
 class CudaPythonBackend(Backend):
     """CUDA C kernels compiled with NVRTC and launched through ``cuda.core``."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -11,6 +12,9 @@ from pytest_gpucheck.backends.base import Backend, PeerCopy, Probe
 from pytest_gpucheck.backends.timing import CudaEventTimer
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+
     from pytest_gpucheck.backends.adapter_base import Adapter
     from pytest_gpucheck.backends.timing import RoundTimer
 
@@ -68,6 +72,20 @@ class CupyBackend(Backend):
 
         with cupy.cuda.Device(self.device_index):
             return cupy.empty(shape, dtype=dtype)
+
+    def xp_device(self) -> Any:
+        # CuPy creates arrays on its current device, which need not be this backend's.
+        import cupy
+
+        return cupy.cuda.Device(self.device_index)
+
+    def xp_device_context(self) -> Callable[[], AbstractContextManager[Any]]:
+        # array-api-compat's CuPy wrapper ignores device= in ones() and the like (its
+        # _check_device validates NumPy's and Dask's only) and refuses one in
+        # fft.fftfreq: the creation functions run with this device current instead.
+        import cupy
+
+        return functools.partial(cupy.cuda.Device, self.device_index)
 
     def synchronize(self) -> None:
         import cupy

@@ -56,6 +56,11 @@ class _JaxBackend(Backend):
         devices = self._jax().devices(self.platform)
         return devices[self.device_index if self.platform == "gpu" else 0]
 
+    def xp_device(self) -> Any:
+        # jax.numpy creates arrays on jax_default_device, one setting for the process
+        # (the jax-gpu probe sets it): jax-cpu and jax-gpu each name their own device.
+        return self._device()
+
     @property
     def module(self) -> Any:
         self._jax()

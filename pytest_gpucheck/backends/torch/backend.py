@@ -104,6 +104,11 @@ class TorchCudaBackend(_TorchBackend):
         torch.cuda.set_device(self.device_index)
         return Probe(True, version=torch.__version__, device=device_line(self.device_index))
 
+    def xp_device(self) -> Any:
+        # array-api-compat's torch namespace is one object for the CPU and CUDA; its
+        # creation functions pass device=None, torch's default device (the CPU).
+        return self._device()
+
     def synchronize(self) -> None:
         import torch
 

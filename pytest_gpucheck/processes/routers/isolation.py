@@ -82,8 +82,13 @@ def configure_isolation(config: pytest.Config) -> None:
     from pytest_gpucheck.environment import launched_rank
 
     # Under a launcher every rank is a process the launcher owns; a worker started by a
-    # rank would inherit the rank's MPI environment without being a rank.
-    if config.getoption("gpu_isolate", "auto") != "none" and launched_rank() is None:
+    # rank would inherit the rank's MPI environment without being a rank.  A benchmark
+    # peer (the gate's baseline or candidate process, a stored mode's fresh process) is
+    # the process being timed: it runs its items itself (its server calls the runner
+    # directly), so a worker would only sit idle beside the timed rounds, with every
+    # framework imported and a CUDA context of its own.
+    if config.getoption("gpu_isolate", "auto") != "none" and launched_rank() is None \
+            and config.getoption("gpu_bench_peer", None) is None:
         config.pluginmanager.register(IsolationRouter(config), "gpucheck-isolation-router")
 
 
