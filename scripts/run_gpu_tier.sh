@@ -97,7 +97,7 @@ while [ $# -gt 0 ]; do
                 *) echo "--budget takes STEP=SECONDS, not '$2'" >&2; exit 2 ;;
             esac
             shift 2 ;;
-        -h|--help) sed -n '2,77p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,72p' "${BASH_SOURCE[0]}"; exit 0 ;;
         -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
         *) out=$1; shift ;;
     esac
