@@ -299,3 +299,26 @@ def test_the_mpiexec_step_and_the_benchmark_json_on_the_cpu_tier(tmp_path: Path)
     assert "bench: passed" in summary, summary
     data = json.loads((out / "bench-pytest-benchmark.json").read_text())
     assert len(data["benchmarks"]) == 3, [b["name"] for b in data["benchmarks"]]
+
+
+def test_a_benchmark_step_without_its_json_fails(tmp_path: Path) -> None:
+    """After the benchmarks (the step passed), their pytest-benchmark JSON must hold what
+    was timed: the script runs this check on it and fails the step otherwise.  A
+    0-byte file (pytest-benchmark off under --dist), a missing one and one without
+    benchmarks fail; the twin, the JSON of one benchmark, passes (the script's own run
+    is test_the_mpiexec_step_and_the_benchmark_json_on_the_cpu_tier)."""
+    script = SCRIPTS / "gpu_tier_model.py"
+    empty, none, good = tmp_path / "empty.json", tmp_path / "none.json", tmp_path / "good.json"
+    empty.write_text("")
+    none.write_text(json.dumps({"benchmarks": []}))
+    good.write_text(json.dumps({"benchmarks": [{"name": "test_copy[numpy]"}]}))
+    for path, status, line in (
+            (empty, 1, "empty.json unreadable (JSONDecodeError: "),
+            (tmp_path / "missing.json", 1, "missing.json unreadable (FileNotFoundError: "),
+            (none, 1, "none.json holds no benchmark: the benchmarks' step failed "
+                      "(pytest-benchmark off?)"),
+            (good, 0, "good.json: 1 benchmark(s)")):
+        done = subprocess.run([sys.executable, str(script), "json", str(path)],
+                              capture_output=True, text=True, check=False, timeout=60)
+        assert done.returncode == status, (path, done.stdout, done.stderr)
+        assert done.stdout.startswith(line), done.stdout
