@@ -5,7 +5,11 @@ is checked here: the package filter keeps every CUDA-build distribution (their
 names carry suffixes), its report plugin writes ``matrix.md`` from the very
 run that writes ``matrix.json``, it parses (and passes shellcheck where that is
 installed), refuses bad options, and its ``--dry-run`` on the CPU tier runs
-steps side by side and keeps the files of a step stopped at its budget.
+steps side by side and keeps the files of a step stopped at its budget.  Its plan
+adds up to one 10-minute command; each step's process model is checked under the
+project's own pyproject before any step runs (the mpiexec step's ranks, the
+benchmarks' pytest-benchmark); the mpiexec step passes under ``mpiexec -n 2`` and the
+benchmarks' JSON holds what they timed.
 """
 
 from __future__ import annotations
