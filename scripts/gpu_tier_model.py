@@ -17,6 +17,9 @@ prints one line per step; exit status 1 if a step would run otherwise:
   (``pytest_gpucheck.mpi.rank_session.launcher_refusal``, the ranks' own check);
 * ``no-pytest``: a script that measures in its own process and starts no pytest (the
   probe step); not run by the check (it would measure), only named.
+
+``python scripts/gpu_tier_model.py json FILE``, after the benchmarks, fails their step
+when pytest-benchmark's JSON holds no benchmark.
 """
 
 from __future__ import annotations
@@ -129,9 +132,29 @@ def check(folder: Path, steps: list[str]) -> int:
     return 1 if failed else 0
 
 
+def benchmark_json(path: Path) -> int:
+    """After the benchmarks: 0 if pytest-benchmark's JSON at ``path`` holds what they
+    timed; else 1, with one line (a 0-byte file when pytest-benchmark turned itself
+    off under --dist; missing when the step wrote it elsewhere)."""
+    try:
+        benchmarks = json.loads(path.read_text()).get("benchmarks")
+    except (OSError, ValueError, AttributeError) as exc:
+        problem = f"unreadable ({type(exc).__name__}: {exc})"
+    else:
+        if benchmarks:
+            print(f"{path.name}: {len(benchmarks)} benchmark(s)")
+            return 0
+        problem = "holds no benchmark"
+    print(f"{path.name} {problem}: the benchmarks' step failed (pytest-benchmark off?)")
+    return 1
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "json":
+        return benchmark_json(Path(argv[1]))
     if len(argv) < 2 or argv[0] != "check":
-        print("usage: gpu_tier_model.py check FOLDER STEP=MODEL...", file=sys.stderr)
+        print("usage: gpu_tier_model.py check FOLDER STEP=MODEL... | json FILE",
+              file=sys.stderr)
         return 2
     return check(Path(argv[1]), argv[2:])
 

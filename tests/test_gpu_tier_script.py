@@ -5,7 +5,11 @@ is checked here: the package filter keeps every CUDA-build distribution (their
 names carry suffixes), its report plugin writes ``matrix.md`` from the very
 run that writes ``matrix.json``, it parses (and passes shellcheck where that is
 installed), refuses bad options, and its ``--dry-run`` on the CPU tier runs
-steps side by side and keeps the files of a step stopped at its budget.
+steps side by side and keeps the files of a step stopped at its budget.  Its plan
+adds up to one 10-minute command; each step's process model is checked under the
+project's own pyproject before any step runs (the mpiexec step's ranks, the
+benchmarks' pytest-benchmark); the mpiexec step passes under ``mpiexec -n 2`` and the
+benchmarks' JSON holds what they timed.
 """
 
 from __future__ import annotations
@@ -299,3 +303,26 @@ def test_the_mpiexec_step_and_the_benchmark_json_on_the_cpu_tier(tmp_path: Path)
     assert "bench: passed" in summary, summary
     data = json.loads((out / "bench-pytest-benchmark.json").read_text())
     assert len(data["benchmarks"]) == 3, [b["name"] for b in data["benchmarks"]]
+
+
+def test_a_benchmark_step_without_its_json_fails(tmp_path: Path) -> None:
+    """After the benchmarks (the step passed), their pytest-benchmark JSON must hold what
+    was timed: the script runs this check on it and fails the step otherwise.  A
+    0-byte file (pytest-benchmark off under --dist), a missing one and one without
+    benchmarks fail; the twin, the JSON of one benchmark, passes (the script's own run
+    is test_the_mpiexec_step_and_the_benchmark_json_on_the_cpu_tier)."""
+    script = SCRIPTS / "gpu_tier_model.py"
+    empty, none, good = tmp_path / "empty.json", tmp_path / "none.json", tmp_path / "good.json"
+    empty.write_text("")
+    none.write_text(json.dumps({"benchmarks": []}))
+    good.write_text(json.dumps({"benchmarks": [{"name": "test_copy[numpy]"}]}))
+    for path, status, line in (
+            (empty, 1, "empty.json unreadable (JSONDecodeError: "),
+            (tmp_path / "missing.json", 1, "missing.json unreadable (FileNotFoundError: "),
+            (none, 1, "none.json holds no benchmark: the benchmarks' step failed "
+                      "(pytest-benchmark off?)"),
+            (good, 0, "good.json: 1 benchmark(s)")):
+        done = subprocess.run([sys.executable, str(script), "json", str(path)],
+                              capture_output=True, text=True, check=False, timeout=60)
+        assert done.returncode == status, (path, done.stdout, done.stderr)
+        assert done.stdout.startswith(line), done.stdout
