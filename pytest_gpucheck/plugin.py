@@ -252,7 +252,9 @@ def pytest_collection_modifyitems(
             try:
                 marks = backend_outcome_marks(item)
             except pytest.UsageError as exc:
-                usage_errors.add(config, f"{item.nodeid}: {exc}")
+                # Once per test function: its parametrized items carry the same marker
+                # (a malformed one printed the same line once per backend).
+                usage_errors.add(config, f"{item.nodeid.split('[', 1)[0]}: {exc}")
                 continue
             for mark in marks:
                 item.add_marker(mark)
