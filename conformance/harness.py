@@ -146,7 +146,8 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
     cases = spec.cases(sizing)
     # Framework defects recorded for this cell (known_defects.py): their cases are taken
     # as the defect, every other case is checked as usual.
-    defects = Tracker(spec.name, backend.name, impl.name)
+    # And the clauses the implementation is expected to fail (implements(..., xfail=...)).
+    defects = Tracker(spec.name, backend.name, impl.name, impl.xfail)
 
     def base_context(case: str, launch: LaunchConfig | None, seed_: int | None) -> CheckContext:
         return CheckContext(kernel=spec.name, backend=backend.name, implementation=impl.name,
@@ -338,7 +339,7 @@ def sweep(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizi
             context = make_context(label, launch, None)
             problems = run_case(spec, impl, backend, case, layouts, launch, context,
                                 results=results)
-            if defects and defects.explains(case, problems):
+            if defects and defects.explains(case, problems, clause=edge.what):
                 explained = True  # the recorded defect; the next case is checked as usual
                 break
             if problems:

@@ -228,3 +228,171 @@ def test_a_list_in_gpu_xfail_is_the_same_line(tmp_path: Path) -> None:
     assert line.endswith("@pytest.mark.gpu_xfail(('numpy', 'cpu')) takes the names as "
                          "separate arguments, not a tuple: write "
                          "@pytest.mark.gpu_xfail('numpy', 'cpu')"), line
+
+
+# -- 5. contract variants and expected failures -------------------------------------------
+
+VARIANTS = '''\
+import numpy as np
+import pytest_gpucheck
+
+
+@pytest_gpucheck.implements("sum", backend="numpy", name="skipping", variant="nan")
+@pytest_gpucheck.implements("nansum", backend="numba-cpu", name="skipping")
+def nansum(x, out):
+    out[0] = np.nansum(x, dtype=np.float64) if x.dtype.kind == "f" else np.sum(x)
+
+
+@pytest_gpucheck.implements("sum", backend="numpy", name="propagating", variant="nan")
+def propagating(x, out):  # the broken twin: np.sum lets the NaN through
+    out[0] = np.sum(x, dtype=np.float64) if x.dtype.kind == "f" else np.sum(x)
+
+
+@pytest_gpucheck.implements("max", backend="numba-cpu", name="skipping", variant="nan")
+def nanmax(x, out):
+    out[0] = np.nan if x.dtype.kind == "f" and np.isnan(x).all() else np.nanmax(x)
+
+
+@pytest_gpucheck.implements("nanmax", backend="numpy", name="propagating")
+def propagating_max(x, out):
+    out[0] = np.max(x)
+'''
+
+
+def test_a_nan_variant_is_checked_against_numpys_nan_function(tmp_path: Path) -> None:
+    """numbagg's ``nansum`` skips NaN by design and ``sum``'s contract propagates it: the
+    variant ``nan`` (``variant="nan"`` or its name ``nansum``) holds it to ``np.nansum``;
+    an implementation that lets the NaN through fails that variant's ``one NaN`` case."""
+    folder = project(tmp_path, VARIANTS)
+    result = run_pytest(folder, *USER_RUN, "-rA", "--junitxml=junit.xml", timeout=300)
+    text = output(result)
+    assert result.returncode == 1, text[-3000:]
+    from user_runs import junit_outcomes
+
+    outcomes = {name: outcome for name, (outcome, _) in
+                junit_outcomes(folder / "junit.xml").items()}
+    assert outcomes == {
+        "test_nansum[numpy:skipping]": "passed", "test_nansum[numba-cpu:skipping]": "passed",
+        "test_nansum[numpy:propagating]": "failure", "test_nanmax[numba-cpu:skipping]": "passed",
+        "test_nanmax[numpy:propagating]": "failure"}, text[-3000:]
+    assert re.search(r"out\[0\]=nan, but should be -?\d+\.\d+ \[nansum\(n=\d+, dtype=float\d+, "
+                     r"one NaN; boundary sweep \d+/\d+: one NaN\) on numpy:propagating\]", text)
+    assert re.search(r"out\[0\]=nan, but should be -?\d+\.\d+ \[nanmax\(n=\d+, dtype=float\d+, "
+                     r"one NaN; boundary sweep \d+/\d+: one NaN\) on numpy:propagating\]", text)
+    # The variants sit in their kernels' row of the matrix.
+    assert re.search(r"reductions\s+fail 2/3\s+pass 2\n", text), text[-3000:]
+
+
+EXPECTED = '''\
+import numpy as np
+import pytest_gpucheck
+
+
+def _nansum(x):
+    return np.nansum(x, dtype=np.float64) if x.dtype.kind == "f" else np.sum(x)
+
+
+@pytest_gpucheck.implements("sum", backend="numpy", name="skipping",
+                            xfail={"one NaN": "skips NaN by design"})
+@pytest_gpucheck.implements("sum", backend="numba-cpu", name="skipping",
+                            xfail={"one NaN": "skips NaN by design"})
+def skipping(x, out):
+    out[0] = _nansum(x)
+
+
+@pytest_gpucheck.implements("sum", backend="numpy", name="meets_it",
+                            xfail={"one NaN": "thought it skipped NaN"})
+def meets_it(x, out):  # strict: the clause it declares failing passes
+    out[0] = np.sum(x, dtype=np.float64) if x.dtype.kind == "f" else np.sum(x)
+
+
+@pytest_gpucheck.implements("sum", backend="numba-cpu", name="also_wrong",
+                            xfail={"one NaN": "skips NaN by design"})
+def also_wrong(x, out):  # fails another clause too: a failure, not an expected one
+    out[0] = _nansum(x) + (1 if x.size > 40 else 0)
+'''
+
+
+def test_a_clause_expected_to_fail_is_an_xfail_with_its_reason_and_strict(
+        tmp_path: Path) -> None:
+    """``xfail={"one NaN": reason}`` makes the item an expected failure when the ``one NaN``
+    cases fail and everything else passes, shown with the reason in the terminal matrix, the
+    JSON report and the Markdown summary; the item fails when the clause passes (strict) and
+    when any other case fails."""
+    folder = project(tmp_path, EXPECTED)
+    result = run_pytest(folder, *USER_RUN, "-rA", "--junitxml=junit.xml",
+                        "--gpu-report=report.json", "--gpu-summary=summary.md", timeout=300)
+    text = output(result)
+    assert result.returncode == 1, text[-3000:]
+    from user_runs import junit_outcomes
+
+    outcomes = junit_outcomes(folder / "junit.xml")
+    assert {name: outcome for name, (outcome, _) in outcomes.items()} == {
+        "test_sum[numpy:skipping]": "skipped", "test_sum[numba-cpu:skipping]": "skipped",
+        "test_sum[numpy:meets_it]": "failure", "test_sum[numba-cpu:also_wrong]": "failure"}
+    reason = "clause 'one NaN' expected to fail: skips NaN by design (seen: n="
+    assert reason in outcomes["test_sum[numpy:skipping]"][1]
+    assert "clause 'one NaN' is expected to fail (thought it skipped NaN), but its 2 case(s) " \
+           "passed: the implementation meets it" in outcomes["test_sum[numpy:meets_it]"][1]
+    assert "out[0]=" in outcomes["test_sum[numba-cpu:also_wrong]"][1]
+    assert re.search(r"reductions\s+fail 1/1 \+1 xfail\s+fail 1/1 \+1 xfail", text), text[-3000:]
+    assert re.search(r"numpy in reductions \(1\), numba-cpu in reductions \(1\) xfail "
+                     r"\(clause 'one NaN' expected to fail: skips NaN by design", text) or \
+        text.count("xfail (clause 'one NaN' expected to fail: skips NaN by design") == 2, \
+        text[-3000:]
+    import json
+
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    assert report["totals"]["xfail"] == 2
+    cells = {cell["backend"]: cell for cell in report["cells"]}
+    for backend in ("numpy", "numba-cpu"):
+        assert cells[backend]["xfail"] == 1
+        assert cells[backend]["summary"] == "fail 1/1 +1 xfail"
+        (why,) = cells[backend]["skip_reasons"]
+        assert why.startswith(f"xfail ({reason}")
+    summary = (folder / "summary.md").read_text(encoding="utf-8")
+    assert "| reductions | ❌ fail 1/1 +1 xfail | ❌ fail 1/1 +1 xfail |" in summary
+    assert "xfail (clause 'one NaN' expected to fail: skips NaN by design" in summary
+
+
+@pytest.mark.parametrize(("registration", "expected"), [
+    ('"sum", backend="numpy", xfail={"propagates_nan": "why"}',
+     "ERROR: conftest.py:4: sum on numpy: xfail names no clause of its contract: "
+     "'propagates_nan'; its clauses (the value classes of its boundary sweep) are "
+     "'all negative', 'subnormal', 'fractional', 'one NaN'"),
+    ('"sum", backend="numpy", xfail={"one NaN": ""}',
+     "ERROR: conftest.py:4: sum on numpy: xfail['one NaN'] needs a reason, a non-empty "
+     "string"),
+    ('"histogram", backend="numpy", variant="nan"',
+     "ERROR: conftest.py:4: 'histogram' has no variant 'nan'; the variants are: sum "
+     "variant='nan' (nansum), dot variant='nan' (nandot), weighted_sum variant='nan' "
+     "(nanweighted_sum), sum_of_squares variant='nan' (nansum_of_squares), max "
+     "variant='nan' (nanmax)"),
+])
+def test_a_bad_variant_or_clause_is_one_line(tmp_path: Path, registration: str,
+                                             expected: str) -> None:
+    conftest = ("import pytest_gpucheck\n\n\n"
+                f"@pytest_gpucheck.implements({registration})\n"
+                "def f(x, out):\n    out[0] = 0\n")
+    folder = project(tmp_path, conftest)
+    assert one_error_line(run_pytest(folder, *USER_RUN, timeout=120)) == expected
+
+
+XFAIL_EXAMPLE = re.compile(r"<!-- xfail example: (\S+) (\S+) -->\n```python\n(.*?)```", re.DOTALL)
+
+
+def test_the_documented_expected_failure_runs_as_documented(tmp_path: Path) -> None:
+    """docs/kernels.md's ``xfail=`` example, as its conftest.py: an expected failure with
+    its reason."""
+    doc = Path(__file__).resolve().parents[1] / "docs" / "kernels.md"
+    ((backend, kernel, code),) = XFAIL_EXAMPLE.findall(doc.read_text(encoding="utf-8"))
+    folder = project(tmp_path, code)
+    result = run_pytest(folder, "--gpu-conformance", "--gpu-impls=user",
+                        f"--gpu-backends={backend}", "-k", f"test_{kernel}[", "-n0", "-rx",
+                        "--hypothesis-profile=ci", timeout=300)
+    text = output(result)
+    assert result.returncode == 0, text[-3000:]
+    assert "1 xfailed" in text, text[-2000:]
+    assert re.search(rf"XFAIL \S*test_{kernel}\[{backend}:mine\] - clause 'one NaN' expected "
+                     "to fail: skips NaN by design: use it as nansum", text), text[-3000:]
+    assert re.search(r"reductions\s+xfail 1", text), text[-3000:]
