@@ -396,3 +396,26 @@ def test_the_documented_expected_failure_runs_as_documented(tmp_path: Path) -> N
     assert re.search(rf"XFAIL \S*test_{kernel}\[{backend}:mine\] - clause 'one NaN' expected "
                      "to fail: skips NaN by design: use it as nansum", text), text[-3000:]
     assert re.search(r"reductions\s+xfail 1", text), text[-3000:]
+
+
+@pytest.mark.parametrize(("typed", "expected"), [
+    ("--gpu-backend=cpu", "ERROR: --gpu-backend is not an option; did you mean --gpu-backends? "
+                          "(--gpu-backends=cpu)"),
+    ("--gpu-conformence", "ERROR: --gpu-conformence is not an option; did you mean "
+                          "--gpu-conformance? (--gpu-conformance)"),
+])
+def test_a_mistyped_option_names_the_option_meant(tmp_path: Path, typed: str,
+                                                  expected: str) -> None:
+    """``--gpu-backend=cpu`` (singular) got pytest's usage text and ``unrecognized arguments``,
+    naming no fix."""
+    folder = project(tmp_path, "", **{"test_a.py": "def test_a():\n    pass\n"})
+    assert one_error_line(run_pytest(folder, typed, "-n0", timeout=120)) == expected
+
+
+def test_an_unknown_option_far_from_ours_is_left_to_pytest(tmp_path: Path) -> None:
+    """The twin: nothing close, pytest's own error stands (exit 4)."""
+    folder = project(tmp_path, "", **{"test_a.py": "def test_a():\n    pass\n"})
+    result = run_pytest(folder, "--gpu-xyzzy", "-n0", timeout=120)
+    assert result.returncode == 4
+    assert "unrecognized arguments: --gpu-xyzzy" in output(result)
+    assert "did you mean" not in output(result)
