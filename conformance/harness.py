@@ -146,7 +146,8 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
     cases = spec.cases(sizing)
     # Framework defects recorded for this cell (known_defects.py): their cases are taken
     # as the defect, every other case is checked as usual.
-    defects = Tracker(spec.name, backend.name, impl.name)
+    # And the clauses the implementation is expected to fail (implements(..., xfail=...)).
+    defects = Tracker(spec.name, backend.name, impl.name, impl.xfail)
 
     def base_context(case: str, launch: LaunchConfig | None, seed_: int | None) -> CheckContext:
         return CheckContext(kernel=spec.name, backend=backend.name, implementation=impl.name,
@@ -180,7 +181,7 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
             if defects and defects.explains(case, problems):
                 return
             if problems:
-                raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
+                raise failure_of(problems, context.reproducer())
         context = base_context(case.describe, None, run_seed)
         problem = launch_differential_problem(spec, case, launches, results, context)
         if problem:
@@ -226,7 +227,7 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
             race = static_race_problem(scan, notes, base_context)
             if race:
                 raise AssertionError(f"{race}\nthe other checks also failed:\n{failure}") \
-                    from None
+                    from failure.__cause__
             raise
         race = static_race_problem(scan, notes, base_context)
         if race:
@@ -338,11 +339,11 @@ def sweep(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizi
             context = make_context(label, launch, None)
             problems = run_case(spec, impl, backend, case, layouts, launch, context,
                                 results=results)
-            if defects and defects.explains(case, problems):
+            if defects and defects.explains(case, problems, clause=edge.what):
                 explained = True  # the recorded defect; the next case is checked as usual
                 break
             if problems:
-                raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
+                raise failure_of(problems, context.reproducer())
         if explained:
             continue
         problem = launch_differential_problem(spec, case, launches, results,
@@ -458,7 +459,7 @@ def repeat_check(spec: KernelSpec, impl: Implementation, backend: Any, sizing: g
             problems.insert(0, f"{differ}, but this result is exact and must not depend on the "
                                f"launch {context.tag}")
         if problems:
-            raise AssertionError("\n".join(problems) + "\n" + context.reproducer())
+            raise failure_of(problems, context.reproducer())
         if not exact and len(results) > 1:
             spreads.append(max(float(np.max(np.abs(r.astype(np.float64) -
                                                    results[0].astype(np.float64)), initial=0.0))
@@ -621,9 +622,36 @@ def _invoke(impl: Implementation, backend: Any, call: _Call,
         returned = impl.func(*call.args, **call.kwargs)
         backend.synchronize()
     except Exception as exc:
-        return None, (f"{impl.where} raised {type(exc).__name__}: {exc}, but should return "
-                      f"normally {context.tag}")
+        return None, Raised(f"{impl.where} raised {type(exc).__name__}: {exc}, but should "
+                            f"return normally {context.tag}", exc)
     return returned, None
+
+
+class Raised(str):
+    """The problem "the implementation raised", which carries what it raised (``cause``),
+    so that the failure shows the user's traceback, not only its message."""
+
+    cause: BaseException
+
+    def __new__(cls, text: str, cause: BaseException) -> Raised:
+        problem = super().__new__(cls, text)
+        # The traceback from the frame that called the implementation (this module's
+        # _invoke) down: from the user's own frame on, as pytest shows a test's.
+        tb = cause.__traceback__
+        problem.cause = cause.with_traceback(tb.tb_next if tb is not None else None)
+        return problem
+
+
+def failure_of(problems: list[str], reproducer: str) -> AssertionError:
+    """The failure of a case: every problem and the reproducer.  When the implementation
+    raised, that exception is its cause (``raise ... from``): pytest prints it first, the
+    user's frames filtered as pytest filters a test's traceback (``--tb=long`` shows more
+    of them, ``--tb=short`` and ``--tb=line`` less), then this message."""
+    failure = AssertionError("\n".join(problems) + "\n" + reproducer)
+    causes = [problem.cause for problem in problems if isinstance(problem, Raised)]
+    if causes:
+        failure.__cause__ = causes[0]
+    return failure
 
 
 def run_back_to_back(spec: KernelSpec, impl: Implementation, backend: Any, case: Case,

@@ -137,19 +137,36 @@ KNOWN_DEFECTS: list[KnownDefect] = [
 class Tracker:
     """The known defects of one cell, and what the run saw of them."""
 
-    def __init__(self, kernel: str, backend: str, implementation: str) -> None:
+    def __init__(self, kernel: str, backend: str, implementation: str,
+                 expected: tuple[tuple[str, str], ...] = ()) -> None:
         self.defects = [d for d in KNOWN_DEFECTS if d.applies(kernel, backend, implementation)]
         self.matching: dict[str, int] = {}
         self.seen: dict[str, str] = {}
+        #: The implementation's own expected failures (``implements(..., xfail=...)``):
+        #: clause (a value class of the boundary sweep) -> reason; held like a defect,
+        #: strictly, over the sweep's cases of that class.
+        self.expected = dict(expected)
+        self.clause_cases: dict[str, int] = {}
+        self.clause_seen: dict[str, str] = {}
 
     def __bool__(self) -> bool:
-        return bool(self.defects)
+        return bool(self.defects or self.expected)
 
-    def explains(self, case: Case, problems: list[str]) -> bool:
-        """True when ``case`` triggers a known defect and every problem is its symptom.
+    def explains(self, case: Case, problems: list[str], clause: str | None = None) -> bool:
+        """True when ``case`` triggers a known defect and every problem is its symptom, or
+        ``case`` is one of ``clause``'s (the sweep's value class) that the implementation
+        is expected to fail, and failed.
 
-        Counts the matching cases either way, so a defect that stops showing is noticed.
+        Counts the matching cases either way, so a defect that stops showing (a clause
+        expected to fail that passes) is noticed.
         """
+        if clause is not None and clause in self.expected:
+            self.clause_cases[clause] = self.clause_cases.get(clause, 0) + 1
+            if problems:
+                first = problems[0].splitlines()[0]
+                self.clause_seen.setdefault(clause, f"{case.describe}: {first}")
+                return True
+            return False
         for defect in self.defects:
             if not defect.when(case):
                 continue
@@ -173,17 +190,28 @@ class Tracker:
     def finish(self, versions: str) -> None:
         """End the item: xfail with the reason when a defect was seen, fail when one that
         matched cases no longer shows, return when the cell met none (a pass)."""
+        __tracebackhide__ = True
         gone = [d for d in self.defects if self.matching.get(d.name) and d.name not in self.seen]
         if gone:
             raise AssertionError("\n".join(
                 f"known defect {d.name} no longer reproduces: {self.matching[d.name]} "
                 f"matching case(s) passed with {versions}; remove it from "
                 "pytest_gpucheck/conformance/known_defects.py" for d in gone))
+        passed = [c for c in self.expected if self.clause_cases.get(c) and c not in
+                  self.clause_seen]
+        if passed:
+            raise AssertionError("\n".join(
+                f"clause {c!r} is expected to fail ({self.expected[c]}), but its "
+                f"{self.clause_cases[c]} case(s) passed: the implementation meets it; remove "
+                f"{c!r} from its implements(..., xfail=...) (an expected failure is strict)"
+                for c in passed))
         seen = [d for d in self.defects if d.name in self.seen]
-        if seen:
-            pytest.xfail("; ".join(
-                f"known framework defect {d.name}: {d.what} ({d.upstream}). Reproducer: "
-                f"{d.reproducer}. Seen here: {self.seen[d.name]}" for d in seen))
+        reasons = [f"known framework defect {d.name}: {d.what} ({d.upstream}). Reproducer: "
+                   f"{d.reproducer}. Seen here: {self.seen[d.name]}" for d in seen]
+        reasons += [f"clause {c!r} expected to fail: {self.expected[c]} (seen: "
+                    f"{self.clause_seen[c]})" for c in self.expected if c in self.clause_seen]
+        if reasons:
+            pytest.xfail("; ".join(reasons))
 
 
 def tracker_for(spec: Any, backend: Any, impl: Any) -> Tracker:

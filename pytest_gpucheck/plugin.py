@@ -100,6 +100,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config,
     from pytest_gpucheck.processes import record_args
 
     record_args(early_config, args)
+    line = misspelled_option(early_config, args)
+    if line is not None:
+        raise pytest.UsageError(line)
     try:
         yield
     except Exception as exc:
@@ -116,6 +119,34 @@ def pytest_load_initial_conftests(early_config: pytest.Config,
         from pytest_gpucheck.processes import load_parent_conftests
 
         load_parent_conftests(early_config)
+
+
+def misspelled_option(config: pytest.Config, args: list[str]) -> str | None:
+    """One line naming the option meant, for an unknown ``--gpu-...`` option close to one of
+    ours (``--gpu-backend=cpu`` for ``--gpu-backends=cpu``), or None.  pytest parses without
+    abbreviations (``allow_abbrev=False``), so it would stop with ``unrecognized arguments:
+    --gpu-backend=cpu`` and its usage text, naming no fix."""
+    import difflib
+
+    parser = getattr(config, "_parser", None)
+    known: set[str] = set()
+    for group in [getattr(parser, "_anonymous", None), *getattr(parser, "_groups", ())]:
+        for option in getattr(group, "options", ()):
+            known.update(name for name in option.names() if name.startswith("--"))
+    ours = sorted(name for name in known if name.startswith("--gpu-"))
+    if not ours:
+        return None
+    for arg in args:
+        if arg == "--":
+            break
+        name, equals, value = arg.partition("=")
+        if not name.startswith("--gpu") or name in known:
+            continue
+        close = difflib.get_close_matches(name, ours, n=1, cutoff=0.75)
+        if close:
+            meant = f"{close[0]}{equals}{value}"
+            return f"{name} is not an option; did you mean {close[0]}? ({meant})"
+    return None
 
 
 @pytest.hookimpl(trylast=True)
@@ -252,7 +283,9 @@ def pytest_collection_modifyitems(
             try:
                 marks = backend_outcome_marks(item)
             except pytest.UsageError as exc:
-                usage_errors.add(config, f"{item.nodeid}: {exc}")
+                # Once per test function: its parametrized items carry the same marker
+                # (a malformed one printed the same line once per backend).
+                usage_errors.add(config, f"{item.nodeid.split('[', 1)[0]}: {exc}")
                 continue
             for mark in marks:
                 item.add_marker(mark)

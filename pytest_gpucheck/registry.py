@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +30,9 @@ class Implementation:
     func: Callable[..., Any]
     name: str
     origin: str  # "bundled" or "user"
+    #: Clauses expected to fail, with the reason of each: ``(("one NaN", "why"), ...)``
+    #: (:func:`implements`'s ``xfail``).
+    xfail: tuple[tuple[str, str], ...] = ()
 
     @property
     def id(self) -> str:
@@ -153,17 +156,20 @@ _not_applicable: dict[tuple[str, str], str] = {}
 def _validate(kernel: str, backend: str) -> None:
     from pytest_gpucheck.backends import BACKENDS
     from pytest_gpucheck.reference_kernels import CATALOG
+    from pytest_gpucheck.reference_kernels.catalog import VARIANTS, resolve
 
-    if kernel not in CATALOG:
+    if resolve(kernel) is None:  # a variant (nansum) enters the catalog here
         raise RegistrationError(
-            f"unknown kernel {kernel!r}; valid kernels: {', '.join(sorted(CATALOG))}")
+            f"unknown kernel {kernel!r}; valid kernels: {', '.join(sorted(CATALOG))}; "
+            f"variants: {', '.join(sorted(set(VARIANTS) - set(CATALOG)))}")
     if backend not in BACKENDS:
         raise RegistrationError(
             f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
 
 
 def implements(
-    kernel: str, *, backend: str, name: str | None = None, origin: str = "user"
+    kernel: str, *, backend: str, name: str | None = None, origin: str = "user",
+    variant: str | None = None, xfail: Mapping[str, str] | None = None,
 ) -> Callable[[F], F]:
     """Register the decorated callable as an implementation of ``kernel`` on ``backend``.
 
@@ -173,6 +179,14 @@ def implements(
     parameter named ``launch`` receives a
     :class:`~pytest_gpucheck.checking.kernel_launch.LaunchConfig`.
 
+    ``variant`` registers it for a contract variant of the kernel instead
+    (``implements("sum", ..., variant="nan")`` is ``implements("nansum", ...)``: NaN
+    elements left out, checked against ``np.nansum``).  ``xfail`` maps clauses of the
+    contract this implementation is expected to fail, named as the boundary sweep names
+    its value classes (``{"one NaN": "skips NaN by design"}``), to the reason: the
+    item is an expected failure with that reason when those cases fail and everything
+    else passes, and a failure when they pass (strict).
+
     >>> @implements("vector_add", backend="numpy", name="doc_example")
     ... def add(a, b, out):
     ...     out[...] = a + b
@@ -180,29 +194,75 @@ def implements(
 
     def register(func: F) -> F:
         __tracebackhide__ = True
-        _validate(kernel, backend)
-        impl_name: str = name or str(getattr(func, "__name__", "impl"))
-        problem = contract_problem(kernel, func)
-        if problem is not None:
-            shown = f"{getattr(func, '__qualname__', impl_name)}{_signature_text(func)}"
-            raise RegistrationError(
-                f"{kernel} on {backend}: {shown} does not match the contract ({problem}); "
-                f"expected {_describe(kernel)} (docs/kernels.md)"
-            )
-        key = (kernel, backend, impl_name)
-        new = Implementation(kernel, backend, func, impl_name, origin)
-        existing = _implementations.get(key)
-        # The same function registered again (a conftest imported twice) replaces
-        # itself; another function under the same name is a mistake.
-        if existing is not None and existing.func is not func and existing.where != new.where:
-            raise RegistrationError(
-                f"{kernel} on {backend} already has an implementation named {impl_name!r} "
-                f"({existing.where}); pass name=... to register another"
-            )
-        _implementations[key] = new
-        return func
+        kernel_name = _variant_of(kernel, variant)
+        _validate(kernel_name, backend)
+        clauses = _expected_failures(kernel_name, backend, xfail)
+        return _register(kernel_name, backend, func, name, origin, clauses)
 
     return register
+
+
+def _variant_of(kernel: str, variant: str | None) -> str:
+    """The name of ``kernel``'s ``variant``, or ``kernel`` itself without one."""
+    if variant is None:
+        return kernel
+    from pytest_gpucheck.reference_kernels.catalog import variant_name
+
+    try:
+        return variant_name(kernel, variant)
+    except KeyError as exc:
+        raise RegistrationError(str(exc.args[0])) from None
+
+
+def _expected_failures(kernel: str, backend: str,
+                       xfail: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """``xfail`` checked against the kernel's clauses: each a value class of its boundary
+    sweep (the names the sweep prints), each with a reason."""
+    if not xfail:
+        return ()
+    from pytest_gpucheck.reference_kernels.catalog import entry_for
+
+    clauses = entry_for(kernel).edge_values
+    if not isinstance(xfail, Mapping):
+        raise RegistrationError(
+            f"{kernel} on {backend}: xfail= takes a dict of clause -> reason, e.g. "
+            f"xfail={{{clauses[0] if clauses else 'clause'!r}: 'why'}}")
+    for clause, reason in xfail.items():
+        if clause not in clauses:
+            valid = ", ".join(repr(c) for c in clauses) or "none (it has no value classes)"
+            raise RegistrationError(
+                f"{kernel} on {backend}: xfail names no clause of its contract: {clause!r}; "
+                f"its clauses (the value classes of its boundary sweep) are {valid}")
+        if not isinstance(reason, str) or not reason.strip():
+            raise RegistrationError(
+                f"{kernel} on {backend}: xfail[{clause!r}] needs a reason, a non-empty string")
+    return tuple((clause, reason) for clause, reason in xfail.items())
+
+
+def _register(kernel: str, backend: str, func: F, name: str | None, origin: str,
+              xfail: tuple[tuple[str, str], ...]) -> F:
+    """Check ``func`` against ``kernel``'s contract and record it."""
+    __tracebackhide__ = True
+    impl_name: str = name or str(getattr(func, "__name__", "impl"))
+    problem = contract_problem(kernel, func)
+    if problem is not None:
+        shown = f"{getattr(func, '__qualname__', impl_name)}{_signature_text(func)}"
+        raise RegistrationError(
+            f"{kernel} on {backend}: {shown} does not match the contract ({problem}); "
+            f"expected {_describe(kernel)} (docs/kernels.md)"
+        )
+    key = (kernel, backend, impl_name)
+    new = Implementation(kernel, backend, func, impl_name, origin, xfail)
+    existing = _implementations.get(key)
+    # The same function registered again (a conftest imported twice) replaces
+    # itself; another function under the same name is a mistake.
+    if existing is not None and existing.func is not func and existing.where != new.where:
+        raise RegistrationError(
+            f"{kernel} on {backend} already has an implementation named {impl_name!r} "
+            f"({existing.where}); pass name=... to register another"
+        )
+    _implementations[key] = new
+    return func
 
 
 def _describe(kernel: str) -> str:

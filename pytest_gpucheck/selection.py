@@ -109,11 +109,34 @@ def marker_backends(markers: Iterable[pytest.Mark]) -> set[str] | None:
     allowed: set[str] | None = None
     for mark in markers:
         if mark.name == "gpu_backends":
-            names = set(parse_backend_spec(",".join(mark.args), "@pytest.mark.gpu_backends").names)
+            where = "@pytest.mark.gpu_backends"
+            names = set(parse_backend_spec(",".join(marker_names(mark, where)), where).names)
             allowed = names if allowed is None else allowed & names
         elif mark.name == "requires_gpu":
             allowed = set(GPU_BACKENDS) if allowed is None else allowed & set(GPU_BACKENDS)
     return allowed
+
+
+def marker_names(mark: pytest.Mark, where: str) -> list[str]:
+    """The backend names a ``gpu_backends`` / ``gpu_xfail`` / ``gpu_skip`` marker gives, one
+    per positional argument.  A list or tuple (``gpu_backends(["cpu"])``, the way
+    ``parametrize`` takes its values) is a :class:`pytest.UsageError` that shows the call to
+    write instead; it was a ``TypeError`` traceback from inside the plugin (exit 2)."""
+    names: list[str] = []
+    for arg in mark.args:
+        if isinstance(arg, str):
+            names.append(arg)
+            continue
+        if isinstance(arg, (list, tuple, set, frozenset)) and all(
+                isinstance(name, str) for name in arg):
+            spelled = ", ".join(repr(name) for name in arg)
+            raise pytest.UsageError(
+                f"{where}({arg!r}) takes the names as separate arguments, not a "
+                f"{type(arg).__name__}: write {where}({spelled})")
+        raise pytest.UsageError(
+            f"{where}: {arg!r} is not a backend name; pass names or groups as strings, "
+            f"e.g. {where}('numpy', 'cpu')")
+    return names
 
 
 #: The markers that expect a failure on, or skip, some backends of a test, and the
@@ -147,7 +170,7 @@ def backend_outcome_marks(item: pytest.Item) -> list[pytest.MarkDecorator]:
         if unknown:
             raise pytest.UsageError(
                 f"{where}: unknown keyword {unknown[0]!r}; it takes {', '.join(keywords)}")
-        names = parse_backend_spec(",".join(map(str, mark.args)), where).names
+        names = parse_backend_spec(",".join(marker_names(mark, where)), where).names
         if backends is None:
             backends = item_backends(item)
         hit = sorted(backends & set(names), key=list(BACKENDS).index)

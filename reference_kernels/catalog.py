@@ -92,6 +92,10 @@ class Entry:
     min_size: int = 0
     #: Edge cases: the value classes of its boundary sweep, beyond mixed signs.
     edge_values: tuple[str, ...] = (NEGATIVE,)
+    #: A contract variant (:data:`VARIANTS`): the kernel it varies (``sum`` for ``nansum``),
+    #: and which variant it is (``nan``); None and ``""`` for a kernel of its own.
+    variant_of: str | None = None
+    variant: str = ""
 
 
 CATALOG: dict[str, Entry] = {}
@@ -199,14 +203,59 @@ for _unfused in ("saxpy", "sigmoid", "sum_of_squares"):
 BUNDLED: frozenset[str] = frozenset(CATALOG)
 
 
+#: Contract variants: kernels that differ from a catalog kernel in one stated clause, by
+#: name.  ``nan``: the NaN-ignoring variant of a float reduction (``nansum`` of ``sum``), whose
+#: reference is NumPy's ``nan*`` function (``np.nansum``, ``np.nanmax``; ``np.nansum`` of the
+#: products for ``dot``, ``weighted_sum``, ``sum_of_squares``): NaN elements (or NaN products)
+#: are left out, a NaN does not propagate.  Packages ship both families (numbagg's
+#: ``nansum`` skips NaN by design where ``sum``'s contract propagates it).  The rest of the
+#: contract is the kernel's: arguments, dtypes, ``out`` and its start, launch, the sweep's
+#: value classes (``one NaN`` is where the variant differs).  A variant enters the catalog
+#: when an implementation of it is registered (:func:`resolve`), so a run without one has
+#: the same items as before; the suites check it as a kernel a project adds
+#: (``conformance/test_catalog_kernels.py``), under its own name.
+VARIANT_KINDS: dict[str, str] = {
+    "nan": "NaN-ignoring: NaN elements are left out, as NumPy's nan* functions do",
+}
+VARIANTS: dict[str, Entry] = {}
+for _base, _rule in (("sum", "nansum"), ("dot", "nandot"), ("weighted_sum", "nanweighted_sum"),
+                     ("sum_of_squares", "nansum_of_squares"), ("max", "max")):
+    _name = f"nan{_base}"
+    VARIANTS[_name] = replace(
+        CATALOG[_base], name=_name, tolerance=_rule, variant_of=_base, variant="nan",
+        reference=getattr(importlib.import_module(f"{__package__}.reductions"), _name),
+        edge_values=tuple(dict.fromkeys((*CATALOG[_base].edge_values, ONE_NAN))))
+
+
+def variant_name(kernel: str, variant: str) -> str:
+    """The name of ``kernel``'s ``variant`` (``nansum`` for ``("sum", "nan")``); a one-line
+    error names the variants there are."""
+    for name, entry in VARIANTS.items():
+        if entry.variant_of == kernel and entry.variant == variant:
+            return name
+    offered = ", ".join(f"{entry.variant_of} variant={entry.variant!r} ({name})"
+                        for name, entry in VARIANTS.items())
+    raise KeyError(f"{kernel!r} has no variant {variant!r}; the variants are: {offered}")
+
+
+def resolve(kernel: str) -> Entry | None:
+    """The catalog entry of ``kernel``, a variant's being added to the catalog on first use
+    (registering its implementation); None for a kernel neither has."""
+    if kernel in CATALOG:
+        return CATALOG[kernel]
+    if kernel in VARIANTS:
+        return add(VARIANTS[kernel])
+    return None
+
+
 def entry_for(kernel: str) -> Entry:
     """The catalog entry of ``kernel``; a one-line error names the known kernels."""
-    try:
-        return CATALOG[kernel]
-    except KeyError:
+    entry = resolve(kernel)
+    if entry is None:
         raise KeyError(f"no catalog entry for kernel {kernel!r}; "
-                       f"known: {', '.join(CATALOG)}") from None
+                       f"known: {', '.join(CATALOG)}")
+    return entry
 
 
-__all__ = ["BUNDLED", "CATALOG", "CORE_KERNELS", "FLOATS", "INDEX_DTYPES", "NUMERIC", "Entry",
-           "add", "entry_for"]
+__all__ = ["BUNDLED", "CATALOG", "CORE_KERNELS", "FLOATS", "INDEX_DTYPES", "NUMERIC",
+           "VARIANTS", "VARIANT_KINDS", "Entry", "add", "entry_for", "resolve", "variant_name"]

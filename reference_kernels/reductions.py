@@ -92,6 +92,65 @@ def sum_of_squares(x: np.ndarray) -> np.ndarray:
     return _total(_products(x, x, x.dtype), x.dtype)
 
 
+def _nan_total(terms: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """:func:`_total` by ``np.nansum``: NaN terms left out (integers have none)."""
+    if np.issubdtype(dtype, np.floating):
+        return np.array([np.nansum(terms, dtype=np.float64)]).astype(dtype)
+    return np.array([np.sum(terms, dtype=dtype)], dtype=dtype)
+
+
+def nansum(x: np.ndarray) -> np.ndarray:
+    """``[np.nansum(x)]``: :func:`sum` with NaN elements left out; 0 when all are NaN.
+
+    >>> nansum(np.array([1.5, np.nan, 3.0], np.float32))
+    array([4.5], dtype=float32)
+    """
+    return _nan_total(x, x.dtype)
+
+
+def nandot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``[np.nansum(x * y)]``: :func:`dot` with the NaN products left out.
+
+    >>> nandot(np.array([1.0, np.nan, 2.0]), np.array([4.0, 5.0, 6.0]))
+    array([16.])
+    """
+    dtype = np.result_type(x, y)
+    return _nan_total(_products(x, y, dtype), dtype)
+
+
+def nanweighted_sum(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``[np.nansum(w * x)]``: :func:`weighted_sum` with the NaN products left out.
+
+    >>> nanweighted_sum(np.array([1.0, np.nan]), np.array([0.5, 0.25]))
+    array([0.5])
+    """
+    dtype = np.result_type(x, w)
+    return _nan_total(_products(w, x, dtype), dtype)
+
+
+def nansum_of_squares(x: np.ndarray) -> np.ndarray:
+    """``[np.nansum(x * x)]``: :func:`sum_of_squares` with NaN elements left out.
+
+    >>> nansum_of_squares(np.array([1.0, np.nan, 3.0]))
+    array([10.])
+    """
+    return _nan_total(_products(x, x, x.dtype), x.dtype)
+
+
+def nanmax(x: np.ndarray) -> np.ndarray:
+    """``[np.nanmax(x)]`` of a non-empty ``x``: :func:`max` with NaN elements left out; NaN
+    when every element is NaN (as ``np.nanmax``, without its warning).
+
+    >>> nanmax(np.array([3.0, np.nan, 5.0], np.float32))
+    array([5.], dtype=float32)
+    """
+    if x.size == 0:
+        raise ValueError("nanmax is defined for a non-empty x only")
+    if x.dtype.kind == "f" and bool(np.all(np.isnan(x))):
+        return np.array([np.nan], dtype=x.dtype)
+    return np.array([np.nanmax(x)], dtype=x.dtype)
+
+
 def histogram(x: np.ndarray, nbins: int, dtype: DTypeLike | None = None) -> np.ndarray:
     """Counts: ``out[v]`` is how many elements of ``x`` equal ``v``, for ``v`` in ``[0, nbins)``.
 

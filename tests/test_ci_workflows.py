@@ -174,3 +174,45 @@ def test_the_nightly_sanitizer_job_fails_fast_without_a_gpu(source: Any, tmp_pat
         assert result.returncode == 4, (command, result.stdout[-2000:], result.stderr[-2000:])
         (line,) = result.stderr.strip().splitlines()
         assert line.startswith("ERROR: --gpu-require=gpu:"), line
+
+
+@pytest.mark.parametrize("source", [github_commands, gitlab_commands], ids=["github", "gitlab"])
+def test_installs_take_pytest_gpucheck_from_its_source_not_the_package_index(
+        source: Any) -> None:
+    """pytest-gpucheck is not on PyPI (docs/getting-started.md), and the copied workflow
+    installed ``pytest-gpucheck[cpu]`` from it: it failed at install.  Each install now names
+    ``GPUCHECK_SOURCE`` (a git URL or a checkout's ``file://`` URL): unset, the line stops
+    before pip with the message that says what to set; set, it is a direct reference to
+    pytest-gpucheck with extras of ``pyproject.toml``."""
+    from packaging.requirements import Requirement
+
+    installs = [command for job in ("cpu", "gpu", "sanitize") for command in source(job)[1]
+                if command.startswith("python -m pip install") and "pytest-gpucheck" in command]
+    assert len(installs) == 3
+    for command in installs:
+        shown = command.replace("python -m pip install", "printf '%s\\n'", 1)
+        env = {k: v for k, v in ci_env({}).items() if k != "GPUCHECK_SOURCE"}
+        unset = subprocess.run(["bash", "-c", shown], env=env, capture_output=True, text=True,
+                               check=False)
+        assert unset.returncode != 0, command
+        assert unset.stdout == ""
+        assert "GPUCHECK_SOURCE: set GPUCHECK_SOURCE to where pip gets pytest-gpucheck" in \
+            unset.stderr, unset.stderr
+        given = subprocess.run(["bash", "-c", shown], env={**env, "GPUCHECK_SOURCE": REPO.as_uri()},
+                               capture_output=True, text=True, check=True)
+        requirement = Requirement(given.stdout.splitlines()[0])
+        assert requirement.name == "pytest-gpucheck"
+        assert requirement.url == REPO.as_uri()
+        assert requirement.extras <= set(EXTRAS)
+        assert given.stdout.splitlines()[1:] == ["-e", "."]
+
+
+def test_docs_ci_installs_nothing_named_pytest_gpucheck_from_the_index() -> None:
+    """docs/ci.md's commands and noxfile take pytest-gpucheck from GPUCHECK_SOURCE too."""
+    text = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    # Quoted requirements, not the path of the checkout (`... / "pytest-gpucheck"`).
+    requirements = re.findall(r"(?<!/ )[\"'](pytest-gpucheck(?:\[[^\]]*\])?[^\"']*)[\"']",
+                              text)
+    assert len(requirements) == 4, requirements  # the CPU job's, three nox sessions'
+    for requirement in requirements:
+        assert " @ " in requirement, requirement

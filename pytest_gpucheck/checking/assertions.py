@@ -178,8 +178,12 @@ def values_problem(actual: np.ndarray, expected: np.ndarray, rule: Tolerance,
             f"{_show(want[first])}{_tag(context)}")
     lines = [head]
     error = abs_error(got, want)[bad]
-    stats = f"  {count} of {want.size} elements differ; max abs error {np.nanmax(error):.6g}" \
-        if not np.all(np.isnan(error)) else f"  {count} of {want.size} elements differ (NaN)"
+    if error.dtype == object:  # integers: the exact error, every digit (no rounding to %g)
+        stats = f"  {count} of {want.size} elements differ; max abs error {max(error)}"
+    elif not np.all(np.isnan(error)):
+        stats = f"  {count} of {want.size} elements differ; max abs error {np.nanmax(error):.6g}"
+    else:
+        stats = f"  {count} of {want.size} elements differ (NaN)"
     if is_float(want.dtype):
         ulps = ulp_error(got, want)[bad]
         finite = ulps[np.isfinite(ulps)]

@@ -77,7 +77,9 @@ def sigmoid(_inputs: Mapping[str, Any], expected: np.ndarray) -> tol.Tolerance:
                            "reference rounded once")
 
 
-def _reduction(name: str) -> Rule:
+def _reduction(name: str, *, skip_nan: bool = False) -> Rule:
+    """The rule of a sum-like reduction; ``skip_nan``: of its NaN-ignoring variant
+    (``nansum``), whose NaN terms are left out before the rule is derived."""
     def rule(inputs: Mapping[str, Any], expected: np.ndarray) -> tol.Tolerance:
         x = inputs["x"]
         if name == "sum":
@@ -87,7 +89,9 @@ def _reduction(name: str) -> Rule:
         else:
             other = inputs["y" if name == "dot" else "w"]
             terms = x.astype(np.float64) * other.astype(np.float64)
-        return tol.sum_rule(terms, expected.dtype, what=name)
+        if skip_nan and tol.is_float(terms.dtype):
+            terms = terms[~np.isnan(terms)]
+        return tol.sum_rule(terms, expected.dtype, what=f"nan{name}" if skip_nan else name)
 
     return rule
 
@@ -220,6 +224,10 @@ RULES: dict[str, Rule] = {
     "dot": _reduction("dot"),
     "weighted_sum": _reduction("weighted_sum"),
     "sum_of_squares": _reduction("sum_of_squares"),
+    "nansum": _reduction("sum", skip_nan=True),
+    "nandot": _reduction("dot", skip_nan=True),
+    "nanweighted_sum": _reduction("weighted_sum", skip_nan=True),
+    "nansum_of_squares": _reduction("sum_of_squares", skip_nan=True),
     "max": _exact("max involves no rounding"),
     "counts": _exact("counts are integers"),
     # Never applied to values: the samples are checked by statistics.

@@ -108,18 +108,39 @@ class Tolerance:
 
 
 def _same_values(got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """Elementwise equality where NaN equals NaN (an expected NaN is matched by a NaN)."""
-    if is_float(want.dtype) or is_float(got.dtype):
+    """Elementwise equality where NaN equals NaN (an expected NaN is matched by a NaN).
+
+    Integers are compared as integers: an int64 beyond 2**53 read through float64 would
+    equal its neighbour (9007199254740993 becomes 9007199254740992), so an integer result
+    off by one there would pass.  An integer against a float is compared as Python numbers,
+    which compare an int and a float exactly."""
+    if is_float(want.dtype) and is_float(got.dtype):
         g = got.astype(np.float64)
         w = want.astype(np.float64)
         return (g == w) | (np.isnan(g) & np.isnan(w))
+    if is_float(want.dtype) or is_float(got.dtype):
+        same = np.asarray(got.astype(object) == want.astype(object), dtype=bool)
+        return same
     return np.asarray(got == want)
 
 
+def _is_integer(dtype: DTypeLike) -> bool:
+    return np.dtype(dtype).kind in "iub"
+
+
 def abs_error(actual: ArrayLike, expected: ArrayLike) -> np.ndarray:
-    """``|actual - expected|`` in float64 (exact for float32 inputs); inf==inf gives 0."""
-    got = np.asarray(actual).astype(np.float64)
-    want = np.asarray(expected).astype(np.float64)
+    """``|actual - expected|`` elementwise.
+
+    Floats: in float64 (exact for float32 inputs); inf==inf gives 0.  Integers (both
+    arrays): exactly, as Python ints in an object array, so nothing rounds (float64 holds
+    integers up to 2**53 only: an int64 result off by one above that read as error 0)
+    and nothing overflows (the difference of two int64 values needs 65 bits)."""
+    got_array = np.asarray(actual)
+    want_array = np.asarray(expected)
+    if _is_integer(got_array.dtype) and _is_integer(want_array.dtype):
+        return np.abs(got_array.astype(object) - want_array.astype(object))
+    got = got_array.astype(np.float64)
+    want = want_array.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         error = np.abs(got - want)
     same_inf = np.isinf(got) & (got == want)

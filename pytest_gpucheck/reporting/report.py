@@ -12,6 +12,8 @@ One vocabulary everywhere (terminal, Markdown, JSON, job summary):
   reason and the command that reruns it);
 * ``skip`` -- it could not run here, with the reason (a backend that is not
   available, no implementation registered, ...);
+* ``xfail`` -- it ran and failed as expected, with the reason (pytest's ``xfail``,
+  ``gpu_xfail``, a clause an implementation declares it fails, a known framework defect);
 * ``n/a`` -- the backend cannot express the kernel (``not_applicable``), with
   the reason.
 """
@@ -39,7 +41,7 @@ from pytest_gpucheck.reporting.terminal_width import fit
 CELL_KEY = pytest.StashKey[dict[str, str]]()
 MATRIX_KEY = pytest.StashKey["Matrix"]()
 #: Outcomes of an item in the matrix, in the order they are shown.
-STATUSES = ("pass", "fail", "skip", "n/a")
+STATUSES = ("pass", "fail", "xfail", "skip", "n/a")
 REPORT_FORMAT = "pytest-gpucheck/report/v2"
 NOT_APPLICABLE_PREFIX = "not applicable"
 #: The reason an expected failure (pytest's xfail, ``gpu_xfail``) counts under: ``xfail (why)``.
@@ -49,7 +51,8 @@ REASON_WIDTH = 240
 
 LEGEND = (
     "pass N: N items passed | fail F/N: F of N items run failed (listed with rerun "
-    "commands) | +K skip, +K n/a: K more items did not run (reasons listed) | skip: "
+    "commands) | +K xfail: K items failed as expected (reasons listed) | +K skip, +K n/a: K "
+    "more items did not run (reasons listed) | skip: "
     "could not run here | n/a: the backend cannot express the kernel | -: no such test"
 )
 
@@ -203,6 +206,8 @@ class Matrix:
             reason = _skip_reason(report)
             if reason.startswith(NOT_APPLICABLE_PREFIX):
                 status = "n/a"
+            elif _is_xfail(reason):
+                status = "xfail"
             self.skip_reasons[key][reason] += 1
         self.counts[key][status] += 1
 
@@ -235,20 +240,27 @@ class Matrix:
             return "fail"
         if counts["pass"]:
             return "pass"
+        if counts["xfail"]:
+            return "xfail"
         if counts["n/a"] and not counts["skip"]:
             return "n/a"
         return "skip" if counts["skip"] else "-"
 
     def summary(self, family: str, backend: str) -> str:
-        """``pass 5``, ``pass 5 +4 skip``, ``fail 2/5``, ``skip``, ``n/a`` or ``-``."""
+        """``pass 5``, ``pass 5 +4 skip``, ``pass 2 +1 xfail``, ``fail 2/5``, ``xfail 1``,
+        ``skip``, ``n/a`` or ``-``."""
         counts = self.counts.get((family, backend))
         if not counts:
             return "-"
         status = self.status(family, backend)
         ran = counts["pass"] + counts["fail"]
-        if status in ("pass", "fail"):
-            text = f"pass {counts['pass']}" if status == "pass" else f"fail {counts['fail']}/{ran}"
-            for other in ("skip", "n/a"):
+        if status in ("pass", "fail", "xfail"):
+            text = (f"pass {counts['pass']}" if status == "pass" else
+                    f"fail {counts['fail']}/{ran}" if status == "fail" else
+                    f"xfail {counts['xfail']}")
+            for other in ("xfail", "skip", "n/a"):
+                if other == status:
+                    continue
                 if counts[other]:
                     text += f" +{counts[other]} {other}"
             return text
@@ -287,7 +299,8 @@ class Matrix:
         differ (they count every test, the matrix only the items in its cells).
         """
         totals = self.totals()
-        parts = [f"{totals[status]} {status}" for status in ("fail", "pass", "skip", "n/a")
+        parts = [f"{totals[status]} {status}" for status in ("fail", "pass", "xfail", "skip",
+                                                             "n/a")
                  if totals[status]]
         outside = totals["failures_listed"] - totals["fail"]
         if outside > 0:
