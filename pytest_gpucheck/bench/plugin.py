@@ -189,10 +189,13 @@ class BenchFeature:
             self._session.worker_done(getattr(node, "workeroutput", None) or {})
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """A stored baseline from another process mode stops the run here, before any
-        test runs (exit 4), in the process the user started."""
+        """A stored baseline from another process mode, or a baseline folder that holds
+        none of the run's benchmark files, stops the run here, before any test runs (exit
+        4), in the process the user started."""
         if self.config.getoption("gpu_bench_compare", False):
             self.session.refuse_cross_mode(session)
+        if self.config.getoption("gpu_bench_against", None):
+            self.session.refuse_foreign_checkout(session)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._session is not None:

@@ -109,6 +109,9 @@ class BenchSession:
     #: ``--gpu-bench-compare-fails``: a stored regression fails its test; otherwise it is
     #: advisory (the stored mode misses its targets, :data:`~.gate.STORED_MEASURED`).
     stored_fails: bool = False
+    #: ``--gpu-bench-against``: this run's benchmarks that are not tests in the baseline
+    #: checkout (new ones), named once in the summary.
+    missing_in_baseline: list[str] = field(default_factory=list)
 
     @property
     def gating(self) -> bool:
@@ -147,7 +150,10 @@ class BenchSession:
                 for peer in started:
                     peer.close()
                 raise
+            first = not self.pairs
             self.pairs += list(zip(started[::2], started[1::2], strict=True))
+            if first:
+                self.check_baseline_tests(session, self.pairs[0][0].collected)
         return self.pairs
 
     @property
@@ -268,6 +274,39 @@ class BenchSession:
                             f"--gpu-bench-compare {item.nodeid} [{backend} on {device}]: "
                             f"{cross_mode_refusal(str(old), mode)}")
 
+    def refuse_foreign_checkout(self, session: pytest.Session) -> None:
+        """Exit 4 once the items are collected, before any process starts, when
+        ``--gpu-bench-against`` names a folder that holds none of this run's benchmark
+        files: it is not a checkout of this project (a CI path mistake), and a gate that
+        compares with nothing must not pass.  Files missing from a checkout that has
+        others are new benchmarks (their verdicts say NO-BASELINE, the summary names
+        them)."""
+        config = session.config
+        if self.against is None or self.is_worker \
+                or config.getoption("gpu_bench_peer", None) is not None:
+            return
+        files = benchmark_files(session)
+        if files and not any((self.against / name).exists() for name in files):
+            raise pytest.UsageError(foreign_checkout_line(
+                str(config.getoption("gpu_bench_against")), self.against,
+                f"none of this run's {len(files)} benchmark file(s) is there (looked for "
+                f"{_some(files)})"))
+
+    def check_baseline_tests(self, session: pytest.Session, collected: set[str]) -> None:
+        """Once the first baseline process collected its tests (before any timing): none of
+        this run's benchmarks among them is a usage error (exit 4, :func:`pytest.exit`:
+        the run is inside a test by now); some missing are named once in the summary
+        (:attr:`missing_in_baseline`)."""
+        wanted = benchmark_ids(session)
+        missing = [nodeid for nodeid in wanted if nodeid not in collected]
+        self.missing_in_baseline = missing
+        if wanted and len(missing) == len(wanted):
+            assert self.against is not None
+            pytest.exit(foreign_checkout_line(
+                str(session.config.getoption("gpu_bench_against")), self.against,
+                f"none of this run's {len(wanted)} benchmark(s) is a test there (looked for "
+                f"{_some(wanted)})"), returncode=pytest.ExitCode.USAGE_ERROR)
+
     def started_benchmark(self) -> int:
         """Count a benchmark that starts its interleaved timing; its number in the run."""
         self.benchmarks_started += 1
@@ -366,6 +405,32 @@ class BenchSession:
         if not self.is_worker and (self.results or self.save_error or self.worker_saves
                                    or self.peer_error):
             _publish(session.config, self)
+
+
+def benchmark_ids(session: pytest.Session) -> list[str]:
+    """The node ids of this run's benchmarks (items that use ``gpu_benchmark``)."""
+    return [item.nodeid for item in session.items
+            if "gpu_benchmark" in getattr(item, "fixturenames", ())]
+
+
+def benchmark_files(session: pytest.Session) -> list[str]:
+    """The files of this run's benchmarks, as their node ids name them (relative to the
+    rootdir, the path a baseline checkout has them at)."""
+    return sorted({nodeid.split("::")[0] for nodeid in benchmark_ids(session)})
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    """``a, b, c and 4 more``."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def foreign_checkout_line(value: str, folder: Path, what: str) -> str:
+    """The one line that refuses a baseline folder that is not a checkout of this
+    project with the same benchmarks."""
+    return (f"--gpu-bench-against={value}: {what} in {folder}, so it is not a checkout of this "
+            "project and the gate would compare with nothing; give a checkout of the baseline "
+            "code (git worktree add ../base origin/main)")
 
 
 def predicted_mode(item: pytest.Item) -> str:
@@ -645,12 +710,18 @@ def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
 def _publish(config: pytest.Config, state: BenchSession) -> None:
     lines = gate_terminal_lines(state.results, compared=state.gating,
                                 family_level=state.family_level
-                                if state.against is not None or state.stored_fails else None)
+                                if state.against is not None or state.stored_fails else None,
+                                interleaved=state.against is not None)
     errors = [state.save_error] if state.save_error else []
     errors += [f"gpucheck benchmark gate: the run fails: Holm's step-down over the run's "
                f"benchmarks found {format_verdict(verdict)}" for verdict in
                state.family_regressions]
     errors += [state.peer_error] if state.peer_error else []
+    if state.missing_in_baseline and state.against is not None:
+        missing = state.missing_in_baseline
+        lines.append(f"gpucheck benchmark gate: {len(missing)} benchmark(s) of this run are "
+                     f"not tests in the baseline checkout {state.against}, so nothing judged "
+                     f"them (new benchmarks, or a checkout of other code): {_some(missing, 5)}")
     errors += [w["error"] for w in state.worker_saves if w.get("error")]
     lines += errors
     saved = (len(state.local_records) if state.saved else 0) + sum(

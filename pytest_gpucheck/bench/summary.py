@@ -78,9 +78,11 @@ def _fraction(record: BenchmarkRecord) -> str:
 
 
 def gate_terminal_lines(results: list[Result], *, compared: bool,
-                        family_level: float | None = None) -> list[str]:
+                        family_level: float | None = None,
+                        interleaved: bool = False) -> list[str]:
     """Lines for the terminal summary: figures per benchmark, then the gate's verdicts;
-    with ``family_level`` (``--gpu-bench-against``) the family the run was judged as."""
+    with ``family_level`` (``--gpu-bench-against``, ``interleaved``, or a stored gate that
+    fails) the family the run was judged as."""
     if not results:
         return []
     lines = ["---------------------------- gpucheck benchmarks ----------------------------"]
@@ -114,7 +116,11 @@ def gate_terminal_lines(results: list[Result], *, compared: bool,
     if family_level is not None:
         family = sum(verdict.family is not None and verdict.pvalue is not None
                      and verdict.status != "not-comparable" for verdict in verdicts)
-        if any(verdict.pair_figures for verdict in verdicts):
+        if interleaved and not any(verdict.pair_figures for verdict in verdicts):
+            # No stored comparison was made either: a family of none bounds nothing.
+            lines.append("gpucheck benchmark gate: no benchmark was compared with the "
+                         "baseline checkout")
+        elif any(verdict.pair_figures for verdict in verdicts):
             lines.append(f"gpucheck benchmark gate: {family} benchmark(s) compared as one "
                          f"family (Holm's method): a run of identical code fails with "
                          f"probability at most {family_level:g}")
