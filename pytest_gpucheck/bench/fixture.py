@@ -24,13 +24,16 @@ from pytest_gpucheck.bench.device_copy import L2Flusher, default_flush_bytes
 from pytest_gpucheck.bench.environment import Environment, describe, environment_from_dict
 from pytest_gpucheck.bench.gate import GateSettings, pair_figures_of, planned_rounds
 from pytest_gpucheck.bench.interleave import (
+    SIDES,
     BaselinePeer,
     PeerError,
     PeerServer,
     PinPlan,
+    first_side,
     pinning_words,
     plug_heap_holes,
     shared_cpu,
+    time_pair,
 )
 from pytest_gpucheck.bench.measure import (
     DeviceClock,
@@ -337,17 +340,25 @@ class GpuBenchmark:
                     pairs = self._against(target)
                 while done < target:
                     base, cand = pairs[done]
-                    started = self._start_replicate(base, iterations, "baseline")
-                    if started is None:
+                    # The side that starts this pair sets up its test first (and times
+                    # the first round of each block): each side in every other pair.
+                    starts = {"baseline": base, "candidate": cand}
+                    begun: dict[str, dict[str, Any] | None] = {}
+                    for side in SIDES if first_side(done) == SIDES[0] else SIDES[::-1]:
+                        begun[side] = self._start_replicate(starts[side], iterations, side)
+                        if begun[side] is None:
+                            break
+                    if begun.get("baseline") is None:
+                        if begun.get("candidate") is not None:
+                            # It started first (an odd pair) and waits for its rounds.
+                            cand.end()
                         if done:
                             pytest.fail(f"gpucheck benchmark gate: the baseline timed this "
                                         f"test {done} time(s), then not: {base.checkout}",
                                         pytrace=False)
                         return NO_BASELINE
-                    facts = started
-                    if self._start_replicate(cand, iterations, "candidate") is None:
-                        return NO_BASELINE
-                    self._time_pair(base, cand, per, base_samples, cand_samples, faults)
+                    facts = dict(begun["baseline"] or {})
+                    self._time_pair(base, cand, done, per, base_samples, cand_samples, faults)
                     outcome, message = base.end()
                     cand_outcome, cand_message = cand.end()
                     if cand_outcome not in ("passed", "was skipped"):
@@ -463,25 +474,22 @@ class GpuBenchmark:
         self._keep(samples, timer.method, iterations, warmup, first_call, None, ceiling)
         return result
 
-    def _time_pair(self, base: BaselinePeer, cand: BaselinePeer, per: int,
+    def _time_pair(self, base: BaselinePeer, cand: BaselinePeer, pair: int, per: int,
                    base_samples: list[float], cand_samples: list[float],
                    faults: dict[str, list[float]]) -> None:
-        """Time ``per`` rounds of each side of one pair of processes, in turns."""
+        """Time ``per`` rounds of each side of pair ``pair``'s processes, in the pair's
+        balanced order (:func:`~.interleave.pair_rounds`: an untimed round per side, then
+        blocks of first, second, second, first)."""
         # --gpu-bench-pin=off leaves the processes' CPUs as they are, this one included.
         held = shared_cpu(self.backend, (base.pid, cand.pid)) \
             if self._defaults.pin != "off" else contextlib.nullcontext()
         with held:
-            for k in range(per):
-                # The baseline runs first in even pairs and second in odd ones: neither
-                # side always runs in the other's wake.
-                if k % 2 == 0:
-                    base_samples.append(base.round())
-                    cand_samples.append(cand.round())
-                else:
-                    cand_samples.append(cand.round())
-                    base_samples.append(base.round())
-                faults["baseline"].append(base.faults[-1])
-                faults["candidate"].append(cand.faults[-1])
+            base_rounds, cand_rounds = time_pair(base, cand, pair, per)
+        base_samples += base_rounds
+        cand_samples += cand_rounds
+        # The timed rounds are each side's last ``per`` (the untimed one came first).
+        faults["baseline"] += base.faults[-per:]
+        faults["candidate"] += cand.faults[-per:]
 
     def _process_ceiling(self) -> tuple[float, int]:
         """(GB/s, bytes moved) of this process's larger copy (:func:`.copy_ceiling`)."""

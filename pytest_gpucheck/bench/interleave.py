@@ -191,16 +191,17 @@ class PinPlan:
     threads: int
 
     def describe(self, one_cpu_while_timed: bool = False) -> str:
-        """``threads pinned: baseline CPUs 0, candidate CPUs 1, 1 framework thread each``;
-        with ``one_cpu_while_timed`` (a single-threaded CPU backend, :func:`shared_cpu`)
-        the two sides' rounds share one of those CPUs instead."""
+        """``threads pinned: each side its own CPUs (0 | 1, the halves swapped in every
+        other pair), 1 framework thread each``; with ``one_cpu_while_timed`` (a
+        single-threaded CPU backend, :func:`shared_cpu`) the two sides' rounds share one
+        of those CPUs instead."""
         def cpus(side: tuple[int, ...]) -> str:
             return ",".join(map(str, side))
         threads = f"{self.threads} framework thread{'s' if self.threads > 1 else ''} each"
         if one_cpu_while_timed or self.sides[0] == self.sides[1]:
             return f"threads pinned: both sides on one CPU while timed, {threads}"
-        return (f"threads pinned: baseline CPUs {cpus(self.sides[0])}, candidate CPUs "
-                f"{cpus(self.sides[1])}, {threads}")
+        return (f"threads pinned: each side its own CPUs ({cpus(self.sides[0])} | "
+                f"{cpus(self.sides[1])}, the halves swapped in every other pair), {threads}")
 
 
 def pinning_words(plan: PinPlan | None, pin: str, backend: Backend) -> str:
@@ -271,6 +272,67 @@ def placement_pad(seed: int, nodeid: str) -> tuple[int, int]:
 
     rng = random.Random(f"{seed}:{nodeid}")
     return rng.randrange(0, PAD_SMALL_BYTES, 16), rng.randrange(*PAD_PAGES)
+
+
+#: The two sides of a pair, in the order :class:`BaselinePeer` pairs hold them.
+SIDES = ("baseline", "candidate")
+
+
+def first_side(pair: int) -> str:
+    """The side that starts pair ``pair`` (0-based): it sets up its test first and times
+    the first round of each block.  The baseline in even pairs, the candidate in odd
+    ones: a side that always started would always set up its arrays first and always
+    time round 0 in the other's wake (identical code read 3.6% to 21% lower in the
+    first block when the baseline always started, issue 43)."""
+    return SIDES[pair % 2]
+
+
+def cpu_half(pair: int, role: str) -> int:
+    """Which half of the pinned CPUs (:func:`pinning_plan`) ``role``'s process of pair
+    ``pair`` gets: the baseline the first half in even pairs and the second in odd ones,
+    the candidate the other.  Halves differ (caches, clocks, the cores' other tenants:
+    torch-cpu read -24% with the baseline always on the first half, +6.7% unpinned), so
+    neither side may always get one: over an even number of pairs each side has each
+    half as often, and the difference between halves averages out of the change (it
+    widens the between-pair spread instead, which the interval counts)."""
+    return (SIDES.index(role) + pair) % 2
+
+
+def pair_rounds(pair: int, blocks: int) -> list[tuple[str, bool]]:
+    """The order in which pair ``pair``'s two processes run their rounds for one
+    benchmark, after both have set up their test (:func:`first_side` first): ``(side,
+    timed)`` per round.
+
+    First one untimed round per side, the second side's then the first side's; then
+    ``blocks`` blocks of four timed rounds in the order first, second, second, first
+    (ABBA).  With the untimed rounds in that order, every block holds, for each side,
+    one round that follows its own round and one that follows the other side's, and
+    each side's two rounds of a block follow one baseline round and one candidate
+    round: a cost that depends on what ran just before a round (caches, the TLB, the
+    clock's ramp; either "self or other" or "which side") is the same for both sides
+    in every block and cancels in the block's ratio, in the first block as in the
+    others (``tests/test_bench_order.py``)."""
+    first = first_side(pair)
+    second = SIDES[1 - SIDES.index(first)]
+    order = [(second, False), (first, False)]
+    for _ in range(blocks):
+        order += [(first, True), (second, True), (second, True), (first, True)]
+    return order
+
+
+def time_pair(base: Any, cand: Any, pair: int, per: int) -> tuple[list[float], list[float]]:
+    """Run :func:`pair_rounds` on one pair of started processes (``per`` timed rounds a
+    side, an even number): the timed seconds per call of (baseline, candidate), round
+    ``k`` of one side beside round ``k`` of the other.  ``base`` and ``cand`` need only
+    a ``round()`` that returns seconds per call."""
+    assert per % 2 == 0, f"{per} rounds a side: the blocks need an even number"
+    peers = {"baseline": base, "candidate": cand}
+    samples: dict[str, list[float]] = {"baseline": [], "candidate": []}
+    for side, timed in pair_rounds(pair, per // 2):
+        seconds = peers[side].round()
+        if timed:
+            samples[side].append(seconds)
+    return samples["baseline"], samples["candidate"]
 
 
 class PeerError(Exception):

@@ -187,11 +187,13 @@ class BenchSession:
 
     def peer_placement(self, index: int, role: str) -> dict[str, Any]:
         """What the ``index``-th pair's process of ``role`` is started with: its own CPUs
-        and thread pools (:func:`~.interleave.pinning_plan`) and its placement seed."""
-        from pytest_gpucheck.bench.interleave import pinning_plan
+        and thread pools (:func:`~.interleave.pinning_plan`; the halves swapped between
+        the sides in every other pair, :func:`~.interleave.cpu_half`) and its placement
+        seed."""
+        from pytest_gpucheck.bench.interleave import cpu_half, pinning_plan
 
         plan = pinning_plan(self.pin)
-        side = plan.sides[0 if role == "baseline" else 1] if plan is not None else None
+        side = plan.sides[cpu_half(index, role)] if plan is not None else None
         seed = None if self.measure.placement_seed is None else \
             hash_seed(self.measure.placement_seed, index, role)
         return {"cpus": side, "threads": plan.threads if plan is not None else None,
