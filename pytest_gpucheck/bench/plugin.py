@@ -20,6 +20,7 @@ from pytest_gpucheck.bench.settings import (
     DEFAULT_BUDGET,
     DEFAULT_DETECT_EFFECT,
     DEFAULT_FAMILY_LEVEL,
+    DEFAULT_INCONCLUSIVE,
     DEFAULT_KEEP_FRACTION,
     DEFAULT_MAX_ROUNDS,
     DEFAULT_MIN_EFFECT,
@@ -55,7 +56,7 @@ VERDICT_KEY: pytest.StashKey[Verdict] = pytest.StashKey()
 #: Options that make a run use the feature from the start (and validate it up front).
 EAGER_OPTIONS = ("gpu_bench_save", "gpu_bench_compare", "gpu_bench_plot", "gpu_bench_baseline",
                  "gpu_bench_l2_flush", "gpu_bench_against", "gpu_bench_family_level",
-                 "gpu_bench_budget", "gpu_bench_pin")
+                 "gpu_bench_budget", "gpu_bench_pin", "gpu_bench_inconclusive")
 
 
 class BenchmarkRegression(Exception):
@@ -100,6 +101,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=None, help="--gpu-bench-against: give each side of a pair its own "
                     "CPUs and thread pools of that size (split, the default: on 2 CPUs one "
                     "each), or leave the processes as they are (off); ini gpu_bench_pin.")
+    group.addoption("--gpu-bench-inconclusive", dest="gpu_bench_inconclusive",
+                    metavar="pass|fail", default=None,
+                    help="--gpu-bench-against / --gpu-bench-compare: whether a benchmark the "
+                    "gate could not decide (INCONCLUSIVE) fails the run (default ini "
+                    f"gpu_bench_inconclusive, {DEFAULT_INCONCLUSIVE}: undecided is no "
+                    "evidence of a slowdown; fail for a required check).")
     # Internal: the baseline checkout's process, started by --gpu-bench-against.
     group.addoption("--gpu-bench-peer", dest="gpu_bench_peer", type=int, default=None,
                     help=argparse.SUPPRESS)
@@ -146,6 +153,8 @@ INI_KEYS: dict[str, tuple[str, Any]] = {
                          "(pairs are added while it cannot)", str(DEFAULT_BUDGET)),
     "gpu_bench_pin": ("--gpu-bench-against: split (each side its own CPUs and thread pools) "
                       "or off", DEFAULT_PIN),
+    "gpu_bench_inconclusive": ("whether a benchmark the gate could not decide fails the run "
+                               "(pass or fail)", DEFAULT_INCONCLUSIVE),
     "gpu_bench_placement_seed": ("--gpu-bench-against: seed of the measured processes' random "
                                  "placement offsets (empty: a fresh one per run)", ""),
     "gpu_bench_stored_fails": ("--gpu-bench-compare: a regression fails its test (true/false; "
@@ -300,6 +309,10 @@ def pytest_gpucheck_rerun_args(config: pytest.Config) -> list[str]:
             value = config.getoption(dest, None)
             if value is not None:
                 args.append(f"{flag}={value}")
+    value = config.getoption("gpu_bench_inconclusive", None)
+    if value is not None and (against is not None or config.getoption("gpu_bench_compare",
+                                                                      False)):
+        args.append(f"--gpu-bench-inconclusive={value}")
     if config.getoption("gpu_bench_compare", False):
         folder = config.getoption("gpu_bench_baseline", None) or \
             config.getini("gpu_bench_baseline") or Path(config.rootpath) / DEFAULT_BASELINE_DIR

@@ -40,10 +40,12 @@ from pytest_gpucheck.bench.settings import (
     DEFAULT_BUDGET,
     DEFAULT_DETECT_EFFECT,
     DEFAULT_FAMILY_LEVEL,
+    DEFAULT_INCONCLUSIVE,
     DEFAULT_PIN,
     DEFAULT_POWER,
     DEFAULT_PROCESSES,
     DEFAULT_REPLICATES,
+    INCONCLUSIVE_CHOICES,
     PIN_CHOICES,
 )
 from pytest_gpucheck.bench.stored import (
@@ -112,6 +114,12 @@ class BenchSession:
     #: ``--gpu-bench-against``: this run's benchmarks that are not tests in the baseline
     #: checkout (new ones), named once in the summary.
     missing_in_baseline: list[str] = field(default_factory=list)
+    #: ``--gpu-bench-inconclusive=fail``: a benchmark the gate could not decide fails the
+    #: run (:data:`~.settings.DEFAULT_INCONCLUSIVE`).
+    inconclusive_fails: bool = False
+    #: The verdicts left undecided once the run's family was judged (they fail the run
+    #: under :attr:`inconclusive_fails`).
+    undecided: list[Verdict] = field(default_factory=list)
 
     @property
     def gating(self) -> bool:
@@ -346,6 +354,8 @@ class BenchSession:
                 self.family_regressions.append(final)
             results.append((record, final))
         self.results = results
+        self.undecided = [verdict for _, verdict in results
+                          if verdict is not None and verdict.status == "inconclusive"]
 
     # -- called by the plugin's hooks -----------------------------------------------
     def add_report(self, report: pytest.TestReport) -> None:
@@ -402,7 +412,7 @@ class BenchSession:
         if not self.is_worker:
             self.judge_the_family()
         if self.save_error or any(w.get("error") for w in self.worker_saves) \
-                or self.family_regressions:
+                or self.family_regressions or (self.inconclusive_fails and self.undecided):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not self.is_worker and (self.results or self.save_error or self.worker_saves
                                    or self.peer_error):
@@ -527,6 +537,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
     family_level = _family_level(config)
     measure.budget = _budget(config)
     pin = _pin(config)
+    inconclusive = _inconclusive(config)
     if against is not None:
         from pytest_gpucheck.bench.interleave import pinning_plan
 
@@ -549,6 +560,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         pin=pin,
         process_mode=process_mode(config),
         cross_mode=bool(config.getoption("gpu_bench_cross_mode", False)),
+        inconclusive_fails=inconclusive == "fail",
         # Failing by default only where the stored mode's measured rates meet the targets.
         stored_fails=MEETS_TARGETS or bool(config.getoption("gpu_bench_compare_fails", False))
         or str(config.getini("gpu_bench_stored_fails")).strip().lower() in _TRUE,
@@ -659,6 +671,21 @@ def _pin(config: pytest.Config) -> str:
     return pin
 
 
+def _inconclusive(config: pytest.Config) -> str:
+    """``--gpu-bench-inconclusive`` (else ini ``gpu_bench_inconclusive``): pass or fail."""
+    value = config.getoption("gpu_bench_inconclusive", None)
+    where = "--gpu-bench-inconclusive"
+    if value is None:
+        value, where = config.getini("gpu_bench_inconclusive"), "ini gpu_bench_inconclusive"
+    choice = str(value).strip().lower()
+    if choice not in INCONCLUSIVE_CHOICES:
+        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
+        raise pytest.UsageError(f"{shown}: use pass or fail (whether a benchmark the gate "
+                                f"could not decide fails the run; {DEFAULT_INCONCLUSIVE} by "
+                                "default)")
+    return choice
+
+
 def _placement_seed(config: pytest.Config) -> int:
     """Ini ``gpu_bench_placement_seed``, else a fresh one (printed in every verdict, so a
     run can be repeated with the same placement offsets)."""
@@ -719,6 +746,19 @@ def _publish(config: pytest.Config, state: BenchSession) -> None:
                f"benchmarks found {format_verdict(verdict)}" for verdict in
                state.family_regressions]
     errors += [state.peer_error] if state.peer_error else []
+    if state.undecided:
+        names = _some([f"{v.name} [{v.backend}]" for v in state.undecided], 5)
+        compared = sum(v is not None and v.status in ("regression", "improvement", "unchanged",
+                                                      "inconclusive")
+                       for _, v in state.results)
+        line = (f"gpucheck benchmark gate: {len(state.undecided)} of {compared} compared "
+                f"benchmark(s) could not be decided (INCONCLUSIVE: {names}); this run does not "
+                "show that they did not slow down")
+        if state.inconclusive_fails:
+            errors.append(f"{line}; the run fails (--gpu-bench-inconclusive=fail)")
+        else:
+            lines.append(f"{line}; --gpu-bench-inconclusive=fail makes a required check fail "
+                         "on it")
     if state.missing_in_baseline and state.against is not None:
         missing = state.missing_in_baseline
         lines.append(f"gpucheck benchmark gate: {len(missing)} benchmark(s) of this run are "
