@@ -675,14 +675,20 @@ class PeerServer:
             return []
         lead = lead.resolve()
         # An environment inside the checkout (.venv) holds installed packages, not the
-        # project's code; the plugin is the harness, not the code under test.
+        # project's code; the plugin's own package is the harness, not the code under
+        # test.  Only its package folder: the bundled kernels that an editable install
+        # maps to other folders of the checkout (pytest_gpucheck.conformance,
+        # pytest_gpucheck.reference_kernels) are code under test (issue 43).
         installed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+        harness = harness_folder()
         found = []
         for name, module in list(sys.modules.items()):
             path = getattr(module, "__file__", None)
-            if not path or name.split(".")[0] == "pytest_gpucheck":
+            if not path:
                 continue
             resolved = Path(path).resolve()
+            if resolved.is_relative_to(harness):
+                continue
             if (resolved.is_relative_to(lead) and not resolved.is_relative_to(own)
                     and not any(resolved.is_relative_to(p) for p in installed)):
                 found.append(name)
@@ -690,21 +696,36 @@ class PeerServer:
 
 
 
-class CheckoutImports(importlib.abc.MetaPathFinder):
-    """In the peer: a top-level module that would come from the lead's checkout (an
-    editable install of the project points there) comes from the same file in this
-    checkout instead, so the baseline times its own code, not the candidate's.
+def harness_folder() -> Path:
+    """The folder of the plugin's own package (``pytest_gpucheck/``): the harness that
+    times both sides and speaks the lead's protocol, so the baseline process keeps the
+    lead's copy of it."""
+    import pytest_gpucheck
 
-    Submodules follow their package's ``__path__``, which is then in this checkout.
+    return Path(pytest_gpucheck.__file__).resolve().parent
+
+
+class CheckoutImports(importlib.abc.MetaPathFinder):
+    """In the peer: a module that would come from the lead's checkout (an editable
+    install of the project points there) comes from the same file in this checkout
+    instead, so the baseline times its own code, not the candidate's.
+
+    Any module, a submodule included: setuptools' editable finder maps a subpackage to a
+    folder of its own (``pytest_gpucheck.conformance`` to ``conformance/``), which its
+    parent's ``__path__`` never reaches, so mapping top-level names only left the
+    project's bundled kernels the candidate's (a +29% slowdown planted in a bundled
+    kernel read -4.6%, issue 43).  Only the plugin's own package folder
+    (:func:`harness_folder`) stays the lead's: it is the harness, not the code under
+    test.  Submodules found through a mapped package's ``__path__`` are in this checkout
+    already.
     """
 
     def __init__(self, lead: Path, checkout: Path) -> None:
         self.lead, self.checkout = lead.resolve(), checkout.resolve()
+        self.harness = harness_folder()
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        if "." in fullname:
-            return None
         spec = None
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
@@ -716,7 +737,7 @@ class CheckoutImports(importlib.abc.MetaPathFinder):
         origin = Path(spec.origin).resolve() if spec is not None and spec.has_location \
             and spec.origin else None
         if origin is None or not origin.is_relative_to(self.lead) \
-                or origin.is_relative_to(self.checkout):
+                or origin.is_relative_to(self.checkout) or origin.is_relative_to(self.harness):
             return None
         mapped = self.checkout / origin.relative_to(self.lead)
         if not mapped.exists():
