@@ -120,3 +120,45 @@ def test_a_run_that_compared_nothing_says_so_not_stored_comparisons() -> None:
     assert "gpucheck benchmark gate: no benchmark was compared with the baseline checkout" \
         in lines, lines
     assert not any("stored comparison" in line for line in lines), lines
+
+
+#: A benchmark whose test first checks the allocator regime of the process it runs in:
+#: a freed 2 MiB array's memory is reused from the heap for the next one, as in a user's
+#: process under glibc (its mmap threshold rises after the first large free).
+ALLOCATOR_BENCH = textwrap.dedent("""\
+    import ctypes
+    import platform
+
+    import numpy as np
+
+
+    def test_saxpy(gpu_benchmark):
+        if platform.libc_ver()[0] == "glibc":
+            libc = ctypes.CDLL(None)
+            libc.sbrk.restype, libc.sbrk.argtypes = ctypes.c_void_p, (ctypes.c_ssize_t,)
+            first = np.empty(1 << 18, np.float64)
+            del first
+            again = np.empty(1 << 18, np.float64)
+            assert again.ctypes.data < libc.sbrk(0), "a fixed mmap threshold"
+        x = np.ones(1 << 12, np.float32)
+        gpu_benchmark(lambda: 2.5 * x + x)
+    """)
+
+
+@pytest.mark.slow
+def test_the_measured_processes_keep_the_allocator_users_run(tmp_path: Path) -> None:
+    """Issue 43: the gate's processes fixed glibc's mmap threshold, so every large host
+    array was fresh pages faulting in on every call (a program no user runs; a change
+    that allocates read 2-5x its size).  The test body asserts the user's regime in every
+    process that runs it: on the old code the baseline's process failed it before its
+    benchmark (NO-BASELINE) and the candidate's too.  Identical code at 2 pairs and
+    family level 1e-5: only the lines are asserted, not the verdict (its false-fail
+    chance is 1e-5 by design)."""
+    candidate = project(tmp_path, "candidate", {"test_bench.py": ALLOCATOR_BENCH})
+    project(tmp_path, "base", {"test_bench.py": ALLOCATOR_BENCH})
+    run = run_pytest(candidate, "--gpu-bench-against=../base", "-rA",
+                     "--gpu-bench-family-level=1e-5", timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "NO-BASELINE" not in run.stdout, run.stdout
+    assert "a fixed mmap threshold" not in run.stdout + run.stderr
+    assert "gpucheck benchmark gate: 1 " in run.stdout

@@ -15,10 +15,12 @@ The two processes share one CPU while their rounds run (for single-threaded
 CPU-tier backends): on a 2-core machine the two sides on different cores
 differed by up to 8% at 2^22 elements, on one core by 1% to 3%.
 
-Both processes also fix glibc's mmap threshold (:func:`same_host_allocation`)
-and, before each round, take every free heap block that could hold a large
-array (:func:`plug_heap_holes`), so that their large host arrays are allocated
-alike: fresh pages on both sides, never already-touched heap on one of them.
+Both processes keep the C library's allocator as users run it: no fixed mmap
+threshold (issue 43: with glibc's threshold fixed at 128 KiB every large host
+array was fresh pages faulting in on every call, a program no user runs, and a
+change that allocates read 2-5x its size).  Where each process's arrays land is
+random between pairs (:func:`placement_pad`), and the pair is the gate's unit of
+evidence, so placement widens the interval instead of biasing the change.
 
 The lead (this run) and the peer talk over a socket pair with
 :mod:`multiprocessing.connection` (pickled tuples); the peer is started on the
@@ -80,93 +82,20 @@ _DROPPED_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIS
                 CONFTESTS_VARIABLE, PARENT_VARIABLE, SERVE_VARIABLE)
 
 
-#: glibc's ``mallopt`` parameter for the mmap threshold, and the value both sides set:
-#: glibc's own initial threshold (128 KiB).
-M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD_BYTES = 128 * 1024
-#: Whether :func:`same_host_allocation` fixed the threshold in this process.
-_ALLOCATOR = {"threshold_fixed": False}
-
-
 @functools.cache
 def _libc() -> ctypes.CDLL | None:
-    """This process's C library with the prototypes of the allocator calls used here, set
-    up once (:func:`plug_heap_holes` runs before every round); ``None`` off Linux or
-    where it lacks one of them."""
+    """This process's C library with the prototypes of ``malloc`` and ``free`` (the
+    placement pads, :meth:`PeerServer.pad`), set up once; ``None`` off Linux or where it
+    lacks one of them."""
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(None)
-        libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
         libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
         libc.free.restype, libc.free.argtypes = None, (ctypes.c_void_p,)
-        libc.sbrk.restype, libc.sbrk.argtypes = ctypes.c_void_p, (ctypes.c_ssize_t,)
     except (OSError, AttributeError):
         return None
     return libc
-
-
-def same_host_allocation() -> bool:
-    """Fix glibc's mmap threshold at 128 KiB in this process (with
-    :func:`plug_heap_holes`, every host allocation of 128 KiB or more is then an mmap
-    of its own).
-
-    glibc starts with that threshold but raises it each time such a block is freed
-    (up to 32 MiB), so after a test frees its arrays the next test's arrays come
-    from the heap, at offsets that depend on the process's history.  Two processes
-    running the same code then place the same arrays differently, and kernels that
-    stream several arrays run faster or slower with the offsets between them (4 KiB
-    aliasing): saxpy on 2^19 elements differed by +-6% between the two sides of
-    identical code; with the threshold fixed, by +-2%.  Setting it also turns the
-    moving threshold off.  True when set (glibc); elsewhere nothing changes.
-    """
-    libc = _libc()
-    if libc is None:
-        return False
-    fixed = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
-    if fixed:
-        _ALLOCATOR["threshold_fixed"] = True
-    return fixed
-
-
-#: Heap blocks taken by :func:`plug_heap_holes`: held for the life of the process.
-_PLUGS: list[int] = []
-#: The most blocks one call takes (512 MiB of holes): a bound, not a size seen.
-MAX_PLUGS = 4096
-
-
-def plug_heap_holes() -> int:
-    """Take, and keep, every free block of the main heap that could hold an allocation
-    of :data:`MMAP_THRESHOLD_BYTES` or more; the number of blocks taken.
-
-    A fixed threshold alone does not make each large array an mmap: glibc serves a
-    request from a free heap block that fits (or from the heap's top) before it
-    considers mmap.  Whether a process has such a hole depends on its history (its
-    checkout's path, its imports), and it decides a whole run: measured here, the
-    process with a hole reused already-touched pages for ``2.5 * x + y`` on 2^16
-    float32 every other call and the other paid 65 page faults on every call, in
-    process time 181 us against 265 us, the same in all six runs of identical code
-    (CI saw +32.9% and +5.1%).  So each side takes 128 KiB blocks until glibc
-    answers with an mmap (above the heap's end): no hole is left that fits a large
-    array, and both sides fault in fresh pages for each.  About 50 us when there is
-    no hole.  Only once :func:`same_host_allocation` fixed the threshold (glibc):
-    under glibc's moving threshold a 128 KiB request can grow the heap, and the loop
-    would take new memory, not holes (elsewhere nothing is done, 0).
-    """
-    libc = _libc()
-    if libc is None or not _ALLOCATOR["threshold_fixed"]:
-        return 0
-    taken = 0
-    while taken < MAX_PLUGS:
-        block = libc.malloc(MMAP_THRESHOLD_BYTES)
-        if block is None:
-            break
-        if block >= (libc.sbrk(0) or 0):  # above the heap's end: an mmap, no hole left
-            libc.free(block)
-            break
-        _PLUGS.append(block)
-        taken += 1
-    return taken
 
 
 #: The environment variables that size the frameworks' thread pools in a measured
@@ -264,8 +193,9 @@ PAD_SMALL_BYTES = 4096
 def placement_pad(seed: int, nodeid: str) -> tuple[int, int]:
     """Allocate (and return, to be held) a random padding before a benchmark's arrays are
     made: a small heap block of 0 to 4 KiB (16-byte steps) that moves where the small
-    allocations land, and a block of 32 to 95 pages (an mmap of its own, above the fixed
-    threshold) that moves where the next large mappings land.  Drawn from the process's
+    allocations land, and a block of 32 to 95 pages (at or above glibc's initial mmap
+    threshold: a mapping of its own, or heap once the threshold has risen) that moves
+    where the next large blocks land.  Drawn from the process's
     seed and the benchmark, so each process and benchmark gets an offset of its own and a
     run can be repeated with the seed its verdicts print; (small bytes, pages)."""
     import random

@@ -233,11 +233,8 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     peer_fd = config.getoption("gpu_bench_peer", None)
-    if peer_fd is not None or config.getoption("gpu_bench_against", None):
-        from pytest_gpucheck.bench.interleave import same_host_allocation
-
-        # Both sides of an interleaved comparison place their host arrays alike.
-        same_host_allocation()
+    # The measured processes keep glibc's allocator as users run it (no fixed mmap
+    # threshold: issue 43, docs/benchmarks.md "What the gate times").
     if peer_fd is not None:
         from pytest_gpucheck.bench.interleave import PeerServer
 
@@ -423,7 +420,13 @@ def _write_now(config: pytest.Config, line: str) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    result = yield  # a failing test body raises here and is not gated
+    try:
+        result = yield  # a failing test body raises here and is not gated
+    finally:
+        feature = item.config.stash[FEATURE_KEY]
+        if feature._session is not None and feature._session.pairs:
+            # The pairs a later look added end now, not with the session.
+            feature._session.retire_extra_pairs()
     record = item.stash.get(RECORD_KEY, None)
     session = item.config.stash[FEATURE_KEY].session if record is not None else None
     if record is not None and session is not None and session.gating:

@@ -114,6 +114,9 @@ class BenchSession:
     #: ``--gpu-bench-against``: this run's benchmarks that are not tests in the baseline
     #: checkout (new ones), named once in the summary.
     missing_in_baseline: list[str] = field(default_factory=list)
+    #: Pairs asked to end after the benchmark that added them (:meth:`retire_extra_pairs`),
+    #: waited for at the session's end.
+    retired: list[tuple[BaselinePeer, BaselinePeer]] = field(default_factory=list)
     #: ``--gpu-bench-inconclusive=fail``: a benchmark the gate could not decide fails the
     #: run (:data:`~.settings.DEFAULT_INCONCLUSIVE`).
     inconclusive_fails: bool = False
@@ -164,6 +167,20 @@ class BenchSession:
                 self.check_baseline_tests(session, self.pairs[0][0].collected)
         return self.pairs
 
+    def retire_extra_pairs(self) -> None:
+        """After a benchmark: the pairs its later looks added beyond the first look's
+        (``gpu_bench_replicates``) are asked to end now; the next benchmark's first look
+        needs only those, and a look that needs more starts them again (its start-up
+        counted in the budget, bench/fixture.py).  Kept alive for the whole run, about 50
+        torch-cpu processes of ~330 MB each left 144 MB free and took 16 minutes to end
+        (issue 43).  They are waited for at the session's end."""
+        keep = self.measure.replicates
+        for pair in self.pairs[keep:]:
+            for peer in pair:
+                peer.ask_to_stop()
+        self.retired += self.pairs[keep:]
+        self.pairs = self.pairs[:keep]
+
     @property
     def in_processes(self) -> bool:
         """Whether benchmarks are timed in fresh processes: saving or comparing a stored
@@ -179,11 +196,20 @@ class BenchSession:
                      if "gpu_benchmark" in getattr(item, "fixturenames", ())]
             nodeids = [item.nodeid for item in items]
             files = sorted({str(item.path) for item in items})
+            # The interleaved gate's thread limits (a half of the CPUs' worth of
+            # framework threads; none under --gpu-bench-pin=off): default thread pools
+            # made NumPy's matmul 668 us with a 250% spread between processes and
+            # identical code an advisory REGRESSION a minute after saving (issue 43).
+            from pytest_gpucheck.bench.interleave import pinning_plan
+
+            plan = pinning_plan(self.pin)
+            threads = plan.threads if plan is not None else None
             started: list[BaselinePeer] = []
             try:
                 for _ in range(self.measure.processes):
                     started.append(BaselinePeer(session.config, Path(session.config.rootpath),
-                                                nodeids, role="fresh", files=files))
+                                                nodeids, role="fresh", files=files,
+                                                threads=threads))
                 for peer in started:
                     peer.wait_collected()
             except BaseException:
@@ -382,11 +408,11 @@ class BenchSession:
         """
         # Every peer is asked first, then each is waited for: they end at once, not one
         # after the other (twenty processes at the default pairs, on a loaded machine).
-        peers = [peer for pair in self.pairs for peer in pair] + self.fresh
+        peers = [peer for pair in self.pairs + self.retired for peer in pair] + self.fresh
         for peer in peers:
             peer.ask_to_stop()
         errors = [peer.close() for peer in peers]
-        self.pairs, self.fresh = [], []
+        self.pairs, self.retired, self.fresh = [], [], []
         self.peer_error = "; ".join(error for error in errors if error)
         if self.peer_error:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
