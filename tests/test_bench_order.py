@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import pytest
@@ -216,3 +217,42 @@ def test_through_the_gate_identical_code_reads_unchanged_with_a_change_near_0(
     expected = math.expm1(-0.06 / 4) if model == "self_other" else math.expm1(0.06 / 2)
     assert abs(old_change - expected) < 0.01, old_change
     assert abs(old_change) > 0.01, old_change
+
+
+def test_the_stored_modes_fresh_processes_get_the_interleaved_thread_limits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43: the stored mode's fresh processes had default thread pools (numpy matmul
+    668 us with a 250% spread between processes; identical code an advisory REGRESSION
+    a minute after saving).  They start with the interleaved gate's thread limits now:
+    the plan's threads under ``split``, none under ``off``."""
+    import pytest_gpucheck.bench.interleave as interleave
+    import pytest_gpucheck.bench.session as session_module
+    from pytest_gpucheck.bench.fixture import MeasureDefaults
+    from pytest_gpucheck.bench.interleave import PinPlan
+    from pytest_gpucheck.bench.session import BenchSession
+
+    started: list[dict[str, object]] = []
+
+    class Peer:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            started.append(kwargs)
+
+        def wait_collected(self) -> None:
+            pass
+
+    monkeypatch.setattr(session_module, "BaselinePeer", Peer)
+    monkeypatch.setattr(interleave, "pinning_plan",
+                        lambda pin, allowed=None: None if pin == "off"
+                        else PinPlan(((0,), (1,)), 1))
+
+    class Session:
+        items: tuple[object, ...] = ()
+        config = type("C", (), {"rootpath": "."})()
+
+    for pin, threads in (("split", 1), ("off", None)):
+        started.clear()
+        state: Any = BenchSession.__new__(BenchSession)
+        state.fresh, state.pin = [], pin
+        state.measure = MeasureDefaults(processes=2)
+        state.fresh_processes(Session())
+        assert [kwargs.get("threads") for kwargs in started] == [threads, threads], pin
