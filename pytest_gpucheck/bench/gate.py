@@ -405,10 +405,12 @@ def interleaved_blocks(baseline: list[float], current: list[float]) -> list[floa
     """The log ratios candidate / baseline an interleaved comparison tests, one per block
     of two pairs of rounds.
 
-    Round ``k`` of each side ran next to round ``k`` of the other, the baseline first
-    in even pairs and second in odd ones (the order alone moves a round: what the
-    other side left in the caches).  A block holds one pair of each order, so its
-    mean is free of that alternation (as :func:`pair_means` for a reference).
+    Round ``k`` of each side ran next to round ``k`` of the other, the pair's starting
+    side first in even pairs of rounds and second in odd ones (the order alone moves a
+    round: what the other side left in the caches).  A block holds one pair of each
+    order, and each side's two rounds of a block follow one baseline round and one
+    candidate round (:func:`~.interleave.pair_rounds`), so its mean is free of that
+    alternation (as :func:`pair_means` for a reference).
     """
     count = min(len(baseline), len(current))
     ratios = [c / b for c, b in zip(current[:count], baseline[:count], strict=True)]

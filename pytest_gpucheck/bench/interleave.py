@@ -3,8 +3,10 @@
 ``pytest --gpu-bench-against=DIR`` compares every ``gpu_benchmark`` of this
 run with the same test in ``DIR``, a checkout of the baseline code (``git
 worktree add DIR origin/main``), timed in the same job: a second pytest process
-(the *peer*) runs in ``DIR`` and takes turns with this one, one round each,
-the baseline first in even pairs of rounds and second in odd ones.  Whatever
+(the *peer*) runs in ``DIR`` and takes turns with this one, one round each, in
+an order balanced by construction (:func:`pair_rounds`: the starting side and
+the CPU halves alternate between pairs of processes, an untimed round per side,
+then first, second, second, first blocks).  Whatever
 slows the machine down for longer than a round (another tenant, a clock
 change, a burst of memory traffic) slows both sides alike and cancels in the
 per-pair ratio, which is why this is the gate that holds on shared runners
