@@ -376,7 +376,13 @@ class Components:
     #: Deviations of each block from its pair's median (the noise within a pair).
     within: list[float] = field(default_factory=list)
     blocks_per_pair: int = 0
-    #: Each benchmark's pair figures, standardized by its own mean and SD, and how many.
+    #: Each benchmark's mean pair figure (its measured change, log), beside ``between``:
+    #: the simulation puts it back (a bias toward one side is part of the noise the gate
+    #: meets; subtracting it hid the order bias of issue 43).
+    means: list[float] = field(default_factory=list)
+    #: Each benchmark's pair figures, standardized by its own mean and SD, and how many
+    #: (the shape of the noise only: the tails, the residual pool; the mean is kept in
+    #: ``means``).
     standardized: list[float] = field(default_factory=list)
     group_sizes: list[int] = field(default_factory=list)
 
@@ -387,6 +393,7 @@ class Components:
             return
         sd = float(np.std(figures, ddof=1))
         self.between.append(sd)
+        self.means.append(float(np.mean(figures)))
         if sd > 0:
             self.standardized += list((np.asarray(figures) - np.mean(figures)) / sd)
             self.group_sizes.append(len(figures))
@@ -514,19 +521,46 @@ def shifted_power(sessions: list[list[dict[str, Any]]], family_level: float,
             f"the unshifted replay gives the recorded status in {agree} of {judged}")
 
 
+def aa_mean_change(sessions: list[list[dict[str, Any]]]) -> str:
+    """The A/A evidence judged on its mean change, not only on "no red run": each
+    session's mean log change over its compared benchmarks (the session is the
+    independent unit: its benchmarks share its pairs of processes), their mean with a
+    95% t interval.  Identical code must read about 0; a bias toward one side (the
+    order or CPU-half asymmetry of issue 43) shows here even where no run is red."""
+    from pytest_gpucheck.bench.stats import pair_test
+
+    means = []
+    for results in sessions:
+        figures = [float(np.mean(v["pair_figures"])) for r in results
+                   if (v := r.get("verdict") or {}).get("pair_figures")]
+        if figures:
+            means.append(float(np.mean(figures)))
+    if len(means) < 2:
+        return "A/A mean change: fewer than 2 sessions with compared benchmarks"
+    test = pair_test(means, 0.05)
+    return (f"A/A mean change over {len(means)} sessions: {math.expm1(test.mean):+.2%} "
+            f"[95% CI {math.expm1(test.low):+.2%}, {math.expm1(test.high):+.2%}] (each "
+            "session's mean log change over its benchmarks; identical code must read "
+            "about 0)")
+
+
 def simulate_fitted(between: list[float], benchmarks: int, family_level: float,
                     pairs: int, slowdown: float, sessions: int, seed: int = 0,
-                    residuals: list[float] | None = None) -> str:
+                    residuals: list[float] | None = None,
+                    means: list[float] | None = None) -> str:
     """The family-wise false-alarm rate and the power that the measured variance
     components give, by simulation through the gate's own rule (looks, shares, Holm).
 
-    Each simulated benchmark draws its between-pair SD from the measured ones (their
-    spread across benchmarks is part of the fit) and its pair figures from a normal of
-    that SD; the sessions hold ``benchmarks`` benchmarks, one of them slowed by
-    ``slowdown`` in the power sessions.  With ``residuals`` (the measured pair figures,
-    each standardized within its benchmark) the figures are those residuals drawn at
-    random and scaled to the SD instead of normal ones: the measured tails, not the
-    normal's."""
+    Each simulated benchmark draws one measured benchmark, its between-pair SD and,
+    with ``means``, its measured mean change (both: their spread across benchmarks is
+    part of the fit), and its pair figures from a normal of that SD around that mean;
+    the sessions hold ``benchmarks`` benchmarks, one of them slowed by ``slowdown`` in
+    the power sessions.  No benchmark's own mean is subtracted: a bias the A/A runs
+    show (a side-order effect) is simulated as measured (the measured mean also holds
+    that benchmark's sampling noise, so this overstates the false alarms a little).
+    With ``residuals`` (the measured pair figures, each standardized within its
+    benchmark: the noise's shape) the figures are those residuals drawn at random and
+    scaled to the SD instead of normal ones: the measured tails, not the normal's."""
     from pytest_gpucheck.bench.gate import judge_family
     from pytest_gpucheck.bench.sequential import LookSchedule
 
@@ -540,11 +574,14 @@ def simulate_fitted(between: list[float], benchmarks: int, family_level: float,
         pool = np.asarray(residuals, dtype=np.float64)
         pool = pool / math.sqrt(float(np.mean(pool ** 2)))
 
+    centres = np.asarray(means if means is not None else [0.0] * len(sds), dtype=np.float64)
+
     def benchmark(shift: float) -> Verdict:
-        sd = float(rng.choice(sds))
+        pick = int(rng.integers(len(sds)))
+        sd, centre = float(sds[pick]), float(centres[pick])
         count = schedule.pairs_at(schedule.looks)
         noise = rng.normal(0.0, 1.0, count) if pool is None else rng.choice(pool, count)
-        figures = list(shift + sd * noise)
+        figures = list(centre + shift + sd * noise)
         return run_looks(figures, schedule, settings, level, benchmarks)
 
     red = 0
@@ -559,6 +596,9 @@ def simulate_fitted(between: list[float], benchmarks: int, family_level: float,
                                 + [benchmark(0.0) for _ in range(benchmarks - 1)], family_level)
         caught += verdicts[0].status == "regression"
     model = "normal" if pool is None else f"the {len(pool)} measured residuals"
+    if means is not None:
+        model += (f", around each benchmark's measured mean change (RMS "
+                  f"{math.sqrt(float(np.mean(centres ** 2))):.2%})")
     return (f"fitted simulation ({model}; {len(sds)} measured between-pair SDs, RMS "
             f"{math.sqrt(float(np.mean(sds ** 2))):.2%}; {benchmarks} benchmarks per session, "
             f"{pairs} pairs at the first look, up to {schedule.pairs_at(schedule.looks)}, "
@@ -655,9 +695,11 @@ def print_analysis(components: Components, sessions: list[list[dict[str, Any]]],
     if not components.between:
         return
     print(components.tails())
+    print(aa_mean_change(sessions))
     for residuals in (None, components.standardized):
         print(simulate_fitted(components.between, benchmarks, args.family_level, args.pairs,
-                              args.slowdown, args.sim_sessions, residuals=residuals))
+                              args.slowdown, args.sim_sessions, residuals=residuals,
+                              means=components.means))
     print(shifted_power(sessions, args.family_level, args.slowdown))
 
 

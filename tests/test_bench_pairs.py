@@ -308,14 +308,15 @@ def test_the_progress_line_shows_the_interval_so_far() -> None:
 
 
 def test_page_faults_per_call_are_named_beside_the_median() -> None:
-    """What inflates --gpu-bench-against's medians against an in-process run (a fixed mmap
-    threshold on both sides: fresh pages on every call) is said where the median is."""
+    """Memory a kernel maps afresh on each call is said where the median is.  Changed on
+    purpose (issue 43): the gate no longer fixes glibc's mmap threshold, so the line no
+    longer blames the gate for the faults (they are the kernel's, as users run it)."""
     base, _ = records(np.random.default_rng(1), 0.0)
     quiet = derived_figures(base)
     assert "page faults" not in quiet
     faulting = dataclasses.replace(base, extra={**base.extra, "page_faults_per_call": 65.0})
-    assert "65 page faults per call (each host array of 128 KiB or more is a fresh mapping " \
-           "under --gpu-bench-against" in derived_figures(faulting)
+    assert "65 page faults per call" in derived_figures(faulting)
+    assert "fresh mapping under --gpu-bench-against" not in derived_figures(faulting)
 
 
 def test_an_interval_beyond_any_float_is_printed_not_raised() -> None:

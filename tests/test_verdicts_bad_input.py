@@ -136,6 +136,8 @@ BAD_VALUES: dict[str, tuple[str, str, str | None] | None] = {
     "--gpu-bench-budget": ("soon", "--gpu-bench-budget='soon': the seconds a benchmark may "
                                    "take to decide must be a number above 0", "30"),
     "--gpu-bench-pin": ("half", "--gpu-bench-pin='half': use split or off", "off"),
+    "--gpu-bench-inconclusive": ("maybe", "--gpu-bench-inconclusive='maybe': use pass or fail",
+                                 "fail"),
     # auto, off or a path (a '/' or .md); a path that cannot be written is reported where
     # the summary is appended, at the end, and leaves the verdict as it is (docs/ci.md).
     "--gpu-summary": ("maybe", "--gpu-summary='maybe' is not valid; use auto, off or a file "

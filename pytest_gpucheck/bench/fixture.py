@@ -13,7 +13,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,13 +24,15 @@ from pytest_gpucheck.bench.device_copy import L2Flusher, default_flush_bytes
 from pytest_gpucheck.bench.environment import Environment, describe, environment_from_dict
 from pytest_gpucheck.bench.gate import GateSettings, pair_figures_of, planned_rounds
 from pytest_gpucheck.bench.interleave import (
+    SIDES,
     BaselinePeer,
     PeerError,
     PeerServer,
     PinPlan,
+    first_side,
     pinning_words,
-    plug_heap_holes,
     shared_cpu,
+    time_pair,
 )
 from pytest_gpucheck.bench.measure import (
     DeviceClock,
@@ -94,6 +96,15 @@ class MeasureDefaults:
     pin_plan: PinPlan | None = None
     #: ``--gpu-bench-against``: the seed of the processes' random placement offsets.
     placement_seed: int | None = None
+    #: ``--gpu-bench-against``: seconds each pair of processes took to start (and collect)
+    #: in this run, for the budget's projection of a look that needs new ones.
+    started_pairs: list[float] = field(default_factory=list)
+    noted_pairs: set[int] = field(default_factory=set)
+
+    def start_per_pair(self) -> float:
+        """Seconds a new pair of processes is expected to take to start: the slowest
+        seen so far in this run (0 before any)."""
+        return max(self.started_pairs, default=0.0)
 
 
 class GpuBenchmark:
@@ -329,25 +340,40 @@ class GpuBenchmark:
         started_at = time.monotonic()
         done = 0
         base = cand = None
+        # Seconds spent starting processes within this benchmark: not part of the pace
+        # of its pairs, but part of what a later look that needs new ones costs.
+        starting = 0.0
         try:
+            began = time.monotonic()
             pairs = self._against(replicates)
+            starting += self._note_start(began, pairs)
             while True:
                 target = schedule.pairs_at(len(looks) + 1)
                 if target > len(pairs):
+                    began = time.monotonic()
                     pairs = self._against(target)
+                    starting += self._note_start(began, pairs)
                 while done < target:
                     base, cand = pairs[done]
-                    started = self._start_replicate(base, iterations, "baseline")
-                    if started is None:
+                    # The side that starts this pair sets up its test first (and times
+                    # the first round of each block): each side in every other pair.
+                    starts = {"baseline": base, "candidate": cand}
+                    begun: dict[str, dict[str, Any] | None] = {}
+                    for side in SIDES if first_side(done) == SIDES[0] else SIDES[::-1]:
+                        begun[side] = self._start_replicate(starts[side], iterations, side)
+                        if begun[side] is None:
+                            break
+                    if begun.get("baseline") is None:
+                        if begun.get("candidate") is not None:
+                            # It started first (an odd pair) and waits for its rounds.
+                            cand.end()
                         if done:
                             pytest.fail(f"gpucheck benchmark gate: the baseline timed this "
                                         f"test {done} time(s), then not: {base.checkout}",
                                         pytrace=False)
                         return NO_BASELINE
-                    facts = started
-                    if self._start_replicate(cand, iterations, "candidate") is None:
-                        return NO_BASELINE
-                    self._time_pair(base, cand, per, base_samples, cand_samples, faults)
+                    facts = dict(begun["baseline"] or {})
+                    self._time_pair(base, cand, done, per, base_samples, cand_samples, faults)
                     outcome, message = base.end()
                     cand_outcome, cand_message = cand.end()
                     if cand_outcome not in ("passed", "was skipped"):
@@ -366,9 +392,14 @@ class GpuBenchmark:
                 if len(looks) >= schedule.looks:
                     stopped = "last look"
                     break
-                # The next look fits the budget when its pairs, at the pace so far, do.
-                elapsed = time.monotonic() - started_at
-                if elapsed + elapsed / done * schedule.step > self._defaults.budget:
+                # The next look fits the budget when its pairs, at the pace so far, do,
+                # with the start-up of the processes it needs that are not running yet
+                # (a look's pairs used to start after the projection: 144 s and 174 s
+                # for a 120 s budget, issue 43).
+                missing = max(schedule.pairs_at(len(looks) + 1) - len(pairs), 0)
+                if not next_look_fits(time.monotonic() - started_at, starting, done,
+                                      schedule.step, missing,
+                                      self._defaults.start_per_pair(), self._defaults.budget):
                     stopped = "budget"
                     break
             for pair in pairs:
@@ -413,6 +444,18 @@ class GpuBenchmark:
                    "replicates": done, "sequential": sequential,
                    "page_faults_per_call": float(np.median(faults["baseline"]))}))
         return result
+
+    def _note_start(self, began: float, pairs: list[tuple[BaselinePeer, BaselinePeer]]
+                    ) -> float:
+        """Seconds since ``began`` when some of ``pairs`` were started since (their
+        start-up, kept per pair for the budget's projections), else 0."""
+        new = [pair for pair in pairs if id(pair[0]) not in self._defaults.noted_pairs]
+        if not new:
+            return 0.0
+        seconds = time.monotonic() - began
+        self._defaults.noted_pairs |= {id(pair[0]) for pair in new}
+        self._defaults.started_pairs += [seconds / len(new)] * len(new)
+        return seconds
 
     def _in_processes(self, call: Callable[[], Any], iterations: int, rounds: int,
                       warmup: int, first_call: float, timer: Any) -> Any:
@@ -463,25 +506,22 @@ class GpuBenchmark:
         self._keep(samples, timer.method, iterations, warmup, first_call, None, ceiling)
         return result
 
-    def _time_pair(self, base: BaselinePeer, cand: BaselinePeer, per: int,
+    def _time_pair(self, base: BaselinePeer, cand: BaselinePeer, pair: int, per: int,
                    base_samples: list[float], cand_samples: list[float],
                    faults: dict[str, list[float]]) -> None:
-        """Time ``per`` rounds of each side of one pair of processes, in turns."""
+        """Time ``per`` rounds of each side of pair ``pair``'s processes, in the pair's
+        balanced order (:func:`~.interleave.pair_rounds`: an untimed round per side, then
+        blocks of first, second, second, first)."""
         # --gpu-bench-pin=off leaves the processes' CPUs as they are, this one included.
         held = shared_cpu(self.backend, (base.pid, cand.pid)) \
             if self._defaults.pin != "off" else contextlib.nullcontext()
         with held:
-            for k in range(per):
-                # The baseline runs first in even pairs and second in odd ones: neither
-                # side always runs in the other's wake.
-                if k % 2 == 0:
-                    base_samples.append(base.round())
-                    cand_samples.append(cand.round())
-                else:
-                    cand_samples.append(cand.round())
-                    base_samples.append(base.round())
-                faults["baseline"].append(base.faults[-1])
-                faults["candidate"].append(cand.faults[-1])
+            base_rounds, cand_rounds = time_pair(base, cand, pair, per)
+        base_samples += base_rounds
+        cand_samples += cand_rounds
+        # The timed rounds are each side's last ``per`` (the untimed one came first).
+        faults["baseline"] += base.faults[-per:]
+        faults["candidate"] += cand.faults[-per:]
 
     def _process_ceiling(self) -> tuple[float, int]:
         """(GB/s, bytes moved) of this process's larger copy (:func:`.copy_ceiling`)."""
@@ -511,10 +551,6 @@ class GpuBenchmark:
         last: list[Any] = []
 
         def time_round() -> float:
-            if not self.backend.is_gpu:
-                # Outside the timed calls: a free heap block must not hold this round's
-                # large host arrays on one side and not on the other.
-                plug_heap_holes()
             last[:] = [runner()]
             return runner.samples[-1]
 
@@ -552,6 +588,17 @@ class GpuBenchmark:
     def _baseline_iterations(self, device_model: str) -> int | None:
         baseline = self._baseline(device_model)
         return baseline.iterations if baseline is not None else None
+
+
+def next_look_fits(elapsed: float, starting: float, done: int, step: int, missing: int,
+                   start_per_pair: float, budget: float) -> bool:
+    """Whether a benchmark's next look ends within its ``budget`` (seconds): ``elapsed``
+    so far, ``starting`` of them spent starting processes, ``done`` pairs timed; the
+    look times ``step`` more pairs at the pace of those (start-up left out of the pace)
+    and first starts the ``missing`` pairs it needs that are not running, each taking
+    ``start_per_pair``."""
+    pace = max(elapsed - starting, 0.0) / max(done, 1)
+    return elapsed + pace * step + missing * start_per_pair <= budget
 
 
 def _extra_info(record: BenchmarkRecord) -> dict[str, Any]:

@@ -405,10 +405,12 @@ def interleaved_blocks(baseline: list[float], current: list[float]) -> list[floa
     """The log ratios candidate / baseline an interleaved comparison tests, one per block
     of two pairs of rounds.
 
-    Round ``k`` of each side ran next to round ``k`` of the other, the baseline first
-    in even pairs and second in odd ones (the order alone moves a round: what the
-    other side left in the caches).  A block holds one pair of each order, so its
-    mean is free of that alternation (as :func:`pair_means` for a reference).
+    Round ``k`` of each side ran next to round ``k`` of the other, the pair's starting
+    side first in even pairs of rounds and second in odd ones (the order alone moves a
+    round: what the other side left in the caches).  A block holds one pair of each
+    order, and each side's two rounds of a block follow one baseline round and one
+    candidate round (:func:`~.interleave.pair_rounds`), so its mean is free of that
+    alternation (as :func:`pair_means` for a reference).
     """
     count = min(len(baseline), len(current))
     ratios = [c / b for c, b in zip(current[:count], baseline[:count], strict=True)]
@@ -517,6 +519,10 @@ def format_interval(low: float, high: float, level: float) -> str:
     return f"[{format_level(level)} CI {end(low)}, {end(high)}]"
 
 
+#: Beyond this many times the schedule's reach, more pairs are no advice: the benchmark
+#: is too noisy for the runner (issue 43 saw "about 3820 more pairs" on torch-cpu).
+PAIRS_WORTH_ADVISING = 3
+
 #: The end of the reason an inconclusive interleaved verdict gives (a later judgement
 #: of the same pairs replaces everything up to it).
 _QUIETER = "or run on a quieter machine"
@@ -573,9 +579,23 @@ def _advice(verdict: Verdict, sd: float, level: float, floor: float, shift: floa
     share = schedule.share(min(taken + 1, schedule.looks))
     more = more_pairs_needed(sd, verdict.looks[-1], shift, level * share, floor,
                              verdict.settings.power)
-    needs = (f"a decision needs about {more} more pairs" if more else
-             "a decision needs more pairs than the gate would time")
     looks = f"{verdict.looks[-1]} pairs in {taken} look{'s' if taken > 1 else ''}"
+    # The most pairs the schedule times (its last look): advice never points past it
+    # (a budget raised for 42 pairs of a 30-pair schedule, or 3820, decides nothing).
+    reach = schedule.pairs_at(schedule.looks)
+    if not more or verdict.looks[-1] + more > reach:
+        total = f"about {verdict.looks[-1] + more} pairs in all" if more else "more pairs"
+        if more and verdict.looks[-1] + more <= PAIRS_WORTH_ADVISING * reach:
+            first = math.ceil(schedule.first * (verdict.looks[-1] + more) / reach)
+            fix = (f"raise ini gpu_bench_replicates to about {first} (the schedule grows "
+                   f"with it), {_QUIETER}")
+        else:
+            fix = f"gate a larger change here (ini gpu_bench_detect_effect) {_QUIETER}"
+        stop = ("stopped for the budget" if verdict.stopped == "budget"
+                else "stopped at the schedule's last look")
+        return (f"{stop} after {looks}: a decision needs {total}, more than the {reach} the "
+                f"schedule's last look reaches, so a larger budget would not decide it; {fix}")
+    needs = f"a decision needs about {more} more pairs"
     if verdict.stopped == "budget":
         budget = f"{verdict.budget:g} s" if verdict.budget is not None else "its"
         return (f"stopped for the budget ({budget} per benchmark) after {looks}: {needs}; "
@@ -840,9 +860,9 @@ def format_verdict(verdict: Verdict) -> str:
         if verdict.adjusted_p is not None:
             parts.append(f"Holm-adjusted p={verdict.adjusted_p:.2g} over {verdict.family} "
                          "benchmarks")
-    if verdict.power is not None and verdict.status != "inconclusive":
-        parts.append(f"power {verdict.power:.0%} to catch "
-                     f"+{verdict.settings.design_effect(bool(verdict.relative_to)):.0%}")
+    power = _power_text(verdict, verdict.settings.design_effect(bool(verdict.relative_to)))
+    if power:
+        parts.append(power.removeprefix(", "))
     if verdict.reason:
         parts.append(verdict.reason)
     if verdict.advisory:
@@ -879,9 +899,7 @@ def _pairs_summary(verdict: Verdict) -> str:
     elif family > 1:
         p += f" (level {verdict.level:.2g}: the family's over {family} benchmarks)"
     text += f", {p}, floor {verdict.settings.relative_min_effect:.0%}"
-    if verdict.power is not None and verdict.status != "inconclusive":
-        text += (f", power {verdict.power:.0%} to catch "
-                 f"+{verdict.settings.design_effect(True):.0%}")
+    text += _power_text(verdict, verdict.settings.design_effect(True))
     if verdict.pinning:
         text += f", {verdict.pinning}"
     if verdict.placement_seed is not None:
@@ -889,6 +907,17 @@ def _pairs_summary(verdict: Verdict) -> str:
     if verdict.reason:
         text += f", {verdict.reason}"
     return text
+
+
+def _power_text(verdict: Verdict, effect: float) -> str:
+    """``, power 97% to catch +10%`` beside an UNCHANGED verdict only: there the power is
+    what makes "unchanged" a decision (below the target it is INCONCLUSIVE, whose reason
+    gives the figure).  A regression or an improvement was decided by its interval; the
+    chance of catching a +10% change says nothing about it, and "power 1% to catch
+    +10%" beside a REGRESSION of +50% read as a contradiction (issue 43)."""
+    if verdict.power is None or verdict.status != "unchanged":
+        return ""
+    return f", power {verdict.power:.0%} to catch +{effect:.0%}"
 
 
 def _looks_text(verdict: Verdict) -> str:
@@ -945,9 +974,7 @@ def processes_summary(verdict: Verdict) -> str:
     elif family > 1:
         text += f" (level {verdict.level:.2g}: the family's over {family} benchmarks)"
     text += f", floor {verdict.settings.min_effect:.0%}"
-    if verdict.power is not None and verdict.status != "inconclusive":
-        text += (f", power {verdict.power:.0%} to catch "
-                 f"+{verdict.settings.design_effect(False):.0%}")
+    text += _power_text(verdict, verdict.settings.design_effect(False))
     if verdict.reason:
         text += f", {verdict.reason}"
     if verdict.advisory:

@@ -3,8 +3,10 @@
 ``pytest --gpu-bench-against=DIR`` compares every ``gpu_benchmark`` of this
 run with the same test in ``DIR``, a checkout of the baseline code (``git
 worktree add DIR origin/main``), timed in the same job: a second pytest process
-(the *peer*) runs in ``DIR`` and takes turns with this one, one round each,
-the baseline first in even pairs of rounds and second in odd ones.  Whatever
+(the *peer*) runs in ``DIR`` and takes turns with this one, one round each, in
+an order balanced by construction (:func:`pair_rounds`: the starting side and
+the CPU halves alternate between pairs of processes, an untimed round per side,
+then first, second, second, first blocks).  Whatever
 slows the machine down for longer than a round (another tenant, a clock
 change, a burst of memory traffic) slows both sides alike and cancels in the
 per-pair ratio, which is why this is the gate that holds on shared runners
@@ -15,10 +17,12 @@ The two processes share one CPU while their rounds run (for single-threaded
 CPU-tier backends): on a 2-core machine the two sides on different cores
 differed by up to 8% at 2^22 elements, on one core by 1% to 3%.
 
-Both processes also fix glibc's mmap threshold (:func:`same_host_allocation`)
-and, before each round, take every free heap block that could hold a large
-array (:func:`plug_heap_holes`), so that their large host arrays are allocated
-alike: fresh pages on both sides, never already-touched heap on one of them.
+Both processes keep the C library's allocator as users run it: no fixed mmap
+threshold (issue 43: with glibc's threshold fixed at 128 KiB every large host
+array was fresh pages faulting in on every call, a program no user runs, and a
+change that allocates read 2-5x its size).  Where each process's arrays land is
+random between pairs (:func:`placement_pad`), and the pair is the gate's unit of
+evidence, so placement widens the interval instead of biasing the change.
 
 The lead (this run) and the peer talk over a socket pair with
 :mod:`multiprocessing.connection` (pickled tuples); the peer is started on the
@@ -80,93 +84,20 @@ _DROPPED_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIS
                 CONFTESTS_VARIABLE, PARENT_VARIABLE, SERVE_VARIABLE)
 
 
-#: glibc's ``mallopt`` parameter for the mmap threshold, and the value both sides set:
-#: glibc's own initial threshold (128 KiB).
-M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD_BYTES = 128 * 1024
-#: Whether :func:`same_host_allocation` fixed the threshold in this process.
-_ALLOCATOR = {"threshold_fixed": False}
-
-
 @functools.cache
 def _libc() -> ctypes.CDLL | None:
-    """This process's C library with the prototypes of the allocator calls used here, set
-    up once (:func:`plug_heap_holes` runs before every round); ``None`` off Linux or
-    where it lacks one of them."""
+    """This process's C library with the prototypes of ``malloc`` and ``free`` (the
+    placement pads, :meth:`PeerServer.pad`), set up once; ``None`` off Linux or where it
+    lacks one of them."""
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(None)
-        libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
         libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
         libc.free.restype, libc.free.argtypes = None, (ctypes.c_void_p,)
-        libc.sbrk.restype, libc.sbrk.argtypes = ctypes.c_void_p, (ctypes.c_ssize_t,)
     except (OSError, AttributeError):
         return None
     return libc
-
-
-def same_host_allocation() -> bool:
-    """Fix glibc's mmap threshold at 128 KiB in this process (with
-    :func:`plug_heap_holes`, every host allocation of 128 KiB or more is then an mmap
-    of its own).
-
-    glibc starts with that threshold but raises it each time such a block is freed
-    (up to 32 MiB), so after a test frees its arrays the next test's arrays come
-    from the heap, at offsets that depend on the process's history.  Two processes
-    running the same code then place the same arrays differently, and kernels that
-    stream several arrays run faster or slower with the offsets between them (4 KiB
-    aliasing): saxpy on 2^19 elements differed by +-6% between the two sides of
-    identical code; with the threshold fixed, by +-2%.  Setting it also turns the
-    moving threshold off.  True when set (glibc); elsewhere nothing changes.
-    """
-    libc = _libc()
-    if libc is None:
-        return False
-    fixed = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
-    if fixed:
-        _ALLOCATOR["threshold_fixed"] = True
-    return fixed
-
-
-#: Heap blocks taken by :func:`plug_heap_holes`: held for the life of the process.
-_PLUGS: list[int] = []
-#: The most blocks one call takes (512 MiB of holes): a bound, not a size seen.
-MAX_PLUGS = 4096
-
-
-def plug_heap_holes() -> int:
-    """Take, and keep, every free block of the main heap that could hold an allocation
-    of :data:`MMAP_THRESHOLD_BYTES` or more; the number of blocks taken.
-
-    A fixed threshold alone does not make each large array an mmap: glibc serves a
-    request from a free heap block that fits (or from the heap's top) before it
-    considers mmap.  Whether a process has such a hole depends on its history (its
-    checkout's path, its imports), and it decides a whole run: measured here, the
-    process with a hole reused already-touched pages for ``2.5 * x + y`` on 2^16
-    float32 every other call and the other paid 65 page faults on every call, in
-    process time 181 us against 265 us, the same in all six runs of identical code
-    (CI saw +32.9% and +5.1%).  So each side takes 128 KiB blocks until glibc
-    answers with an mmap (above the heap's end): no hole is left that fits a large
-    array, and both sides fault in fresh pages for each.  About 50 us when there is
-    no hole.  Only once :func:`same_host_allocation` fixed the threshold (glibc):
-    under glibc's moving threshold a 128 KiB request can grow the heap, and the loop
-    would take new memory, not holes (elsewhere nothing is done, 0).
-    """
-    libc = _libc()
-    if libc is None or not _ALLOCATOR["threshold_fixed"]:
-        return 0
-    taken = 0
-    while taken < MAX_PLUGS:
-        block = libc.malloc(MMAP_THRESHOLD_BYTES)
-        if block is None:
-            break
-        if block >= (libc.sbrk(0) or 0):  # above the heap's end: an mmap, no hole left
-            libc.free(block)
-            break
-        _PLUGS.append(block)
-        taken += 1
-    return taken
 
 
 #: The environment variables that size the frameworks' thread pools in a measured
@@ -191,16 +122,17 @@ class PinPlan:
     threads: int
 
     def describe(self, one_cpu_while_timed: bool = False) -> str:
-        """``threads pinned: baseline CPUs 0, candidate CPUs 1, 1 framework thread each``;
-        with ``one_cpu_while_timed`` (a single-threaded CPU backend, :func:`shared_cpu`)
-        the two sides' rounds share one of those CPUs instead."""
+        """``threads pinned: each side its own CPUs (0 | 1, the halves swapped in every
+        other pair), 1 framework thread each``; with ``one_cpu_while_timed`` (a
+        single-threaded CPU backend, :func:`shared_cpu`) the two sides' rounds share one
+        of those CPUs instead."""
         def cpus(side: tuple[int, ...]) -> str:
             return ",".join(map(str, side))
         threads = f"{self.threads} framework thread{'s' if self.threads > 1 else ''} each"
         if one_cpu_while_timed or self.sides[0] == self.sides[1]:
             return f"threads pinned: both sides on one CPU while timed, {threads}"
-        return (f"threads pinned: baseline CPUs {cpus(self.sides[0])}, candidate CPUs "
-                f"{cpus(self.sides[1])}, {threads}")
+        return (f"threads pinned: each side its own CPUs ({cpus(self.sides[0])} | "
+                f"{cpus(self.sides[1])}, the halves swapped in every other pair), {threads}")
 
 
 def pinning_words(plan: PinPlan | None, pin: str, backend: Backend) -> str:
@@ -263,14 +195,76 @@ PAD_SMALL_BYTES = 4096
 def placement_pad(seed: int, nodeid: str) -> tuple[int, int]:
     """Allocate (and return, to be held) a random padding before a benchmark's arrays are
     made: a small heap block of 0 to 4 KiB (16-byte steps) that moves where the small
-    allocations land, and a block of 32 to 95 pages (an mmap of its own, above the fixed
-    threshold) that moves where the next large mappings land.  Drawn from the process's
+    allocations land, and a block of 32 to 95 pages (at or above glibc's initial mmap
+    threshold: a mapping of its own, or heap once the threshold has risen) that moves
+    where the next large blocks land.  Drawn from the process's
     seed and the benchmark, so each process and benchmark gets an offset of its own and a
     run can be repeated with the seed its verdicts print; (small bytes, pages)."""
     import random
 
     rng = random.Random(f"{seed}:{nodeid}")
     return rng.randrange(0, PAD_SMALL_BYTES, 16), rng.randrange(*PAD_PAGES)
+
+
+#: The two sides of a pair, in the order :class:`BaselinePeer` pairs hold them.
+SIDES = ("baseline", "candidate")
+
+
+def first_side(pair: int) -> str:
+    """The side that starts pair ``pair`` (0-based): it sets up its test first and times
+    the first round of each block.  The baseline in even pairs, the candidate in odd
+    ones: a side that always started would always set up its arrays first and always
+    time round 0 in the other's wake (identical code read 3.6% to 21% lower in the
+    first block when the baseline always started, issue 43)."""
+    return SIDES[pair % 2]
+
+
+def cpu_half(pair: int, role: str) -> int:
+    """Which half of the pinned CPUs (:func:`pinning_plan`) ``role``'s process of pair
+    ``pair`` gets: the baseline the first half in even pairs and the second in odd ones,
+    the candidate the other.  Halves differ (caches, clocks, the cores' other tenants:
+    torch-cpu read -24% with the baseline always on the first half, +6.7% unpinned), so
+    neither side may always get one: over an even number of pairs each side has each
+    half as often, and the difference between halves averages out of the change (it
+    widens the between-pair spread instead, which the interval counts)."""
+    return (SIDES.index(role) + pair) % 2
+
+
+def pair_rounds(pair: int, blocks: int) -> list[tuple[str, bool]]:
+    """The order in which pair ``pair``'s two processes run their rounds for one
+    benchmark, after both have set up their test (:func:`first_side` first): ``(side,
+    timed)`` per round.
+
+    First one untimed round per side, the second side's then the first side's; then
+    ``blocks`` blocks of four timed rounds in the order first, second, second, first
+    (ABBA).  With the untimed rounds in that order, every block holds, for each side,
+    one round that follows its own round and one that follows the other side's, and
+    each side's two rounds of a block follow one baseline round and one candidate
+    round: a cost that depends on what ran just before a round (caches, the TLB, the
+    clock's ramp; either "self or other" or "which side") is the same for both sides
+    in every block and cancels in the block's ratio, in the first block as in the
+    others (``tests/test_bench_order.py``)."""
+    first = first_side(pair)
+    second = SIDES[1 - SIDES.index(first)]
+    order = [(second, False), (first, False)]
+    for _ in range(blocks):
+        order += [(first, True), (second, True), (second, True), (first, True)]
+    return order
+
+
+def time_pair(base: Any, cand: Any, pair: int, per: int) -> tuple[list[float], list[float]]:
+    """Run :func:`pair_rounds` on one pair of started processes (``per`` timed rounds a
+    side, an even number): the timed seconds per call of (baseline, candidate), round
+    ``k`` of one side beside round ``k`` of the other.  ``base`` and ``cand`` need only
+    a ``round()`` that returns seconds per call."""
+    assert per % 2 == 0, f"{per} rounds a side: the blocks need an even number"
+    peers = {"baseline": base, "candidate": cand}
+    samples: dict[str, list[float]] = {"baseline": [], "candidate": []}
+    for side, timed in pair_rounds(pair, per // 2):
+        seconds = peers[side].round()
+        if timed:
+            samples[side].append(seconds)
+    return samples["baseline"], samples["candidate"]
 
 
 class PeerError(Exception):
@@ -613,14 +607,20 @@ class PeerServer:
             return []
         lead = lead.resolve()
         # An environment inside the checkout (.venv) holds installed packages, not the
-        # project's code; the plugin is the harness, not the code under test.
+        # project's code; the plugin's own package is the harness, not the code under
+        # test.  Only its package folder: the bundled kernels that an editable install
+        # maps to other folders of the checkout (pytest_gpucheck.conformance,
+        # pytest_gpucheck.reference_kernels) are code under test (issue 43).
         installed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+        harness = harness_folder()
         found = []
         for name, module in list(sys.modules.items()):
             path = getattr(module, "__file__", None)
-            if not path or name.split(".")[0] == "pytest_gpucheck":
+            if not path:
                 continue
             resolved = Path(path).resolve()
+            if resolved.is_relative_to(harness):
+                continue
             if (resolved.is_relative_to(lead) and not resolved.is_relative_to(own)
                     and not any(resolved.is_relative_to(p) for p in installed)):
                 found.append(name)
@@ -628,21 +628,36 @@ class PeerServer:
 
 
 
-class CheckoutImports(importlib.abc.MetaPathFinder):
-    """In the peer: a top-level module that would come from the lead's checkout (an
-    editable install of the project points there) comes from the same file in this
-    checkout instead, so the baseline times its own code, not the candidate's.
+def harness_folder() -> Path:
+    """The folder of the plugin's own package (``pytest_gpucheck/``): the harness that
+    times both sides and speaks the lead's protocol, so the baseline process keeps the
+    lead's copy of it."""
+    import pytest_gpucheck
 
-    Submodules follow their package's ``__path__``, which is then in this checkout.
+    return Path(pytest_gpucheck.__file__).resolve().parent
+
+
+class CheckoutImports(importlib.abc.MetaPathFinder):
+    """In the peer: a module that would come from the lead's checkout (an editable
+    install of the project points there) comes from the same file in this checkout
+    instead, so the baseline times its own code, not the candidate's.
+
+    Any module, a submodule included: setuptools' editable finder maps a subpackage to a
+    folder of its own (``pytest_gpucheck.conformance`` to ``conformance/``), which its
+    parent's ``__path__`` never reaches, so mapping top-level names only left the
+    project's bundled kernels the candidate's (a +29% slowdown planted in a bundled
+    kernel read -4.6%, issue 43).  Only the plugin's own package folder
+    (:func:`harness_folder`) stays the lead's: it is the harness, not the code under
+    test.  Submodules found through a mapped package's ``__path__`` are in this checkout
+    already.
     """
 
     def __init__(self, lead: Path, checkout: Path) -> None:
         self.lead, self.checkout = lead.resolve(), checkout.resolve()
+        self.harness = harness_folder()
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        if "." in fullname:
-            return None
         spec = None
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
@@ -654,7 +669,7 @@ class CheckoutImports(importlib.abc.MetaPathFinder):
         origin = Path(spec.origin).resolve() if spec is not None and spec.has_location \
             and spec.origin else None
         if origin is None or not origin.is_relative_to(self.lead) \
-                or origin.is_relative_to(self.checkout):
+                or origin.is_relative_to(self.checkout) or origin.is_relative_to(self.harness):
             return None
         mapped = self.checkout / origin.relative_to(self.lead)
         if not mapped.exists():

@@ -20,6 +20,7 @@ from pytest_gpucheck.bench.settings import (
     DEFAULT_BUDGET,
     DEFAULT_DETECT_EFFECT,
     DEFAULT_FAMILY_LEVEL,
+    DEFAULT_INCONCLUSIVE,
     DEFAULT_KEEP_FRACTION,
     DEFAULT_MAX_ROUNDS,
     DEFAULT_MIN_EFFECT,
@@ -55,7 +56,7 @@ VERDICT_KEY: pytest.StashKey[Verdict] = pytest.StashKey()
 #: Options that make a run use the feature from the start (and validate it up front).
 EAGER_OPTIONS = ("gpu_bench_save", "gpu_bench_compare", "gpu_bench_plot", "gpu_bench_baseline",
                  "gpu_bench_l2_flush", "gpu_bench_against", "gpu_bench_family_level",
-                 "gpu_bench_budget", "gpu_bench_pin")
+                 "gpu_bench_budget", "gpu_bench_pin", "gpu_bench_inconclusive")
 
 
 class BenchmarkRegression(Exception):
@@ -100,6 +101,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=None, help="--gpu-bench-against: give each side of a pair its own "
                     "CPUs and thread pools of that size (split, the default: on 2 CPUs one "
                     "each), or leave the processes as they are (off); ini gpu_bench_pin.")
+    group.addoption("--gpu-bench-inconclusive", dest="gpu_bench_inconclusive",
+                    metavar="pass|fail", default=None,
+                    help="--gpu-bench-against / --gpu-bench-compare: whether a benchmark the "
+                    "gate could not decide (INCONCLUSIVE) fails the run (default ini "
+                    f"gpu_bench_inconclusive, {DEFAULT_INCONCLUSIVE}: undecided is no "
+                    "evidence of a slowdown; fail for a required check).")
     # Internal: the baseline checkout's process, started by --gpu-bench-against.
     group.addoption("--gpu-bench-peer", dest="gpu_bench_peer", type=int, default=None,
                     help=argparse.SUPPRESS)
@@ -146,6 +153,8 @@ INI_KEYS: dict[str, tuple[str, Any]] = {
                          "(pairs are added while it cannot)", str(DEFAULT_BUDGET)),
     "gpu_bench_pin": ("--gpu-bench-against: split (each side its own CPUs and thread pools) "
                       "or off", DEFAULT_PIN),
+    "gpu_bench_inconclusive": ("whether a benchmark the gate could not decide fails the run "
+                               "(pass or fail)", DEFAULT_INCONCLUSIVE),
     "gpu_bench_placement_seed": ("--gpu-bench-against: seed of the measured processes' random "
                                  "placement offsets (empty: a fresh one per run)", ""),
     "gpu_bench_stored_fails": ("--gpu-bench-compare: a regression fails its test (true/false; "
@@ -189,10 +198,13 @@ class BenchFeature:
             self._session.worker_done(getattr(node, "workeroutput", None) or {})
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """A stored baseline from another process mode stops the run here, before any
-        test runs (exit 4), in the process the user started."""
+        """A stored baseline from another process mode, or a baseline folder that holds
+        none of the run's benchmark files, stops the run here, before any test runs (exit
+        4), in the process the user started."""
         if self.config.getoption("gpu_bench_compare", False):
             self.session.refuse_cross_mode(session)
+        if self.config.getoption("gpu_bench_against", None):
+            self.session.refuse_foreign_checkout(session)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._session is not None:
@@ -221,11 +233,8 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     peer_fd = config.getoption("gpu_bench_peer", None)
-    if peer_fd is not None or config.getoption("gpu_bench_against", None):
-        from pytest_gpucheck.bench.interleave import same_host_allocation
-
-        # Both sides of an interleaved comparison place their host arrays alike.
-        same_host_allocation()
+    # The measured processes keep glibc's allocator as users run it (no fixed mmap
+    # threshold: issue 43, docs/benchmarks.md "What the gate times").
     if peer_fd is not None:
         from pytest_gpucheck.bench.interleave import PeerServer
 
@@ -297,6 +306,10 @@ def pytest_gpucheck_rerun_args(config: pytest.Config) -> list[str]:
             value = config.getoption(dest, None)
             if value is not None:
                 args.append(f"{flag}={value}")
+    value = config.getoption("gpu_bench_inconclusive", None)
+    if value is not None and (against is not None or config.getoption("gpu_bench_compare",
+                                                                      False)):
+        args.append(f"--gpu-bench-inconclusive={value}")
     if config.getoption("gpu_bench_compare", False):
         folder = config.getoption("gpu_bench_baseline", None) or \
             config.getini("gpu_bench_baseline") or Path(config.rootpath) / DEFAULT_BASELINE_DIR
@@ -407,7 +420,13 @@ def _write_now(config: pytest.Config, line: str) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    result = yield  # a failing test body raises here and is not gated
+    try:
+        result = yield  # a failing test body raises here and is not gated
+    finally:
+        feature = item.config.stash[FEATURE_KEY]
+        if feature._session is not None and feature._session.pairs:
+            # The pairs a later look added end now, not with the session.
+            feature._session.retire_extra_pairs()
     record = item.stash.get(RECORD_KEY, None)
     session = item.config.stash[FEATURE_KEY].session if record is not None else None
     if record is not None and session is not None and session.gating:

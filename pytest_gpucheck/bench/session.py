@@ -40,10 +40,12 @@ from pytest_gpucheck.bench.settings import (
     DEFAULT_BUDGET,
     DEFAULT_DETECT_EFFECT,
     DEFAULT_FAMILY_LEVEL,
+    DEFAULT_INCONCLUSIVE,
     DEFAULT_PIN,
     DEFAULT_POWER,
     DEFAULT_PROCESSES,
     DEFAULT_REPLICATES,
+    INCONCLUSIVE_CHOICES,
     PIN_CHOICES,
 )
 from pytest_gpucheck.bench.stored import (
@@ -109,6 +111,18 @@ class BenchSession:
     #: ``--gpu-bench-compare-fails``: a stored regression fails its test; otherwise it is
     #: advisory (the stored mode misses its targets, :data:`~.gate.STORED_MEASURED`).
     stored_fails: bool = False
+    #: ``--gpu-bench-against``: this run's benchmarks that are not tests in the baseline
+    #: checkout (new ones), named once in the summary.
+    missing_in_baseline: list[str] = field(default_factory=list)
+    #: Pairs asked to end after the benchmark that added them (:meth:`retire_extra_pairs`),
+    #: waited for at the session's end.
+    retired: list[tuple[BaselinePeer, BaselinePeer]] = field(default_factory=list)
+    #: ``--gpu-bench-inconclusive=fail``: a benchmark the gate could not decide fails the
+    #: run (:data:`~.settings.DEFAULT_INCONCLUSIVE`).
+    inconclusive_fails: bool = False
+    #: The verdicts left undecided once the run's family was judged (they fail the run
+    #: under :attr:`inconclusive_fails`).
+    undecided: list[Verdict] = field(default_factory=list)
 
     @property
     def gating(self) -> bool:
@@ -147,8 +161,25 @@ class BenchSession:
                 for peer in started:
                     peer.close()
                 raise
+            first = not self.pairs
             self.pairs += list(zip(started[::2], started[1::2], strict=True))
+            if first:
+                self.check_baseline_tests(session, self.pairs[0][0].collected)
         return self.pairs
+
+    def retire_extra_pairs(self) -> None:
+        """After a benchmark: the pairs its later looks added beyond the first look's
+        (``gpu_bench_replicates``) are asked to end now; the next benchmark's first look
+        needs only those, and a look that needs more starts them again (its start-up
+        counted in the budget, bench/fixture.py).  Kept alive for the whole run, about 50
+        torch-cpu processes of ~330 MB each left 144 MB free and took 16 minutes to end
+        (issue 43).  They are waited for at the session's end."""
+        keep = self.measure.replicates
+        for pair in self.pairs[keep:]:
+            for peer in pair:
+                peer.ask_to_stop()
+        self.retired += self.pairs[keep:]
+        self.pairs = self.pairs[:keep]
 
     @property
     def in_processes(self) -> bool:
@@ -165,11 +196,20 @@ class BenchSession:
                      if "gpu_benchmark" in getattr(item, "fixturenames", ())]
             nodeids = [item.nodeid for item in items]
             files = sorted({str(item.path) for item in items})
+            # The interleaved gate's thread limits (a half of the CPUs' worth of
+            # framework threads; none under --gpu-bench-pin=off): default thread pools
+            # made NumPy's matmul 668 us with a 250% spread between processes and
+            # identical code an advisory REGRESSION a minute after saving (issue 43).
+            from pytest_gpucheck.bench.interleave import pinning_plan
+
+            plan = pinning_plan(self.pin)
+            threads = plan.threads if plan is not None else None
             started: list[BaselinePeer] = []
             try:
                 for _ in range(self.measure.processes):
                     started.append(BaselinePeer(session.config, Path(session.config.rootpath),
-                                                nodeids, role="fresh", files=files))
+                                                nodeids, role="fresh", files=files,
+                                                threads=threads))
                 for peer in started:
                     peer.wait_collected()
             except BaseException:
@@ -181,11 +221,13 @@ class BenchSession:
 
     def peer_placement(self, index: int, role: str) -> dict[str, Any]:
         """What the ``index``-th pair's process of ``role`` is started with: its own CPUs
-        and thread pools (:func:`~.interleave.pinning_plan`) and its placement seed."""
-        from pytest_gpucheck.bench.interleave import pinning_plan
+        and thread pools (:func:`~.interleave.pinning_plan`; the halves swapped between
+        the sides in every other pair, :func:`~.interleave.cpu_half`) and its placement
+        seed."""
+        from pytest_gpucheck.bench.interleave import cpu_half, pinning_plan
 
         plan = pinning_plan(self.pin)
-        side = plan.sides[0 if role == "baseline" else 1] if plan is not None else None
+        side = plan.sides[cpu_half(index, role)] if plan is not None else None
         seed = None if self.measure.placement_seed is None else \
             hash_seed(self.measure.placement_seed, index, role)
         return {"cpus": side, "threads": plan.threads if plan is not None else None,
@@ -268,6 +310,39 @@ class BenchSession:
                             f"--gpu-bench-compare {item.nodeid} [{backend} on {device}]: "
                             f"{cross_mode_refusal(str(old), mode)}")
 
+    def refuse_foreign_checkout(self, session: pytest.Session) -> None:
+        """Exit 4 once the items are collected, before any process starts, when
+        ``--gpu-bench-against`` names a folder that holds none of this run's benchmark
+        files: it is not a checkout of this project (a CI path mistake), and a gate that
+        compares with nothing must not pass.  Files missing from a checkout that has
+        others are new benchmarks (their verdicts say NO-BASELINE, the summary names
+        them)."""
+        config = session.config
+        if self.against is None or self.is_worker \
+                or config.getoption("gpu_bench_peer", None) is not None:
+            return
+        files = benchmark_files(session)
+        if files and not any((self.against / name).exists() for name in files):
+            raise pytest.UsageError(foreign_checkout_line(
+                str(config.getoption("gpu_bench_against")), self.against,
+                f"none of this run's {len(files)} benchmark file(s) is there (looked for "
+                f"{_some(files)})"))
+
+    def check_baseline_tests(self, session: pytest.Session, collected: set[str]) -> None:
+        """Once the first baseline process collected its tests (before any timing): none of
+        this run's benchmarks among them is a usage error (exit 4, :func:`pytest.exit`:
+        the run is inside a test by now); some missing are named once in the summary
+        (:attr:`missing_in_baseline`)."""
+        wanted = benchmark_ids(session)
+        missing = [nodeid for nodeid in wanted if nodeid not in collected]
+        self.missing_in_baseline = missing
+        if wanted and len(missing) == len(wanted):
+            assert self.against is not None
+            pytest.exit(foreign_checkout_line(
+                str(session.config.getoption("gpu_bench_against")), self.against,
+                f"none of this run's {len(wanted)} benchmark(s) is a test there (looked for "
+                f"{_some(wanted)})"), returncode=pytest.ExitCode.USAGE_ERROR)
+
     def started_benchmark(self) -> int:
         """Count a benchmark that starts its interleaved timing; its number in the run."""
         self.benchmarks_started += 1
@@ -305,6 +380,8 @@ class BenchSession:
                 self.family_regressions.append(final)
             results.append((record, final))
         self.results = results
+        self.undecided = [verdict for _, verdict in results
+                          if verdict is not None and verdict.status == "inconclusive"]
 
     # -- called by the plugin's hooks -----------------------------------------------
     def add_report(self, report: pytest.TestReport) -> None:
@@ -331,11 +408,11 @@ class BenchSession:
         """
         # Every peer is asked first, then each is waited for: they end at once, not one
         # after the other (twenty processes at the default pairs, on a loaded machine).
-        peers = [peer for pair in self.pairs for peer in pair] + self.fresh
+        peers = [peer for pair in self.pairs + self.retired for peer in pair] + self.fresh
         for peer in peers:
             peer.ask_to_stop()
         errors = [peer.close() for peer in peers]
-        self.pairs, self.fresh = [], []
+        self.pairs, self.retired, self.fresh = [], [], []
         self.peer_error = "; ".join(error for error in errors if error)
         if self.peer_error:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -361,11 +438,37 @@ class BenchSession:
         if not self.is_worker:
             self.judge_the_family()
         if self.save_error or any(w.get("error") for w in self.worker_saves) \
-                or self.family_regressions:
+                or self.family_regressions or (self.inconclusive_fails and self.undecided):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not self.is_worker and (self.results or self.save_error or self.worker_saves
                                    or self.peer_error):
             _publish(session.config, self)
+
+
+def benchmark_ids(session: pytest.Session) -> list[str]:
+    """The node ids of this run's benchmarks (items that use ``gpu_benchmark``)."""
+    return [item.nodeid for item in session.items
+            if "gpu_benchmark" in getattr(item, "fixturenames", ())]
+
+
+def benchmark_files(session: pytest.Session) -> list[str]:
+    """The files of this run's benchmarks, as their node ids name them (relative to the
+    rootdir, the path a baseline checkout has them at)."""
+    return sorted({nodeid.split("::")[0] for nodeid in benchmark_ids(session)})
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    """``a, b, c and 4 more``."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def foreign_checkout_line(value: str, folder: Path, what: str) -> str:
+    """The one line that refuses a baseline folder that is not a checkout of this
+    project with the same benchmarks."""
+    return (f"--gpu-bench-against={value}: {what} in {folder}, so it is not a checkout of this "
+            "project and the gate would compare with nothing; give a checkout of the baseline "
+            "code (git worktree add ../base origin/main)")
 
 
 def predicted_mode(item: pytest.Item) -> str:
@@ -460,6 +563,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
     family_level = _family_level(config)
     measure.budget = _budget(config)
     pin = _pin(config)
+    inconclusive = _inconclusive(config)
     if against is not None:
         from pytest_gpucheck.bench.interleave import pinning_plan
 
@@ -482,6 +586,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         pin=pin,
         process_mode=process_mode(config),
         cross_mode=bool(config.getoption("gpu_bench_cross_mode", False)),
+        inconclusive_fails=inconclusive == "fail",
         # Failing by default only where the stored mode's measured rates meet the targets.
         stored_fails=MEETS_TARGETS or bool(config.getoption("gpu_bench_compare_fails", False))
         or str(config.getini("gpu_bench_stored_fails")).strip().lower() in _TRUE,
@@ -592,6 +697,21 @@ def _pin(config: pytest.Config) -> str:
     return pin
 
 
+def _inconclusive(config: pytest.Config) -> str:
+    """``--gpu-bench-inconclusive`` (else ini ``gpu_bench_inconclusive``): pass or fail."""
+    value = config.getoption("gpu_bench_inconclusive", None)
+    where = "--gpu-bench-inconclusive"
+    if value is None:
+        value, where = config.getini("gpu_bench_inconclusive"), "ini gpu_bench_inconclusive"
+    choice = str(value).strip().lower()
+    if choice not in INCONCLUSIVE_CHOICES:
+        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
+        raise pytest.UsageError(f"{shown}: use pass or fail (whether a benchmark the gate "
+                                f"could not decide fails the run; {DEFAULT_INCONCLUSIVE} by "
+                                "default)")
+    return choice
+
+
 def _placement_seed(config: pytest.Config) -> int:
     """Ini ``gpu_bench_placement_seed``, else a fresh one (printed in every verdict, so a
     run can be repeated with the same placement offsets)."""
@@ -645,12 +765,31 @@ def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
 def _publish(config: pytest.Config, state: BenchSession) -> None:
     lines = gate_terminal_lines(state.results, compared=state.gating,
                                 family_level=state.family_level
-                                if state.against is not None or state.stored_fails else None)
+                                if state.against is not None or state.stored_fails else None,
+                                interleaved=state.against is not None)
     errors = [state.save_error] if state.save_error else []
     errors += [f"gpucheck benchmark gate: the run fails: Holm's step-down over the run's "
                f"benchmarks found {format_verdict(verdict)}" for verdict in
                state.family_regressions]
     errors += [state.peer_error] if state.peer_error else []
+    if state.undecided:
+        names = _some([f"{v.name} [{v.backend}]" for v in state.undecided], 5)
+        compared = sum(v is not None and v.status in ("regression", "improvement", "unchanged",
+                                                      "inconclusive")
+                       for _, v in state.results)
+        line = (f"gpucheck benchmark gate: {len(state.undecided)} of {compared} compared "
+                f"benchmark(s) could not be decided (INCONCLUSIVE: {names}); this run does not "
+                "show that they did not slow down")
+        if state.inconclusive_fails:
+            errors.append(f"{line}; the run fails (--gpu-bench-inconclusive=fail)")
+        else:
+            lines.append(f"{line}; --gpu-bench-inconclusive=fail makes a required check fail "
+                         "on it")
+    if state.missing_in_baseline and state.against is not None:
+        missing = state.missing_in_baseline
+        lines.append(f"gpucheck benchmark gate: {len(missing)} benchmark(s) of this run are "
+                     f"not tests in the baseline checkout {state.against}, so nothing judged "
+                     f"them (new benchmarks, or a checkout of other code): {_some(missing, 5)}")
     errors += [w["error"] for w in state.worker_saves if w.get("error")]
     lines += errors
     saved = (len(state.local_records) if state.saved else 0) + sum(
