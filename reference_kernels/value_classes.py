@@ -24,7 +24,7 @@ This module imports nothing but NumPy (as the rest of ``reference_kernels``).
 >>> [c.name for c in classes_for("float32", role="input")][:4]
 ['NaN first', 'NaN middle', 'NaN last', 'NaN everywhere']
 >>> apply("integer extremes", np.zeros(5, np.int32)).tolist()
-[2147483647, 0, 2147483646, 0, -2147483648]
+[2147483647, -2147483647, 2147483646, 0, -2147483648]
 """
 
 from __future__ import annotations
