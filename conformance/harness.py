@@ -54,7 +54,7 @@ from pytest_gpucheck.checking.guards import GuardedBuffer, GuardReadback, same_b
 from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 from pytest_gpucheck.checking.randomness import uniform_samples_problems
 from pytest_gpucheck.conformance.known_defects import Tracker
-from pytest_gpucheck.conformance.specs import Case, KernelSpec, spec_for
+from pytest_gpucheck.conformance.specs import Case, KernelSpec, derived, spec_for
 from pytest_gpucheck.registry import Implementation
 from pytest_gpucheck.reporting import ci
 
@@ -217,6 +217,7 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
                                         base_context(case.describe, None, None))
 
                     defects.run_minimal(run_contiguous)
+                relevance_check(spec, impl, backend, sizing, base_context, defects)
                 sweep(spec, impl, backend, sizing, base_context, defects)
                 repeat_check(spec, impl, backend, sizing, base_context, notes, defects)
                 test()
@@ -320,18 +321,21 @@ def sweep(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizi
     ``launch``; fail on the first case that breaks a check, listing every check it
     breaks.  Launches of one case must agree (:func:`launch_differential_problem`)."""
     __tracebackhide__ = True
-    edges = spec.edges(sizing)
+    edges = derived.sweep_edges(spec, sizing)
     for index, edge in enumerate(edges, start=1):
         case = edge.case
-        layouts = {name: (edge.layout if backend.mutable_arrays and
-                          (edge.layout != gst.TRANSPOSED or array.ndim == 2)
+        if edge.launches is not None and not impl.takes_launch:
+            continue  # a launch edge: the implementation chooses its own launch
+        chosen = dict(edge.layouts)
+        layouts = {name: (chosen.get(name, edge.layout) if backend.mutable_arrays and
+                          (chosen.get(name, edge.layout) != gst.TRANSPOSED or array.ndim == 2)
                           else gst.CONTIGUOUS)
                    for name, array in case.arrays.items() if name != spec.in_place}
         launches: list[LaunchConfig | None] = [None]
         if impl.takes_launch:
-            launches = list(gst.sweep_launches(sizing, case.domain,
-                                               grid_stride=spec.launch == "grid-stride",
-                                               square=spec.square_blocks))
+            launches = list(edge.launches) if edge.launches is not None else list(
+                gst.sweep_launches(sizing, case.domain, grid_stride=spec.launch == "grid-stride",
+                                   square=spec.square_blocks))
         label = f"{case.describe}; boundary sweep {index}/{len(edges)}: {edge.what}"
         results: list[np.ndarray] = []
         explained = False
@@ -350,6 +354,67 @@ def sweep(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizi
                                               make_context(label, None, None))
         if problem:
             raise AssertionError(problem + "\n" + make_context(label, None, None).reproducer())
+
+
+def relevance_check(spec: KernelSpec, impl: Implementation, backend: Any, sizing: gst.Sizing,
+                    make_context: Any, defects: Tracker | None = None) -> None:
+    """Every scalar parameter with a relevance check (contract coverage,
+    :attr:`~pytest_gpucheck.reference_kernels.catalog.Entry.parameters`) is moved between the
+    edges of its domain on one case: where the reference's result changes (for a statistical
+    kernel: always, two seeds give different samples), the implementation's must change too.
+    An implementation that ignores the parameter, or hard-codes it, fails with a message that
+    names it, before the sweep's value checks (which would fail it without saying why).
+    Runs before the sweep; the sweep runs the same cases again with every check."""
+    __tracebackhide__ = True
+    for parameter, cases in derived.plan_for(spec, sizing).relevance.items():
+        results: list[np.ndarray] = []
+        ran: list[Case] = []
+        for case in cases:
+            got: list[np.ndarray] = []
+            problems = run_case(spec, impl, backend, case, {}, _first_launch(spec, impl, sizing,
+                                                                              case),
+                                make_context(case.describe, None, None), diagnose=False,
+                                results=got)
+            if defects and defects.explains(case, problems):
+                return
+            if got:
+                results.append(got[0])
+                ran.append(case)
+        for i in range(len(ran)):
+            for j in range(i + 1, len(ran)):
+                if results[i].shape != results[j].shape or not bool(
+                        same_bits(results[i], results[j]).all()):
+                    continue
+                if not spec.statistical and _same_reference(spec, ran[i], ran[j]):
+                    continue
+                a, b = ran[i].inputs[parameter], ran[j].inputs[parameter]
+                what = "the samples" if spec.statistical else spec.in_place or "out"
+                context = make_context(f"{ran[j].describe}; relevance of {parameter}", None,
+                                       None)
+                raise AssertionError(
+                    f"{parameter} is ignored: {what} came out bit for bit the same for "
+                    f"{parameter}={_shown(a)} and {parameter}={_shown(b)}, but "
+                    + ("two seeds must give different samples" if spec.statistical else
+                       "the reference's result differs") +
+                    f"; the implementation ignores {parameter} or hard-codes it "
+                    f"{context.tag}\n{context.reproducer()}")
+
+
+def _shown(value: Any) -> str:
+    return repr(value.item()) if isinstance(value, np.generic) else repr(value)
+
+
+def _same_reference(spec: KernelSpec, first: Case, second: Case) -> bool:
+    a, b = spec.expected(first), spec.expected(second)
+    return a.shape == b.shape and bool(same_bits(a, b).all())
+
+
+def _first_launch(spec: KernelSpec, impl: Implementation, sizing: gst.Sizing,
+                  case: Case) -> LaunchConfig | None:
+    if not impl.takes_launch:
+        return None
+    return gst.sweep_launches(sizing, case.domain, grid_stride=spec.launch == "grid-stride",
+                              square=spec.square_blocks)[0]
 
 
 def static_race_problem(scan: Any, notes: dict[str, str], make_context: Any) -> str | None:
@@ -755,5 +820,6 @@ def _final_example() -> bool:
 
 
 __all__ = ["IMMUTABLE_NOTE", "POOL_RUNS", "RACE", "Cell", "check_implementation", "choose_seed",
-           "launch_differential_problem", "launch_strategy", "repeat_check", "run_case",
+           "launch_differential_problem", "launch_strategy", "relevance_check", "repeat_check",
+           "run_case",
            "static_race_problem", "sweep"]

@@ -35,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from .value_classes import Exclusion, Parameter
+
 OutputInit = Literal["poison", "zero", "lowest"]
 LaunchKind = Literal["1d", "2d", "3d", "grid-stride"]
 
@@ -96,6 +98,13 @@ class Entry:
     #: and which variant it is (``nan``); None and ``""`` for a kernel of its own.
     variant_of: str | None = None
     variant: str = ""
+    #: Contract coverage (``value_classes``): the derived value classes this kernel is *not*
+    #: tried with, each with the contract's reason (every other class its dtypes and roles
+    #: admit is swept, by construction).
+    class_exclusions: tuple[Exclusion, ...] = ()
+    #: Contract coverage: its scalar parameters (arguments that are not arrays), with the
+    #: edges of their domains and their relevance checks (or why none applies).
+    parameters: tuple[Parameter, ...] = ()
 
 
 CATALOG: dict[str, Entry] = {}
@@ -125,12 +134,39 @@ def _entry(family: str, module: str, name: str, arguments: tuple[str, ...],
     add(Entry(name, family, reference, arguments, dtypes, tolerance, **facts))
 
 
+# Scalar parameters (contract coverage, ``value_classes``): the edges of each domain, and
+# whether moving the parameter must change the result.
+#: ``alpha`` of saxpy: any finite scale; 0 (``out = y``), 1, and the largest drawn.
+SAXPY_ALPHA = Parameter("alpha", (0.0, 1.0, 100.0), passed_as="data")
+#: ``alpha`` of the heat steps: the explicit scheme is stable for ``0 <= alpha <= 1/2``.
+HEAT_ALPHA = Parameter("alpha", (0.0, 0.5), passed_as="data")
+#: ``steps``: 0 copies ``u``; each step composes with the next.
+STEPS = Parameter("steps", (0, 1, 5))
+#: Ghost width: 0 (nothing to exchange) to 3 (the sweep's widest; ``len(a) >= 3 width``).
+WIDTH = Parameter("width", (0, 1, 3))
+NBINS = Parameter("nbins", (1, 100), no_relevance=(
+    "nbins is the length of out (a returning implementation receives it): a result of another "
+    "length fails the shape check (T)"))
+#: Two seeds at the ends of the drawn range: the samples must differ (a generator that ignores
+#: its seed passes every statistical test of one run).
+SEED = Parameter("seed", (0, 2**31 - 1))
+
+#: Contract coverage: the classes a kernel's contract leaves undefined, with the reason.
+PRODUCT_OVERFLOW = (
+    "the products of the dtype's extremes overflow in float32, and the sum then meets +inf and "
+    "-inf in an order the contract leaves open (NaN or either infinity; the reference forms "
+    "the products in float64)")
+MAX_SUBNORMAL = (
+    "the contract lets subnormal values be flushed to zero (XLA on the CPU and GPUs in "
+    "fast-math mode flush them), and max's rule is exact: a flushed maximum cannot be told "
+    "from a wrong one")
+
 # The order is the contract's (docs/kernels.md): the report and the suites list kernels in it.
 _ELEMENTWISE_EDGES = (NEGATIVE, SUBNORMAL, SPECIALS)
 _entry("elementwise", "elementwise", "vector_add", ("a", "b"), NUMERIC, "correctly_rounded",
        edge_values=_ELEMENTWISE_EDGES)
 _entry("elementwise", "elementwise", "saxpy", ("alpha", "x", "y"), FLOATS, "saxpy",
-       edge_values=(NEGATIVE, SUBNORMAL))
+       edge_values=(NEGATIVE, SUBNORMAL), parameters=(SAXPY_ALPHA,))
 _entry("elementwise", "elementwise", "sigmoid", ("x",), FLOATS, "sigmoid",
        edge_values=_ELEMENTWISE_EDGES)
 _entry("elementwise", "elementwise", "add_one_2d", ("a",), NUMERIC, "correctly_rounded",
@@ -146,22 +182,26 @@ _entry("reductions", "reductions", "sum", ("x",), NUMERIC, "sum", output_init="z
 for _name, _arguments in (("dot", ("x", "y")), ("weighted_sum", ("x", "w")),
                           ("sum_of_squares", ("x",))):
     _entry("reductions", "reductions", _name, _arguments, NUMERIC, _name, output_init="zero",
-           launch_invariant=False, edge_values=(NEGATIVE, FRACTIONAL, ONE_NAN))
+           launch_invariant=False, edge_values=(NEGATIVE, FRACTIONAL, ONE_NAN),
+           class_exclusions=() if len(_arguments) == 1 else (
+               Exclusion("*", "float extremes", PRODUCT_OVERFLOW),))
 _entry("reductions", "reductions", "max", ("x",), NUMERIC, "max", output_init="lowest",
-       min_size=1)
+       min_size=1, class_exclusions=(Exclusion("x", "subnormal", MAX_SUBNORMAL),))
 _entry("reductions", "reductions", "histogram", ("x",), INDEX_DTYPES, "counts",
-       output_init="zero", sizes=("nbins",), edge_values=(OUT_OF_RANGE,))
+       output_init="zero", sizes=("nbins",), edge_values=(OUT_OF_RANGE,), parameters=(NBINS,))
 _entry("reductions", "reductions", "monte_carlo_pi", ("seed",), FLOATS, "statistical",
-       statistical=True, sizes=("n", "dtype"), launch_invariant=False, edge_values=())
+       statistical=True, sizes=("n", "dtype"), launch_invariant=False, edge_values=(),
+       parameters=(SEED,))
 _entry("stencils", "stencils", "heat_step_1d", ("u", "alpha"), FLOATS, "heat_step",
-       edge_values=(NEGATIVE, SUBNORMAL))
-_entry("stencils", "stencils", "heat_steps_1d", ("u", "alpha", "steps"), FLOATS, "heat_steps")
+       edge_values=(NEGATIVE, SUBNORMAL), parameters=(HEAT_ALPHA,))
+_entry("stencils", "stencils", "heat_steps_1d", ("u", "alpha", "steps"), FLOATS, "heat_steps",
+       parameters=(HEAT_ALPHA, STEPS))
 _entry("stencils", "stencils", "laplacian_2d", ("u",), FLOATS, "laplacian_2d", launch="2d",
        edge_values=(NEGATIVE, SUBNORMAL))
 # The halo exchanges are stencil-shaped code, so they live in ``stencils``.
 for _name, _launch in (("halo_exchange_1d", "1d"), ("halo_exchange_2d", "2d")):
     _entry("halos", "stencils", _name, ("a", "width"), NUMERIC, "copy", in_place="a",
-           launch=_launch)
+           launch=_launch, parameters=(WIDTH,))
 _entry("linalg", "linalg", "matmul", ("a", "b"), NUMERIC, "matmul", launch="2d",
        edge_values=(NEGATIVE, SUBNORMAL))
 _entry("linalg", "linalg", "matmul_tiled", ("a", "b"), NUMERIC, "matmul", launch="2d",
@@ -172,7 +212,7 @@ _entry("linalg", "linalg", "matmul_tiled", ("a", "b"), NUMERIC, "matmul", launch
 CORE_KERNELS: tuple[str, ...] = tuple(CATALOG)
 
 _entry("ufuncs", "ufuncs", "ufunc_saxpy", ("alpha", "x", "y"), FLOATS, "ufunc_saxpy",
-       launch="2d")
+       launch="2d", parameters=(SAXPY_ALPHA,))
 _entry("ufuncs", "ufuncs", "gufunc_dot", ("x", "y"), NUMERIC, "gufunc_dot")
 _entry("ufuncs", "ufuncs", "gufunc_laplacian_2d", ("u",), FLOATS, "gufunc_laplacian_2d",
        launch="3d")
@@ -180,16 +220,16 @@ _entry("transforms", "transforms", "grad_sum_of_squares", ("x",), FLOATS, "grad_
 _entry("transforms", "transforms", "grad_weighted_sum", ("x", "w"), FLOATS, "grad_weighted_sum")
 _entry("transforms", "transforms", "grad_sigmoid", ("x",), FLOATS, "grad_sigmoid")
 _entry("transforms", "transforms", "grad_heat_step_1d", ("u", "alpha", "g"), FLOATS,
-       "grad_heat_step_1d")
+       "grad_heat_step_1d", parameters=(HEAT_ALPHA,))
 _entry("transforms", "transforms", "vmap_saxpy", ("alpha", "x", "y"), FLOATS, "vmap_saxpy",
-       launch="2d")
+       launch="2d", parameters=(SAXPY_ALPHA,))
 # Sharded and grid-synchronised kernels reproduce their single-device counterparts, so
 # they share those counterparts' inputs and rules.
 _entry("multi-device", "multi_device", "sharded_sum", ("x",), NUMERIC, "sum", output_init="zero")
 _entry("multi-device", "multi_device", "sharded_heat_step_1d", ("u", "alpha"), FLOATS,
-       "heat_step")
+       "heat_step", parameters=(HEAT_ALPHA,))
 _entry("grid-sync", "cooperative", "heat_steps_grid_sync", ("u", "alpha", "steps"), FLOATS,
-       "heat_steps")
+       "heat_steps", parameters=(HEAT_ALPHA, STEPS))
 # A fused kernel (``cupy.fuse``) meets its unfused kernel's whole contract under its own name
 # (fusion changes how the kernel is built, not what it computes), in a row of its own.
 for _unfused in ("saxpy", "sigmoid", "sum_of_squares"):

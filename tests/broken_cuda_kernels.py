@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numba import cuda, float64
+from numba import cuda, float64, int64
 from numba.cuda.random import xoroshiro128p_uniform_float32
 
 
@@ -142,7 +142,27 @@ def block_partial_sums(x: Any, partials: Any, halving: int) -> None:
 
 
 @cuda.jit
-def matmul_rows(a: Any, b: Any, out: Any, rotate: int) -> None:
+def block_partial_sums_int(x: Any, partials: Any, halving: int) -> None:
+    # block_partial_sums for integer data: int64 partials, which wrap as the contract's
+    # integer sums do (float64 ones are wrong beyond 2**53: the integer extremes class).
+    cache = cuda.shared.array(32, int64)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    cache[tid] = x[i] if i < x.shape[0] else 0
+    cuda.syncthreads()
+    active = cuda.blockDim.x
+    while active > 1:
+        half = active // 2 if halving == 1 else (active + 1) // 2
+        if tid < active - half:
+            cache[tid] += cache[tid + half]
+        cuda.syncthreads()
+        active = half
+    if tid == 0:
+        partials[cuda.blockIdx.x] = cache[0]
+
+
+@cuda.jit
+def matmul_rows(a: Any, b: Any, out: Any, rotate: int, zero: Any) -> None:
     # One thread per element.  With rotate=1 each thread starts its dot product at
     # blockDim.x % k and wraps around: the summation order, and so the rounding,
     # changes with the launch (each result is still within the Higham bound).
@@ -151,7 +171,7 @@ def matmul_rows(a: Any, b: Any, out: Any, rotate: int) -> None:
     n = b.shape[1]
     if row < m and col < n:
         offset = cuda.blockDim.x % k if rotate == 1 and k > 0 else 0
-        acc = 0.0
+        acc = zero  # out's dtype: integer products wrap as the contract's do
         for t in range(k):
             p = (t + offset) % k
             acc += a[row, p] * b[p, col]

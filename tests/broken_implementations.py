@@ -436,7 +436,18 @@ def _numba_cpu_escapes() -> Any:
     def max_from_first(x: Any) -> Any:
         best = x[0]
         for v in x[1:]:
-            best = max(best, v)
+            if v > best or v != v:  # NaN propagates, as in np.max (the contract)
+                best = v
+        return best
+
+    @njit(cache=False)
+    def max_running(x: Any, from_lowest: bool) -> Any:
+        # The running maximum a kernel author writes: `if x[i] > m: m = x[i]`.  A NaN
+        # compares false, so it is dropped wherever it is, unless it starts the maximum.
+        best = -np.inf if from_lowest else x[0]
+        for v in x:
+            if v > best:
+                best = v
         return best
 
     @njit(cache=False)
@@ -450,7 +461,7 @@ def _numba_cpu_escapes() -> Any:
             else:  # saturated (exactly, in float64); a NaN lands here and becomes 1
                 out[i] = 0.0 if v < 0 else 1.0
 
-    return max_from_zero, max_from_first, sigmoid_saturating
+    return max_from_zero, max_from_first, sigmoid_saturating, max_running
 
 
 @implements("max", backend="numba-cpu", name="good")
@@ -462,6 +473,18 @@ def good_max_cpu(x: Any, out: Any) -> None:
 def broken_max_cpu_zero(x: Any, out: Any) -> None:
     """Starts the running maximum at 0: wrong when every element is negative."""
     out[0] = _numba_cpu_escapes()[0](x)
+
+
+@implements("max", backend="numba-cpu", name="broken_drops_nan")
+def broken_max_cpu_drops_nan(x: Any, out: Any) -> None:
+    """A running maximum from -inf with `if x[i] > m`: drops every NaN (np.max propagates)."""
+    out[0] = _numba_cpu_escapes()[3](x, True)
+
+
+@implements("max", backend="numba-cpu", name="broken_drops_later_nan")
+def broken_max_cpu_drops_later_nan(x: Any, out: Any) -> None:
+    """The running maximum of issue 41, from x[0]: a NaN first is kept, a later one dropped."""
+    out[0] = _numba_cpu_escapes()[3](x, False)
 
 
 @implements("sigmoid", backend="numba-cpu", name="good")
@@ -494,9 +517,11 @@ def broken_index_map_3d_swapped(out: Any, launch: Any) -> None:
 def _tree_sum(x: Any, out: Any, launch: Any, halving: int) -> None:
     from numba import cuda
 
-    partials = cuda.device_array(launch.grid[0], dtype=np.float64)
-    _launch("block_partial_sums", launch, x, partials, halving)
-    total = partials.copy_to_host().sum()
+    integer = np.dtype(out.dtype).kind == "i"
+    partials = cuda.device_array(launch.grid[0], dtype=np.int64 if integer else np.float64)
+    _launch("block_partial_sums_int" if integer else "block_partial_sums", launch, x, partials,
+            halving)
+    total = partials.copy_to_host().sum(dtype=np.int64 if integer else np.float64)
     out.copy_to_device(np.array([total]).astype(out.dtype))
 
 
@@ -514,11 +539,102 @@ def broken_tree_sum(x: Any, out: Any, launch: Any) -> None:
 
 @implements("matmul", backend="numba-cudasim", name="good")
 def good_matmul_cuda(a: Any, b: Any, out: Any, launch: Any) -> None:
-    _launch("matmul_rows", launch, a, b, out, 0)
+    _launch("matmul_rows", launch, a, b, out, 0, np.dtype(out.dtype).type(0))
 
 
 @implements("matmul", backend="numba-cudasim", name="broken_launch_dependent_order")
 def broken_matmul_cuda_order(a: Any, b: Any, out: Any, launch: Any) -> None:
     """Starts each dot product at ``blockDim.x % k``: every result is within the
     bound, but the same inputs give different bits under different launches."""
-    _launch("matmul_rows", launch, a, b, out, 1)
+    _launch("matmul_rows", launch, a, b, out, 1, np.dtype(out.dtype).type(0))
+
+
+# -- contract coverage: the derived value classes, views and parameter relevance ---------------
+@implements("max", backend="numpy", name="good")
+def good_max(x: Any, out: Any) -> None:
+    out[0] = np.max(x)
+
+
+@implements("max", backend="numpy", name="broken_through_float64")
+def broken_max_through_float64(x: Any, out: Any) -> None:
+    """numbagg 0.9.6's int64 nanmax: the maximum taken in float64, which holds no int64
+    beyond 2**53 (INT64_MAX becomes 2**63, which casts back to INT64_MIN)."""
+    with np.errstate(invalid="ignore"):
+        out[0] = np.max(x.astype(np.float64)).astype(x.dtype)
+
+
+@implements("max", backend="numpy", name="broken_skips_inf")
+def broken_max_skips_inf(x: Any, out: Any) -> None:
+    """Skips infinities as if they were overflow sentinels (NaN kept): the maximum of data
+    holding +inf comes out finite."""
+    kept = x[~np.isinf(x)] if x.dtype.kind == "f" else x
+    out[0] = np.max(kept) if kept.size else x[0]
+
+
+@implements("vector_add", backend="numpy", name="broken_offset_fast_path")
+def broken_vector_add_offset(a: Any, b: Any, out: Any) -> None:
+    """A fast path for contiguous inputs that reads from the start of the allocation, not of
+    the view (a pointer taken from the buffer): an input that starts inside its buffer reads
+    the wrong elements.  Strided inputs take the general path, which is right."""
+    def start(v: Any) -> Any:
+        unit_stride = v.ndim == 1 and v.strides[0] == v.itemsize
+        if unit_stride and v.base is not None and v.base.flags["C_CONTIGUOUS"]:
+            return v.base.reshape(-1)[: v.size].reshape(v.shape)
+        return v
+    out[...] = start(a) + start(b)
+
+
+@implements("saxpy", backend="numpy", name="good")
+def good_saxpy(alpha: Any, x: Any, y: Any, out: Any) -> None:
+    out[...] = out.dtype.type(alpha) * x + y
+
+
+@implements("saxpy", backend="numpy", name="broken_ignores_alpha")
+def broken_saxpy_ignores_alpha(alpha: Any, x: Any, y: Any, out: Any) -> None:
+    """`alpha` hard-coded to -1.5 (a test's value left in): right for that alpha only."""
+    out[...] = out.dtype.type(-1.5) * x + y
+
+
+def _heat_steps(u: Any, alpha: Any, steps: int, out: Any) -> None:
+    v = u.copy()
+    for _ in range(steps):
+        w = np.zeros_like(v)
+        w[1:-1] = v[1:-1] + alpha * (v[:-2] - 2 * v[1:-1] + v[2:])
+        v = w
+    out[...] = v
+
+
+@implements("heat_steps_1d", backend="numpy", name="good")
+def good_heat_steps(u: Any, alpha: Any, steps: int, out: Any) -> None:
+    _heat_steps(u, u.dtype.type(alpha), steps, out)
+
+
+@implements("heat_steps_1d", backend="numpy", name="broken_one_step")
+def broken_heat_steps_one_step(u: Any, alpha: Any, steps: int, out: Any) -> None:
+    """Takes one step whatever `steps` says."""
+    _heat_steps(u, u.dtype.type(alpha), 1, out)
+
+
+@implements("halo_exchange_1d", backend="numpy", name="broken_width_one")
+def broken_halo_1d_width_one(a: Any, width: int) -> None:
+    """Exchanges one ghost cell whatever `width` says (written for a 3-point stencil)."""
+    a[:1] = a[-2:-1]
+    a[-1:] = a[1:2]
+
+
+@implements("monte_carlo_pi", backend="numpy", name="broken_fixed_seed")
+def broken_monte_carlo_fixed_seed(seed: int, out: Any) -> None:
+    """Ignores `seed` (a generator seeded once, with a constant): every statistical test of a
+    run passes, and every run draws the same samples."""
+    out[...] = np.random.default_rng(12345).random(out.shape).astype(out.dtype)
+
+
+@implements("vector_add", backend="numpy", name="broken_large_only")
+def broken_vector_add_large_only(a: Any, b: Any, out: Any) -> None:
+    """Right up to 100 elements and from 10,000 on; between, the last element is left
+    unwritten (a code path for mid-sized inputs).  No case of the boundary sweep or the repeat
+    check is that size: only the random search meets it, so its failure carries the
+    hypothesis seed that reruns it."""
+    out[...] = a + b
+    if 100 < a.size < 10_000:
+        out[-1] = 0

@@ -97,7 +97,7 @@ def test_every_contract_kernel_has_a_reference_and_a_family() -> None:
 @pytest.mark.parametrize(
     "module", ["", ".elementwise", ".indexing", ".reductions", ".stencils", ".linalg",
                ".ufuncs", ".transforms", ".multi_device", ".cooperative", ".catalog",
-               ".fused"]
+               ".fused", ".value_classes"]
 )
 def test_docstring_examples_run(module: str) -> None:
     found = doctest.testmod(importlib.import_module(f"pytest_gpucheck.reference_kernels{module}"))

@@ -94,9 +94,19 @@ def sum_of_squares(x: Any, out: Any, zero: Any) -> None:
 
 def max_(x: Any, out: Any) -> None:
     best = x[0]  # x is non-empty by contract
+    nans = 0
     for i in prange(1, x.shape[0]):
         best = max(best, x[i])  # a max reduction, privatised per thread like +=
+        # Python's (and Numba's) max(a, NaN) is a: a NaN after the first element would be
+        # dropped, where np.max (the contract) propagates it.  Count them instead.
+        if x[i] != x[i]:
+            nans += 1
     out[0] = best
+    if nans:  # never for integers (x != x is False)
+        for i in range(x.shape[0]):
+            if x[i] != x[i]:
+                out[0] = x[i]
+                break
 
 
 def histogram(x: Any, out: Any, chunks: int) -> None:

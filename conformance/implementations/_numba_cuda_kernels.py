@@ -200,6 +200,15 @@ def block_reduction(term: int, is_max: bool, dtype_name: str, block: int) -> Any
 
 
 @cuda.jit
+def propagate_nan(x: Any, out: Any) -> None:
+    # max's NaN rule (np.max propagates NaN; max() and atomic.max drop it): run after the
+    # reduction, so a NaN stored here is the final result.
+    for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
+        if x[i] != x[i]:
+            out[0] = x[i]
+
+
+@cuda.jit
 def histogram(x: Any, out: Any) -> None:
     # Many threads may count the same value at once: only an atomic increment
     # makes each of them land.

@@ -144,8 +144,17 @@ def dot(x: Any, y: Any, out: Any) -> None:
 
 @_register("max")
 def max_(x: Any, out: Any) -> None:
-    """``out[0] = max(out[0], max(x))``: block tree reductions, one ``atomic.max`` per block."""
+    """``out[0] = max(out[0], max(x))``: block tree reductions, one ``atomic.max`` per block;
+    then, for floats, a second kernel stores NaN into ``out[0]`` if ``x`` holds one.
+
+    ``max`` in a kernel and ``cuda.atomic.max`` treat NaN as missing (the simulator's follows
+    Python's ``max(a, NaN) == a``; the device's is ``fmax``), where ``np.max``, the contract,
+    propagates it.  Launched after the reduction on the same stream, the second kernel's
+    stores win; every thread that finds a NaN stores one, the same value whoever wins."""
     _reduce(x, x, out, kernels().TERM_X, is_max=True)
+    if np.dtype(out.dtype).kind == "f" and x.shape[0]:
+        k = kernels()
+        k.propagate_nan[k.own_grid(x.shape[0]), k.OWN_BLOCK](x, out)
 
 
 @_register("weighted_sum")

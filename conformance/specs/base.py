@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from pytest_gpucheck.checking import strategies as gst
 from pytest_gpucheck.checking import tolerance as tol
 from pytest_gpucheck.checking.assertions import show_values
+from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 from pytest_gpucheck.checking.kernel_rules import rule_for
 from pytest_gpucheck.checking.strategies import Sizing
 from pytest_gpucheck.reference_kernels.catalog import (
@@ -81,6 +82,11 @@ class Edge:
     case: Case
     #: The layout of every array input (contiguous, strided or, for 2-D, transposed).
     layout: str = gst.CONTIGUOUS
+    #: Layouts of single arguments, overriding ``layout`` (the derived view classes).
+    layouts: tuple[tuple[str, str], ...] = ()
+    #: The launches of an implementation that takes ``launch``, instead of the sweep's two
+    #: (the derived launch edges); an implementation without ``launch`` skips the case.
+    launches: tuple[LaunchConfig, ...] | None = None
 
 
 #: Draws the problems of a kernel, given the sizing and its catalog entry.
@@ -89,6 +95,10 @@ CaseDraw = Callable[[Sizing, Entry], st.SearchStrategy[Case]]
 
 #: Builds the boundary sweep of a kernel, given the sizing and its catalog entry.
 SweepBuild = Callable[[Sizing, Entry], list[Edge]]
+
+
+#: Builds the derived sweep's base case of a kernel: ``base(sizing, entry, dtype, rng)``.
+BaseBuild = Callable[[Sizing, Entry, np.dtype, np.random.Generator], "Case | None"]
 
 
 #: Builds the repeat check's case of a kernel: ``large(sizing, entry, dtype, value_class, rng)``.
@@ -107,6 +117,9 @@ class KernelSpec:
     sweep: SweepBuild | None = None
     #: The repeat check's large case (:meth:`repeat_cases`).
     large: LargeBuild | None = None
+    #: The derived sweep's base case, for a spec without a sweep whose arguments are not
+    #: vectors of one size (:func:`.derived.base_cases`): ``base(sizing, entry, dtype, rng)``.
+    base: BaseBuild | None = None
 
     @property
     def entry(self) -> Entry:
@@ -118,7 +131,8 @@ class KernelSpec:
         return self.draw(sizing, self.entry)
 
     def edges(self, sizing: Sizing) -> list[Edge]:
-        """The boundary sweep for ``sizing`` (empty when the kernel has none)."""
+        """The spec's own boundary sweep for ``sizing`` (empty when the kernel has none); the
+        sweep runs these and then the derived ones (:func:`.derived.sweep_edges`)."""
         return self.sweep(sizing, self.entry) if self.sweep is not None else []
 
     def repeat_cases(self, sizing: Sizing) -> list[Case]:

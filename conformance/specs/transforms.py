@@ -38,6 +38,17 @@ def _vmap_cases(draw: Any, sizing: Sizing, entry: Entry, dtype: np.dtype) -> Cas
                 f"alpha={float(alpha)!r}", (n, b))
 
 
+def _vmap_base(sizing: Sizing, entry: Entry, dtype: np.dtype,
+               rng: np.random.Generator) -> Case:
+    """The derived sweep's base case: a non-square batch, alpha at 1.5."""
+    b, n = 3, sizing.sweep_block + 1
+    x = rng.integers(-32, 33, (b, n)).astype(dtype)
+    y = rng.integers(-32, 33, (n, b)).astype(dtype)
+    return Case({"alpha": dtype.type(1.5), "x": x, "y": y},
+                f"batch={b}, n={n}, x.shape={(b, n)}, y.shape={(n, b)}, dtype={dtype}, "
+                f"alpha=1.5", (n, b))
+
+
 SPECS: dict[str, KernelSpec] = {
     spec.name: spec
     for spec in (
@@ -46,7 +57,7 @@ SPECS: dict[str, KernelSpec] = {
         # +-120 covers both saturations: exp(-x) overflows in float32 beyond ~88.
         KernelSpec("grad_sigmoid", _vector_cases(120.0)),
         KernelSpec("grad_heat_step_1d", heat_cases),
-        KernelSpec("vmap_saxpy", _vmap_cases),
+        KernelSpec("vmap_saxpy", _vmap_cases, base=_vmap_base),
     )
 }
 

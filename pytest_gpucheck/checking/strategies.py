@@ -30,6 +30,10 @@ from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 CONTIGUOUS = "contiguous"
 STRIDED = "strided"
 TRANSPOSED = "transposed"
+#: A contiguous view that starts one row (1-D: one element) into a bigger buffer whose first
+#: row holds the guard sentinel: a kernel that reads from the buffer's start, not the view's,
+#: reads the sentinel (the boundary sweep's offset view class).
+OFFSET = "offset"
 
 
 @dataclass(frozen=True)
@@ -279,6 +283,13 @@ def to_device_with_layout(backend: Any, host: np.ndarray, layout: str) -> Device
         parent_host[index] = host
         parent = backend.to_device(parent_host)
         return DeviceInput(slice_view(parent, index), parent, parent_host, layout)
+    if layout == OFFSET:
+        parent_host = np.empty((host.shape[0] + 1, *host.shape[1:]), dtype=host.dtype)
+        parent_host[...] = guard_value(host.dtype)
+        parent_host[1:] = host
+        parent = backend.to_device(parent_host)
+        index = (slice(1, 1 + host.shape[0], 1), *(slice(0, n, 1) for n in host.shape[1:]))
+        return DeviceInput(slice_view(parent, index), parent, parent_host, layout)
     if layout == TRANSPOSED:
         if host.ndim != 2:
             raise ValueError("the transposed layout is for 2-D inputs")
@@ -386,6 +397,7 @@ def sweep_launches(sizing: Sizing, domain: tuple[int, ...], *, grid_stride: bool
 __all__ = [
     "CONTIGUOUS",
     "FULL",
+    "OFFSET",
     "SIMULATOR",
     "STRIDED",
     "TRANSPOSED",
