@@ -221,8 +221,13 @@ def _expected_failures(kernel: str, backend: str,
     if not xfail:
         return ()
     from pytest_gpucheck.reference_kernels.catalog import entry_for
+    from pytest_gpucheck.reference_kernels.value_classes import classes_for
 
-    clauses = entry_for(kernel).edge_values
+    # The sweep's classes: the kernel's own, then those derived from its dtypes (the
+    # derived cases name their argument too, ``x: NaN first``; the clause is the class).
+    entry = entry_for(kernel)
+    derived = [c.name for dtype in entry.dtypes for c in classes_for(dtype, role="input")]
+    clauses = tuple(dict.fromkeys((*entry.edge_values, *derived)))
     if not isinstance(xfail, Mapping):
         raise RegistrationError(
             f"{kernel} on {backend}: xfail= takes a dict of clause -> reason, e.g. "
