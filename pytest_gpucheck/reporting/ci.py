@@ -238,8 +238,13 @@ def is_rank_other_than_zero() -> bool:
 
 def publish(config: pytest.Config, terminalreporter: Any, matrix: Matrix,
             order: list[str]) -> None:
-    """Append the job summary and print the annotations, as the options ask."""
-    if getattr(config, "workerinput", None) is not None or is_rank_other_than_zero():
+    """Append the job summary and print the annotations, as the options ask: in the process
+    the user started only (an isolation worker or the simulator child inherits
+    ``GITHUB_STEP_SUMMARY`` and appended its own part of the run before the real one)."""
+    from pytest_gpucheck.environment import REPORT_SINK_VARIABLE
+
+    if (getattr(config, "workerinput", None) is not None or is_rank_other_than_zero()
+            or os.environ.get(REPORT_SINK_VARIABLE)):
         return
     path = summary_path(config)
     if path is not None and (matrix.counts or matrix.failures or matrix.sections):
