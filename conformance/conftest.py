@@ -24,7 +24,6 @@ import pytest
 from pytest_gpucheck.checking import hypothesis_profiles
 from pytest_gpucheck.conformance.harness import Cell
 from pytest_gpucheck.conformance.specs import spec_for
-from pytest_gpucheck.environment import SIMULATOR_CHILD_VARIABLE
 from pytest_gpucheck.registry import implementations, load_bundled, not_applicable_reason
 from pytest_gpucheck.reporting.report import add_section, set_cell
 from pytest_gpucheck.selection import get_selection, item_backend, parametrize_backends
@@ -192,30 +191,14 @@ class ConformanceNotes:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    import json
-    import os
-
-    from pytest_gpucheck.conformance.harness import RERUN_VARIABLE, rerun_invocation
-
     # Implementations registered through entry points load now, so a broken
-    # third-party package stops the run in one line before collection.
+    # third-party package stops the run in one line before collection.  (The rerun
+    # lines of every process come from the user's command, which the plugin hands
+    # down to its children: pytest_gpucheck.reporting.ci.rerun_invocation.)
     load_bundled()
     _quiet_framework_internals(config)
-    if os.environ.get(SIMULATOR_CHILD_VARIABLE) != "1":
-        # The simulator child runs elsewhere with other arguments; it prints rerun
-        # commands for this run's folder and command line (it inherits the variable).
-        os.environ[RERUN_VARIABLE] = json.dumps(rerun_invocation(config))
     if not config.pluginmanager.has_plugin("gpucheck-conformance-notes"):
         config.pluginmanager.register(ConformanceNotes(config), "gpucheck-conformance-notes")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    import os
-
-    from pytest_gpucheck.conformance.harness import RERUN_VARIABLE
-
-    if os.environ.get(SIMULATOR_CHILD_VARIABLE) != "1":
-        os.environ.pop(RERUN_VARIABLE, None)
 
 
 #: Warnings the frameworks raise from their own code while the bundled implementations run

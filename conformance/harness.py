@@ -38,6 +38,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from pytest_gpucheck import environment
 from pytest_gpucheck.checking import hypothesis_profiles
 from pytest_gpucheck.checking import strategies as gst
 from pytest_gpucheck.checking.assertions import (
@@ -132,7 +133,10 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
     spec = spec_for(impl.kernel)
     backend = get_selection(request.config).backend(cell.backend)
     sizing = gst.sizing_for(backend.name)
-    nodeid = request.node.nodeid
+    # The node id as the user's process names it, in every process (a child that selects
+    # a bundled suite's file by its path names the item otherwise): the derandomized
+    # seed and the example database key must not depend on where the item runs.
+    nodeid = ci.stable_nodeid(request.node)
     run_seed = choose_seed(nodeid)
     profile, current = conformance_settings()
     _check_signature(spec, impl, backend)
@@ -154,7 +158,7 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
                             case=case, launch=launch, seed=seed_,
                             profile=profile if seed_ is not None else None, nodeid=nodeid,
                             device=backend.describe_device(),
-                            rerun_options=tuple(invocation["options"]),
+                            rerun_options=ci.options_for(selector, invocation["options"]),
                             rerun_selector=selector)
 
     @given(data=st.data())
@@ -241,9 +245,9 @@ def check_implementation(cell: Cell, request: pytest.FixtureRequest) -> None:
             request.node.user_properties.append((key, value))
 
 
-#: Set by the parent run for its simulator child (which runs in another directory with
-#: other arguments): what a rerun command needs from the command the user typed.
-RERUN_VARIABLE = "PYTEST_GPUCHECK_RERUN"
+#: Set by the process the user started for every process under it: what a rerun command
+#: needs from the command the user typed (the core's variable, named here as before).
+RERUN_VARIABLE = environment.RERUN_VARIABLE
 
 
 def kernel_test(kernel: str, contract: str) -> Callable[[Cell, pytest.FixtureRequest], None]:
@@ -272,37 +276,11 @@ def kernel_test(kernel: str, contract: str) -> Callable[[Cell, pytest.FixtureReq
 
 
 def rerun_invocation(config: pytest.Config) -> dict[str, Any]:
-    """What the user's command contributes to a rerun: the folder it ran in, the
-    paths it named, its ``-p`` plugins, ``--rootdir``/``-c``, and the gpucheck options
-    that decide which items and implementations exist."""
-    import json
-
-    from pytest_gpucheck.environment import SIMULATOR_CHILD_VARIABLE
-
-    if os.environ.get(SIMULATOR_CHILD_VARIABLE) == "1" and os.environ.get(RERUN_VARIABLE):
-        parent: dict[str, Any] = json.loads(os.environ[RERUN_VARIABLE])
-        return parent
-    invocation = config.invocation_params
-    options: list[str] = []
-    args = list(invocation.args)
-    for index, arg in enumerate(args):
-        following = args[index + 1] if index + 1 < len(args) else None
-        if arg in ("-p", "--rootdir", "-c", "--config-file") and following is not None:
-            if not (arg == "-p" and following.startswith("no:")):
-                options += [arg, following]
-        elif arg.startswith(("--rootdir=", "--config-file=")) or (
-                arg.startswith("-p") and len(arg) > 2 and not arg[2:].startswith("no:")):
-            options.append(arg)
-    conformance_option = bool(config.getoption("gpu_conformance", False))
-    if conformance_option:
-        options.append("--gpu-conformance")
-    impls = config.getoption("gpu_impls", "all")
-    if impls != "all":
-        options.append(f"--gpu-impls={impls}")
-    added = config.stash.get(ci.ADDED_SUITES_KEY, ())
-    return {"dir": str(invocation.dir), "options": options,
-            "paths": ci.named_paths(config, exclude=tuple(str(folder) for folder in added)),
-            "added": [str(folder) for folder in added]}  # JSON: children receive it
+    """What the user's command contributes to a rerun (the folder it ran in, the paths it
+    named, the options that decide which items exist and how they run): the core's
+    :func:`pytest_gpucheck.reporting.ci.rerun_invocation`, the same in every process of
+    the run (an isolation worker, the simulator child, an xdist worker, an MPI rank)."""
+    return ci.rerun_invocation(config)
 
 
 def rerun_selector(item_path: Path, name: str, invocation: dict[str, Any]) -> tuple[str, ...]:

@@ -168,6 +168,13 @@ SANITIZE_TOOL_VARIABLE = "PYTEST_GPUCHECK_SANITIZE_TOOL"
 #: tests print to these (the parent's own terminal), live
 #: (:class:`~pytest_gpucheck.processes.worker.OutputStream`).
 STREAM_VARIABLE = "PYTEST_GPUCHECK_STREAM"
+#: JSON: what the command the user typed contributes to a failure's ``rerun:`` line (the
+#: folder it ran in, the paths it named, the suites ``--gpu-conformance`` added, the options
+#: that change the draws or the outcome), set by the process the user started for every
+#: process under it (xdist workers, isolation workers, the simulator child, MPI ranks), so
+#: a line printed anywhere reruns from the user's folder
+#: (:func:`pytest_gpucheck.reporting.ci.rerun_invocation`).
+RERUN_VARIABLE = "PYTEST_GPUCHECK_RERUN"
 #: The parent's ``junit_family`` when it writes a junit file (``--junitxml``): the child
 #: then keeps ``record_testsuite_property``'s properties for it (and warns as pytest does).
 JUNIT_VARIABLE = "PYTEST_GPUCHECK_JUNIT_FAMILY"

@@ -168,6 +168,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(MatrixRecorder(config), "gpucheck-matrix")
     if config.getoption("gpu_conformance"):
         _add_bundled_suites(config)
+    # Before any child starts (xdist workers, isolation workers, the simulator child, MPI
+    # ranks): every rerun line, wherever printed, reruns from the user's folder.
+    config.stash[_RERUN_BEFORE] = ci.export_rerun_invocation(config)
     # The dispatcher and the core's routers (a feature registers its own router later).
     from pytest_gpucheck.processes import configure_routers
 
@@ -222,6 +225,15 @@ def _add_bundled_suites(config: pytest.Config) -> None:
     for folder in folders:
         if str(folder) not in config.args:
             config.args.append(str(folder))
+
+
+#: The rerun variable's value before this run exported its own (an outer inline run's).
+_RERUN_BEFORE = pytest.StashKey["str | None"]()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _RERUN_BEFORE in config.stash:
+        ci.restore_rerun_invocation(config, config.stash[_RERUN_BEFORE])
 
 
 #: The JAX allocator variables this run set for every process in it (header line).

@@ -93,6 +93,11 @@ class Backend:
     #: True where implementations are traced and compiled under ``jit`` (JAX), so
     #: a count of compilations is meaningful and a changed shape retraces.
     traces_under_jit: ClassVar[bool] = False
+    #: True where kernels run as machine code on this host without bounds checks (an
+    #: out-of-bounds index writes memory and can kill the process: numba-cpu): under the
+    #: default ``--gpu-isolate=auto`` on a machine without a GPU, its items run in the
+    #: host's isolation worker, so a crash costs one test, not the run.
+    unchecked_host_code: ClassVar[bool] = False
     #: True where the work runs on the calling thread, so the process's CPU time
     #: measures it honestly (NumPy, the simulator); pools that spin-wait are not.
     single_threaded: ClassVar[bool] = False

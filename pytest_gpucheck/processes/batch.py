@@ -38,6 +38,7 @@ from pytest_gpucheck.environment import (
 )
 from pytest_gpucheck.processes.child_options import (
     forwarded_options,
+    hypothesis_env,
     junit_env,
     loaded_conftests,
     output_stream,
@@ -98,6 +99,7 @@ def run_child_pytest(
             **(env or {}),
             **stream_env,
             **junit_env(config),
+            **hypothesis_env(config),
             REPORT_SINK_VARIABLE: sink,
             PARENT_VARIABLE: f"{os.getpid()}@{socket.gethostname()}",
             CONFTESTS_VARIABLE: json.dumps(loaded_conftests(config)),

@@ -361,6 +361,16 @@ def junit_env(config: pytest.Config) -> dict[str, str]:
     return {JUNIT_VARIABLE: str(family)} if family else {}
 
 
+def hypothesis_env(config: pytest.Config) -> dict[str, str]:
+    """A child's hypothesis example database: the one of the folder the user ran pytest in
+    (hypothesis keeps it under the working folder, and a child runs in the rootdir), so
+    an example a failure saved is replayed by the rerun in every process mode.  Empty
+    when the environment already names one."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return {}
+    return {"HYPOTHESIS_STORAGE_DIRECTORY": str(config.invocation_params.dir / ".hypothesis")}
+
+
 _MPI_STREAM_NOTED = pytest.StashKey[bool]()
 
 

@@ -158,6 +158,13 @@ def failed_report(item: pytest.Item, text: str, when: str = "call") -> pytest.Te
     cell = cell_of(item)
     if cell is not None:
         report.gpucheck_cell = cell  # type: ignore[attr-defined]
+    # As the plugin marks a failure made in the item's own process: where a CI annotation
+    # points, and what reruns it from the user's folder (not the node id, which for a
+    # bundled suite names no file the user has).
+    from pytest_gpucheck.reporting import ci
+
+    report.gpucheck_where = ci.blame_location(item)  # type: ignore[attr-defined]
+    report.gpucheck_rerun = ci.rerun_target(item)  # type: ignore[attr-defined]
     return report
 
 

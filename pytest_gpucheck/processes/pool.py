@@ -48,6 +48,7 @@ from pytest_gpucheck.environment import (
 )
 from pytest_gpucheck.processes.child_options import (
     forwarded_options,
+    hypothesis_env,
     junit_env,
     loaded_conftests,
     output_stream,
@@ -115,6 +116,7 @@ class Worker:
                 **self.env,
                 **stream_env,
                 **junit_env(self.config),
+                **hypothesis_env(self.config),
                 REPORT_SINK_VARIABLE: self.sink,
                 PARENT_VARIABLE: f"{os.getpid()}@{socket.gethostname()}",
                 CONFTESTS_VARIABLE: json.dumps(loaded_conftests(self.config)),

@@ -30,6 +30,42 @@ import pytest
 
 from pytest_gpucheck.options import one_of
 
+# The rerun line's rule lives in reporting/rerun.py (report.py uses it too, and this
+# module imports report.py for the job summary); its names stay importable from here.
+from pytest_gpucheck.reporting.rerun import (
+    ADDED_SUITES_KEY as ADDED_SUITES_KEY,
+)
+from pytest_gpucheck.reporting.rerun import (
+    export_rerun_invocation as export_rerun_invocation,
+)
+from pytest_gpucheck.reporting.rerun import (
+    named_paths as named_paths,
+)
+from pytest_gpucheck.reporting.rerun import (
+    options_for as options_for,
+)
+from pytest_gpucheck.reporting.rerun import (
+    rerun_invocation as rerun_invocation,
+)
+from pytest_gpucheck.reporting.rerun import (
+    rerun_options as rerun_options,
+)
+from pytest_gpucheck.reporting.rerun import (
+    rerun_selector as rerun_selector,
+)
+from pytest_gpucheck.reporting.rerun import (
+    rerun_target as rerun_target,
+)
+from pytest_gpucheck.reporting.rerun import (
+    restore_rerun_invocation as restore_rerun_invocation,
+)
+from pytest_gpucheck.reporting.rerun import (
+    stable_nodeid as stable_nodeid,
+)
+from pytest_gpucheck.reporting.rerun import (
+    target_from_nodeid as target_from_nodeid,
+)
+
 if TYPE_CHECKING:
     from pytest_gpucheck.reporting.report import Failure, Matrix
 
@@ -111,61 +147,6 @@ def blame_location(item: pytest.Item) -> dict[str, Any]:
             return found
     line = item.location[1]
     return {"file": str(item.path), "line": (line + 1) if line is not None else 0}
-
-
-#: The folders of the suites ``--gpu-conformance`` adds to the run (the ``pytest_gpucheck.suites``
-#: entry points; set by the plugin): files under them are not the user's, so a node id cannot
-#: select one alone.
-ADDED_SUITES_KEY = pytest.StashKey[tuple[Path, ...]]()
-
-
-def named_paths(config: pytest.Config, *, exclude: tuple[str, ...] = ()) -> list[str]:
-    """The paths the user named on the command line (node ids and ``exclude`` left out);
-    none when pytest took its arguments from ``testpaths`` or the current folder."""
-    if config.args_source != pytest.Config.ArgsSource.ARGS:
-        return []
-    return [arg for arg in config.args if "::" not in arg and arg not in exclude]
-
-
-def rerun_selector(item_path: Path, name: str, *, invocation_dir: str | Path,
-                   named: list[str] | tuple[str, ...],
-                   added: tuple[Path, ...] = ()) -> tuple[str, ...]:
-    """The arguments that select exactly one item again from the folder pytest ran in: the
-    one rule behind the conformance harness's ``rerun:`` line, the report's rerun column and
-    the CI annotation.
-
-    A file under a folder of ``added`` (the suites, which ``--gpu-conformance`` adds to every
-    run) cannot be selected by its node id, which would run the whole suite: ``-k`` with the
-    full item name (the brackets keep ``test_sum[`` from matching ``test_sum_of_squares[``)
-    selects it instead, next to the paths the user ``named`` (their conftest.py files come
-    with them).  Otherwise the file's path (relative to ``invocation_dir`` when inside it)
-    and ``name``, the node id's part after the file (``TestClass::test_x[numpy]``).
-
-    >>> rerun_selector(Path("/p/tests/test_a.py"), "test_x[numpy]", invocation_dir="/p",
-    ...                named=[])
-    ('tests/test_a.py::test_x[numpy]',)
-    >>> rerun_selector(Path("/site/conformance/test_b.py"), "test_y[numpy:mine]",
-    ...                invocation_dir="/p", named=["tests"], added=(Path("/site/conformance"),))
-    ('tests', '-k', 'test_y[numpy:mine]')
-    """
-    if any(folder in item_path.parents for folder in added):
-        return (*named, "-k", name.rsplit("::", 1)[-1])
-    try:
-        path = str(item_path.relative_to(invocation_dir))
-    except ValueError:
-        path = str(item_path)
-    return (f"{path}::{name}",)
-
-
-def rerun_target(item: pytest.Item) -> list[str]:
-    """What selects ``item`` again (:func:`rerun_selector` for this run)."""
-    config = item.config
-    added = config.stash.get(ADDED_SUITES_KEY, ())
-    named = named_paths(config, exclude=tuple(str(folder) for folder in added))
-    within_file = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
-    return list(rerun_selector(Path(item.path), within_file,
-                               invocation_dir=config.invocation_params.dir, named=named,
-                               added=added))
 
 
 def _source_of(func: Any) -> dict[str, Any] | None:
@@ -257,8 +238,13 @@ def is_rank_other_than_zero() -> bool:
 
 def publish(config: pytest.Config, terminalreporter: Any, matrix: Matrix,
             order: list[str]) -> None:
-    """Append the job summary and print the annotations, as the options ask."""
-    if getattr(config, "workerinput", None) is not None or is_rank_other_than_zero():
+    """Append the job summary and print the annotations, as the options ask: in the process
+    the user started only (an isolation worker or the simulator child inherits
+    ``GITHUB_STEP_SUMMARY`` and appended its own part of the run before the real one)."""
+    from pytest_gpucheck.environment import REPORT_SINK_VARIABLE
+
+    if (getattr(config, "workerinput", None) is not None or is_rank_other_than_zero()
+            or os.environ.get(REPORT_SINK_VARIABLE)):
         return
     path = summary_path(config)
     if path is not None and (matrix.counts or matrix.failures or matrix.sections):

@@ -137,7 +137,8 @@ def one_line_reason(report: pytest.TestReport) -> str:
     return reason
 
 
-def rerun_command(report: pytest.TestReport, backend: str, options: tuple[str, ...]) -> str:
+def rerun_command(report: pytest.TestReport, backend: str, options: tuple[str, ...],
+                  config: pytest.Config | None = None) -> str:
     """The command that reruns a failed item from the folder pytest ran in.
 
     A conformance failure prints its own ``rerun:`` line (the harness knows the
@@ -147,16 +148,27 @@ def rerun_command(report: pytest.TestReport, backend: str, options: tuple[str, .
     (``report.gpucheck_rerun``) comes from the same rule as the harness's line,
     :func:`pytest_gpucheck.reporting.ci.rerun_selector`: ``path::name``, or for the
     bundled suites under ``--gpu-conformance`` (whose node ids name no file the
-    user has) the user's paths and ``-k 'TEST[ID]'``.
+    user has) the user's paths and ``-k 'TEST[ID]'``.  A report made without its item
+    (``config`` given) is selected from its node id
+    (:func:`pytest_gpucheck.reporting.ci.target_from_nodeid`).
     """
-    for line in reversed(report.longreprtext.splitlines()):
-        if "rerun: pytest " in line:
-            return line.split("rerun: ", 1)[1].strip()
-    target = getattr(report, "gpucheck_rerun", None) or [report.nodeid]
+    # A crash is a plain string whose tail is the dead child's output, where another
+    # item's rerun line may stand: only a check's own message is read.
+    if not isinstance(report.longrepr, str):
+        for line in reversed(report.longreprtext.splitlines()):
+            if "rerun: pytest " in line:
+                return line.split("rerun: ", 1)[1].strip()
+    from pytest_gpucheck.reporting import rerun as ci
+
+    target = getattr(report, "gpucheck_rerun", None)
+    if not target:
+        # A report made without its item (pytest-xdist's, for a worker that crashed).
+        target = ci.target_from_nodeid(report.nodeid, config) if config is not None \
+            else [report.nodeid]
     parts = ["pytest", *target]
     if backend:
         parts.append(f"--gpu-backends={backend}")
-    parts.extend(options)
+    parts.extend(ci.options_for(target, options))
     return " ".join(shlex.quote(part) for part in parts)
 
 
@@ -179,6 +191,8 @@ class Matrix:
     run: dict[str, Any] = field(default_factory=dict)
     #: Options a rerun needs besides the node id (``--gpu-conformance`` ...).
     rerun_options: tuple[str, ...] = ()
+    #: The run's config (where a report without its item finds the user's folder).
+    config: pytest.Config | None = field(default=None, repr=False, compare=False)
 
     def record(self, report: pytest.TestReport) -> None:
         """Count ``report`` once per item: its call, or setup when it did not pass, or a
@@ -195,7 +209,8 @@ class Matrix:
             where = getattr(report, "gpucheck_where", None) or {}
             self.failures.append(Failure(
                 nodeid=report.nodeid, reason=one_line_reason(report),
-                rerun=rerun_command(report, backend, self.rerun_options), phase=report.when,
+                rerun=rerun_command(report, backend, self.rerun_options, self.config),
+                phase=report.when,
                 backend=backend, family=family, file=str(where.get("file", "")),
                 line=int(where.get("line", 0) or 0)))
         if not cell:
@@ -596,17 +611,16 @@ def current_commit(rootpath: Path) -> str:
 def get_matrix(config: pytest.Config) -> Matrix:
     """The run's matrix (created on first use)."""
     if MATRIX_KEY not in config.stash:
-        options = []
-        if config.getoption("gpu_conformance", False):
-            options.append("--gpu-conformance")
-        impls = config.getoption("gpu_impls", "all")
-        if impls != "all":
-            options.append(f"--gpu-impls={impls}")
+        # The user's (--gpu-conformance, --gpu-impls, an explicit --gpu-isolate, -p, the
+        # hypothesis options...), as every process of the run sees them.
+        from pytest_gpucheck.reporting.rerun import rerun_options
+
+        options = rerun_options(config)
         # The features' own (the benchmark gate's baseline and level), in the order the
         # plugins were registered.
         for feature_args in reversed(config.hook.pytest_gpucheck_rerun_args(config=config)):
             options.extend(feature_args or ())
-        config.stash[MATRIX_KEY] = Matrix(rerun_options=tuple(options))
+        config.stash[MATRIX_KEY] = Matrix(rerun_options=tuple(options), config=config)
     return config.stash[MATRIX_KEY]
 
 

@@ -54,6 +54,9 @@ class NumbaCpuBackend(HostArrays):
     tier = "cpu"
     distribution = "numba"
     install_hint = "pip install 'pytest-gpucheck[cpu]'"
+    # @njit code indexes without bounds checks (unless boundscheck=True): an out-of-bounds
+    # write corrupts the heap or kills the process with SIGSEGV.
+    unchecked_host_code = True
 
     def _probe(self) -> Probe:
         numba = self._import("numba")

@@ -13,7 +13,14 @@ fresh one.  A worker is started with ``--gpu-backends`` naming only the
 backends of its items (its collection probes nothing else), and in a plain
 session it is told to finish as soon as no item ahead needs it.  ``test``
 gives every item a fresh worker.  ``auto`` (the default) is ``backend`` when
-a selected GPU backend is available and ``none`` otherwise.  The
+a selected GPU backend is available; otherwise it is ``contain``: only the items
+that can crash the process for a reason the plugin knows, those on a backend
+whose kernels run unchecked machine code on the host
+(:attr:`~pytest_gpucheck.backends.base.Backend.unchecked_host_code`: numba-cpu)
+and those that check an implementation the user registered (any code at all,
+a C extension too), run in the host's worker; the rest run here.  A run given
+an option no worker can take (``--pdb``, ``--trace``, ``--log-file``) runs them
+here too under ``auto`` (the user is debugging in this process).  The
 isolation router is the last the dispatcher asks
 (:mod:`pytest_gpucheck.processes.routers.base`): it runs the backend items no router
 before it claims (the sanitizer's, the ``numba-cudasim`` child's, the MPI jobs'), and
@@ -45,6 +52,9 @@ from pytest_gpucheck.processes.wire import ITEM_SERVER
 
 ISOLATE_OPTION = "--gpu-isolate"
 MODES = ("auto", "none", "backend", "test")
+#: What ``auto`` is on a machine without an available GPU backend: the items that can crash
+#: the process (:func:`can_crash`) in the host's worker, the rest here.
+CONTAIN = "contain"
 #: Key of an xdist worker's output that carries its isolation workers' deaths.
 DEATHS_OUTPUT = "gpucheck_isolation_deaths"
 
@@ -59,11 +69,14 @@ def add_isolation_options(group: Any) -> None:
         help="run backend items in worker processes that are replaced after a crash or a "
         "poisoned device (sticky CUDA error): backend (one worker for the GPU's items, one "
         "for the host's), test (a fresh worker per test), none. Default auto: backend when "
-        "a selected GPU backend is available, else none.")
+        "a selected GPU backend is available, else the items on numba-cpu and those that "
+        "check your registered implementations in one host worker (a crash costs one test).")
 
 
 def isolation_mode(config: pytest.Config) -> str:
-    """The mode this run uses (``auto`` resolved)."""
+    """The mode this run uses (``auto`` resolved): ``backend`` when a selected GPU backend
+    is available, else :data:`CONTAIN`, or ``none`` when an option no worker can take
+    (``--pdb``) asks to debug in this process."""
     mode = str(config.getoption("gpu_isolate", "auto") or "auto")
     if mode != "auto":
         return mode
@@ -72,7 +85,32 @@ def isolation_mode(config: pytest.Config) -> str:
 
     selection = get_selection(config)
     gpu = [name for name in selection.names if name in GPU_BACKENDS]
-    return "backend" if any(selection.probes[name].available for name in gpu) else "none"
+    if any(selection.probes[name].available for name in gpu):
+        return "backend"
+    from pytest_gpucheck.processes.child_options import REFUSE, given_options, rule_for
+
+    # The user asked to debug here (--pdb, --trace) or to log here (--log-file): an
+    # explicit option wins over the implicit containment (an explicit --gpu-isolate
+    # with it is still refused, exit 4).
+    if any(rule_for(name).kind == REFUSE for name, _ in given_options(config)):
+        return "none"
+    return CONTAIN
+
+
+def can_crash(item: pytest.Item) -> bool:
+    """Whether ``item`` runs code that can kill the process, as far as the plugin knows:
+    a backend whose kernels run unchecked on the host (numba-cpu), or an implementation the
+    user registered (checked by the conformance suites)."""
+    from pytest_gpucheck.backends import backend_class
+    from pytest_gpucheck.selection import item_backends
+
+    if any(backend_class(name).unchecked_host_code for name in item_backends(item)):
+        return True
+    callspec = getattr(item, "callspec", None)
+    for value in callspec.params.values() if callspec is not None else ():
+        if getattr(getattr(value, "implementation", None), "origin", None) == "user":
+            return True
+    return False
 
 
 def configure_isolation(config: pytest.Config) -> None:
@@ -152,8 +190,9 @@ class IsolationRouter(KeepsChildDeaths, Router):
         if item.nodeid not in self._claims:
             from pytest_gpucheck.selection import item_backends
 
-            self._claims[item.nodeid] = bool(item_backends(item)) and not claimed_before(
-                self, item)
+            self._claims[item.nodeid] = (
+                bool(item_backends(item)) and (self.mode != CONTAIN or can_crash(item))
+                and not claimed_before(self, item))
         return self._claims[item.nodeid]
 
     def _key(self, item: pytest.Item) -> str | None:
@@ -191,7 +230,7 @@ class IsolationRouter(KeepsChildDeaths, Router):
         self._keys.clear()
         self._universe = None
         universe = self.universe(session)
-        if self.mode != "backend" or self._under_a_controller():
+        if self.mode not in ("backend", CONTAIN) or self._under_a_controller():
             return
         for key, routed in universe.items():
             if key not in self.workers:
@@ -257,5 +296,6 @@ class IsolationRouter(KeepsChildDeaths, Router):
         close_all(workers)
 
 
-__all__ = ["GPU", "HOST", "ISOLATE_OPTION", "MODES", "StickyError", "add_isolation_options",
-           "configure_isolation", "device_key", "isolation_mode"]
+__all__ = ["CONTAIN", "GPU", "HOST", "ISOLATE_OPTION", "MODES", "StickyError",
+           "add_isolation_options", "can_crash", "configure_isolation", "device_key",
+           "isolation_mode"]
