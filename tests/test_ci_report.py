@@ -70,7 +70,7 @@ def vector_add_torch(a, b, out):
 BACKENDS = ("numpy", "numba-cpu", "jax-cpu", "torch-cpu")
 SIMULATOR = "numba-cudasim"
 COMMAND = ["--gpu-conformance", "--gpu-impls=user", "-k", "vector_add",
-           "--hypothesis-profile=ci", "-p", "no:cacheprovider"]
+           "--hypothesis-profile=gpucheck-ci", "-p", "no:cacheprovider"]
 #: The runs that use no hypothesis (none of the bundled suites) go without its pytest
 #: plugin, which imports all of hypothesis at the terminal summary (about 0.7 s of CPU).
 LEAN = ["-p", "no:hypothesispytest"]

@@ -9,12 +9,24 @@ PLAIN = "def test_plain():\n    assert True\n"
 
 
 def test_a_run_without_our_fixtures_says_so_once(pytester: pytest.Pytester) -> None:
+    """Said where the user selected backends, which then select nothing; not under -q,
+    and not in a run that names no option of the plugin's (a project that does not use
+    it): that run gets the one header line and nothing else of ours."""
     pytester.makepyfile(test_plain=PLAIN)
     result = pytester.runpytest("--gpu-backends=numpy")
     result.assert_outcomes(passed=1)
     lines = [line for line in result.stdout.lines if "changes nothing" in line]
     assert lines == ["gpucheck: no collected test uses gpu_backend, xp, gpu_device or the "
                      "bundled suites: --gpu-backends (numpy) changes nothing in this run"]
+    quiet = pytester.runpytest("--gpu-backends=numpy", "-q")
+    quiet.assert_outcomes(passed=1)
+    assert not [line for line in quiet.stdout.lines if "gpucheck" in line], quiet.stdout.str()
+    plain = pytester.runpytest()
+    plain.assert_outcomes(passed=1)
+    # pytest's own "plugins:" line names every plugin it loaded, this one too.
+    ours = [line for line in plain.stdout.lines
+            if "gpucheck" in line and not line.startswith("plugins: ")]
+    assert ours == ["gpucheck: backends numpy (default; more with --gpu-backends=all)"]
 
 
 def test_a_run_with_our_fixtures_does_not(pytester: pytest.Pytester) -> None:
