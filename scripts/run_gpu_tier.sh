@@ -42,7 +42,7 @@
 #
 # --dry-run runs the same steps on the CPU tier (no GPU needed): CPU backends in
 # place of GPU ones, --gpu-isolate=backend as on a GPU machine, no --gpu-require,
-# the dev hypothesis profile and small budgets.  --only runs the named steps.
+# the gpucheck-dev hypothesis profile and small budgets.  --only runs the named steps.
 # $GPU_TIER_PYTEST_ARGS is added to every pytest step (split on spaces: -x, -kNAME).
 # $GPU_TIER_KILL_AFTER: seconds a step stopped at its budget gets to end before it is killed (30).
 set -uo pipefail
@@ -139,13 +139,13 @@ cat "$out/environment.txt"
 if [ $dry_run -eq 1 ]; then
     gpu_backends=(numpy jax-cpu torch-cpu)   # one conformance step each, as per GPU backend
     gpu_group="numpy,jax-cpu,torch-cpu"      # what the interop and MPI steps pair up
-    common=(-p no:cacheprovider -q -rfEs --hypothesis-profile=dev --gpu-isolate=backend)
+    common=(-p no:cacheprovider -q -rfEs --hypothesis-profile=gpucheck-dev --gpu-isolate=backend)
     require=()
     scale=4                                  # budgets divided by this
 else
     gpu_backends=(numba-cuda cupy jax-gpu cuda-python torch-cuda)
     gpu_group="gpu"
-    common=(-p no:cacheprovider -q -rfEs --hypothesis-profile=ci)
+    common=(-p no:cacheprovider -q -rfEs --hypothesis-profile=gpucheck-ci)
     require=(--gpu-require=gpu)
     scale=1
 fi

@@ -29,6 +29,19 @@ def test_a_run_without_our_fixtures_says_so_once(pytester: pytest.Pytester) -> N
     assert ours == ["gpucheck: backends numpy (default; more with --gpu-backends=all)"]
 
 
+def test_getting_started_shows_the_header_of_a_project_that_does_not_use_it() -> None:
+    """The one line docs/getting-started.md prints for such a project is the plugin's."""
+    from pathlib import Path
+
+    from pytest_gpucheck.plugin import DEFAULT_HEADER
+
+    document = (Path(__file__).parent.parent / "docs" / "getting-started.md").read_text(
+        encoding="utf-8")
+    section = document.split("## In a project that does not use it", 1)[1].split("\n## ")[0]
+    assert f"\n{DEFAULT_HEADER}\n" in section
+    assert len(DEFAULT_HEADER) <= 80  # one line in pytest's default 80 columns
+
+
 def test_a_run_with_our_fixtures_does_not(pytester: pytest.Pytester) -> None:
     """The twin: one test on gpu_backend among plain ones, and the line is gone."""
     pytester.makepyfile(test_plain=PLAIN + "\n\ndef test_ours(gpu_backend):\n    pass\n")
