@@ -331,10 +331,10 @@ def _backend_scopes(item: pytest.Item) -> contextlib.ExitStack:
 #: ``xp`` is not listed: ours requests ``gpu_backend``, a project's own does not.
 OUR_FIXTURES = frozenset({"gpu_backend", "gpu_device", "gpu_devices", "gpu_benchmark",
                           "mpi_comm", "mpi_rank", "mpi_size"})
-#: Markers of the plugin that make an item one of its own (``mpi`` is left out: other
-#: plugins, pytest-mpi among them, have a marker of that name).
+#: Markers of the plugin that make an item one of its own: the plugin acts on each (``mpi``
+#: included: its tests run on the plugin's ranks).
 OUR_MARKERS = ("gpu_backends", "requires_gpu", "gpu_family", "gpu_xfail", "gpu_skip",
-               "gpu_kernel", "gpu_devices", "gpu_bench")
+               "gpu_kernel", "gpu_devices", "gpu_bench", "mpi")
 _OURS_KEY = pytest.StashKey[bool]()
 
 

@@ -163,7 +163,9 @@ def test_github_step_shows_failures_annotations_and_junit_properties(
     # hypothesis draws, so the failure needs no seed to come back (checked below).
     again = _pytest(project, [*args[1:], "-p", "no:cacheprovider"], _environment())
     assert again.returncode == 1, again.stdout[-3000:]
-    assert f": {reason.replace(chr(92) + '|', '|')}" in again.stdout
+    # The same reason, in pytest's traceback and short summary (the plugin repeats
+    # neither where pytest shows it whole).
+    assert reason.replace(chr(92) + "|", "|") in again.stdout
     assert re.search(r"\b1 failed\b", again.stdout)
 
 
