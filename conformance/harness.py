@@ -86,12 +86,15 @@ def launch_strategy(spec: KernelSpec, sizing: gst.Sizing,
 
 
 def conformance_settings() -> tuple[str, settings]:
-    """The profile the suites run under, and its settings.
+    """The profile the suites run under, and its settings (for the suites' own tests only:
+    nothing here loads a profile or changes one).
 
-    A profile the user chose (``--hypothesis-profile`` or ``settings.load_profile``)
-    wins.  Otherwise ``ci`` when the ``CI`` environment variable is set, else
-    ``dev``; these apply to the conformance suites only, never to the user's own
-    hypothesis tests.
+    ``--hypothesis-profile=gpucheck-NAME`` (or ``settings.load_profile``): that one.  A
+    loaded ``ci``, whoever registered it (hypothesis loads its own on a CI machine, a
+    project registers its own): ``gpucheck-ci``, so the suites' CI runs stay derandomized
+    at 12 examples while the project's tests get its ``ci``.  Another profile the user
+    loaded (``--hypothesis-profile=huge``): its settings.  Otherwise ``gpucheck-ci`` when
+    the ``CI`` environment variable is set, else ``gpucheck-dev``.
     """
     hypothesis_profiles.register_profiles()
     # settings.get_current_profile_name() is newer than the hypothesis 6.100 we declare;
@@ -100,18 +103,20 @@ def conformance_settings() -> tuple[str, settings]:
                if hasattr(settings, "get_current_profile_name")
                else str(getattr(settings, "_current_profile", "default")))
     if current in hypothesis_profiles.PROFILES:
-        # Hypothesis loads its own built-in "ci" when CI is set, before ours is
-        # registered: take ours by name, not the loaded object.
         return current, settings.get_profile(current)
+    if current == "ci":
+        name = hypothesis_profiles.CI_PROFILE
+        return name, settings.get_profile(name)
     if current != "default" and settings.default is not None:
         return current, settings.default
-    name = "ci" if os.environ.get("CI") else "dev"
+    name = (hypothesis_profiles.CI_PROFILE if os.environ.get("CI")
+            else hypothesis_profiles.DEV_PROFILE)
     return name, settings.get_profile(name)
 
 
 def choose_seed(nodeid: str) -> int:
     """The hypothesis seed of this run: ``--hypothesis-seed`` when given; a stable
-    hash of the node id under a derandomized profile (``ci``); else random."""
+    hash of the node id under a derandomized profile (``gpucheck-ci``); else random."""
     from hypothesis import core
 
     forced = getattr(core, "global_force_seed", None)

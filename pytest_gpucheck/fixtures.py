@@ -62,7 +62,10 @@ def xp(gpu_backend: Backend) -> Any:
     cuda-python have no array namespace: tests that use ``xp`` are skipped there,
     with the reason ``<backend> has no array namespace (xp); use gpu_backend
     instead``.  A project whose ``conftest.py`` defines its own ``xp`` fixture keeps
-    it: pytest prefers the nearer definition (``pytest --fixtures`` shows both).
+    it: pytest prefers the nearer definition (``pytest --fixtures`` shows both).  A
+    test that asks for ``xp`` where the project defines none gets this one, on purpose
+    (the name the array API world and these docs give the namespace; the node id's
+    ``[numpy]`` shows it), not "fixture 'xp' not found": docs/getting-started.md.
     """
     from pytest_gpucheck.backends.base import BackendUnavailable
 

@@ -248,23 +248,22 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def _header_lines(config: pytest.Config) -> list[str]:
+    """The header: one line in a run that selects no backend (the plugin may be installed
+    in a project that does not use it, and says no more there), the backends' versions
+    and devices when ``--gpu-backends`` selects them.  pytest prints no header under
+    ``-q``."""
     selection = get_selection(config)
+    if not selection.explicit_option:
+        return [DEFAULT_HEADER]
     notes = []
     if config.getoption("cov_source", None):
-        # pytest-cov combines its data when the test loop ends, while the plugin's
-        # children are still up: what they run would be missing without a word.
-        notes.append("gpucheck: --cov measures this process only: code run in isolation "
-                     "workers, the numba-cudasim child and MPI ranks is not covered "
-                     "(--gpu-isolate=none runs backend items here)")
+        notes.append(COV_NOTE)
     memory = config.stash.get(_JAX_MEMORY_SET, {})
     if memory:
         settings = " ".join(f"{key}={value}" for key, value in memory.items())
         notes.append(f"gpucheck: {settings} for the whole run (a JAX backend is selected: "
                      "JAX's first operation would reserve 75% of each GPU beside the other "
                      "frameworks; JAX reads it once per process)")
-    if not selection.explicit_option:
-        return ["gpucheck: backends numpy (default, for tests that use gpu_backend or xp; "
-                "select more with --gpu-backends=all)", *notes]
     lines = [f"gpucheck: backends {selection.spec.text}", *notes]
     if any(name in GPU_BACKENDS for name in selection.names):
         device = selection.device
@@ -275,6 +274,16 @@ def _header_lines(config: pytest.Config) -> list[str]:
         else:
             lines.append(f"  {name:<14} skipped: {probe.reason}")
     return lines
+
+
+#: The header of a run that selects no backend, within 80 columns (one line).
+DEFAULT_HEADER = "gpucheck: backends numpy (default; more with --gpu-backends=all)"
+#: pytest-cov combines its data when the test loop ends, while the plugin's children are
+#: still up: what they run would be missing without a word.  In the header of a run that
+#: selects backends, else at the end of a run with items of the plugin's.
+COV_NOTE = ("gpucheck: --cov measures this process only: code run in isolation workers, the "
+            "numba-cudasim child and MPI ranks is not covered (--gpu-isolate=none runs "
+            "backend items here)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -367,6 +376,11 @@ def _backend_scopes(item: pytest.Item) -> contextlib.ExitStack:
 #: ``xp`` is not listed: ours requests ``gpu_backend``, a project's own does not.
 OUR_FIXTURES = frozenset({"gpu_backend", "gpu_device", "gpu_devices", "gpu_benchmark",
                           "mpi_comm", "mpi_rank", "mpi_size"})
+#: Markers of the plugin that make an item one of its own: the plugin acts on each (``mpi``
+#: included: its tests run on the plugin's ranks).
+OUR_MARKERS = ("gpu_backends", "requires_gpu", "gpu_family", "gpu_xfail", "gpu_skip",
+               "gpu_kernel", "gpu_devices", "gpu_bench", "mpi")
+_OURS_KEY = pytest.StashKey[bool]()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -381,17 +395,32 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         for line in _own_xp_lines(session):
             reporter.write_line(fit(line, width))
         return
-    if session.items and not any(_uses_the_plugin(item) for item in session.items):
-        # Said once, so the header's backends line claims no work that was not done.
+    # Said once, so the header's backends line claims no work that was not done; only
+    # where the user selected backends (a project that does not use the plugin hears
+    # nothing of it), and not under -q.
+    if (get_selection(config).explicit_option and config.get_verbosity() >= 0
+            and session.items and not any(uses_the_plugin(item) for item in session.items)):
         reporter.write_line(fit(
             f"gpucheck: no collected test uses gpu_backend, xp, gpu_device or the bundled "
             f"suites: --gpu-backends ({get_selection(config).spec.text}) changes nothing "
             "in this run", width))
 
 
-def _uses_the_plugin(item: pytest.Item) -> bool:
-    return bool(item_backends(item)) or bool(OUR_FIXTURES & set(getattr(item, "fixturenames",
-                                                                        ())))
+def uses_the_plugin(item: pytest.Item) -> bool:
+    """Whether ``item`` is one of the plugin's: it runs on a backend (``gpu_backend``, our
+    ``xp``, a suite's ``impl``, an interop pair), has a matrix cell, uses one of
+    :data:`OUR_FIXTURES` or carries one of :data:`OUR_MARKERS`.  Only a run with such items
+    gets the plugin's end-of-run output (matrix, reruns, job summary, annotations)."""
+    found = item.stash.get(_OURS_KEY, None)
+    if found is None:
+        from pytest_gpucheck.reporting.report import cell_of
+
+        found = (bool(item_backends(item))
+                 or bool(OUR_FIXTURES & set(getattr(item, "fixturenames", ())))
+                 or cell_of(item) is not None
+                 or any(item.get_closest_marker(name) is not None for name in OUR_MARKERS))
+        item.stash[_OURS_KEY] = found
+    return found
 
 
 def _own_xp_lines(session: pytest.Session) -> list[str]:
@@ -449,8 +478,13 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if not uses_the_plugin(item):
+        return report  # a test of the project's own: its report stays pytest's
     from pytest_gpucheck.reporting.report import cell_of
 
+    # Carried to the process that writes the summary (xdist's controller, the parent of
+    # a child process): the run has items of the plugin's.
+    report.gpucheck_ours = True  # type: ignore[attr-defined]
     cell = cell_of(item)
     if cell is not None:
         report.gpucheck_cell = cell  # type: ignore[attr-defined]
@@ -471,11 +505,16 @@ class MatrixRecorder:
         self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # Failures outside the matrix are kept too: the job summary lists them.
-        if getattr(report, "gpucheck_cell", None) or report.failed:
-            from pytest_gpucheck.reporting.report import get_matrix
+        # Only the plugin's items: a project's own tests are pytest's to report.  Their
+        # failures outside the matrix (a benchmark, a test on gpu_device) are kept too.
+        if not getattr(report, "gpucheck_ours", False):
+            return
+        from pytest_gpucheck.reporting.report import get_matrix
 
-            get_matrix(self.config).record(report)
+        matrix = get_matrix(self.config)
+        matrix.ours = True
+        if getattr(report, "gpucheck_cell", None) or report.failed:
+            matrix.record(report)
 
 
 @pytest.hookimpl(trylast=True)  # after the other plugins' summaries (pytest-benchmark's table)
@@ -492,8 +531,17 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def _write_failures(terminalreporter: Any, matrix: Any, width: int | None) -> None:
-    """Each failure's one-line reason and its ``rerun:`` command."""
-    for line in matrix.failure_lines():
+    """What pytest's short test summary lacks of each failure: its ``rerun:`` command, and
+    its one-line reason where pytest's summary does not show it."""
+    # -r's characters: pytest's summary lists call failures under 'f', errors under 'E'.
+    reportchars = str(getattr(terminalreporter, "reportchars", "") or "")
+    config = terminalreporter.config
+    # pytest cuts its summary's messages to the terminal's width, except on CI (its
+    # running_on_ci: CI or BUILD_NUMBER set) and under -vv.
+    whole = ((any(name in os.environ for name in ("CI", "BUILD_NUMBER"))
+              or config.get_verbosity() >= 2)
+             and not getattr(config.option, "force_short_summary", False))
+    for line in matrix.failure_lines(reportchars, None if whole else (width or 80)):
         # A rerun command stays one line, to be copied from the terminal whole.
         terminalreporter.write_line(line if line.startswith("  rerun: ") else fit(line, width))
 
@@ -509,8 +557,15 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     # was loaded or a feature has a section: a plain run ends without importing it.
     if not path and not sections and "pytest_gpucheck.reporting.report" not in sys.modules:
         return
-    from pytest_gpucheck.reporting.report import get_matrix, run_facts, write_report
+    from pytest_gpucheck.reporting.report import MATRIX_KEY, get_matrix, run_facts, write_report
 
+    recorded = config.stash.get(MATRIX_KEY, None)
+    # A run without items of the plugin's (a project that does not use it) gets nothing
+    # of it at its end, unless the user asked: a report file, a summary file or the
+    # annotations named by option, or a section a plugin or conftest.py adds.
+    if not (path or sections or ci.asked_for(config)
+            or (recorded is not None and recorded.ours)):
+        return
     matrix = get_matrix(config)
     for section in sections:
         matrix.add(section)
@@ -559,6 +614,9 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
         else:
             terminalreporter.write_line(f"gpucheck: report written to {path}")
     ci.publish(config, terminalreporter, matrix, order)
+    if matrix.ours and config.getoption("cov_source", None) and not selection.explicit_option:
+        # A run that selected no backends said nothing of --cov in its header.
+        terminalreporter.write_line(fit(COV_NOTE, width), yellow=True)
 
 
 __all__ = ["FEATURE_PLUGINS", "SIMULATOR_CHILD_VARIABLE", "gpu_backend", "gpu_device", "xp"]

@@ -86,14 +86,14 @@ def main() -> None:
     parser.add_argument("--backends", action="append",
                         help="a --gpu-backends value, one run each (repeatable; default: "
                              "numpy,numba-cpu and numba-cudasim)")
-    parser.add_argument("--profiles", default="dev,ci,thorough")
+    parser.add_argument("--profiles", default="gpucheck-dev,gpucheck-ci,gpucheck-thorough")
     parser.add_argument("--runs", type=int, default=5, help="runs per profile and backend set")
     args = parser.parse_args()
     folder = args.folder.resolve()
     backend_sets = args.backends or ["numpy,numba-cpu", "numba-cudasim"]
 
     print(f"catch rate of {folder} ({args.runs} runs per profile)")
-    print(f"{'profile':<10} {'caught':>14} {'rate':>7} {'false alarms':>14} {'errors':>7} "
+    print(f"{'profile':<18} {'caught':>14} {'rate':>7} {'false alarms':>14} {'errors':>7} "
           f"{'seconds/run':>12}")
     for profile in args.profiles.split(","):
         caught = missed = alarms = correct = errors = 0
@@ -118,7 +118,7 @@ def main() -> None:
         per_run = (time.perf_counter() - started) / args.runs
         buggy = caught + missed
         rate = f"{100 * caught / buggy:.1f}%" if buggy else "-"
-        print(f"{profile:<10} {f'{caught}/{buggy}':>14} {rate:>7} {f'{alarms}/{correct}':>14} "
+        print(f"{profile:<18} {f'{caught}/{buggy}':>14} {rate:>7} {f'{alarms}/{correct}':>14} "
               f"{errors:>7} {per_run:>12.1f}")
         for test_id, count in sorted(misses.items()):
             print(f"    missed {count}/{args.runs}: {test_id}")

@@ -66,7 +66,7 @@
 #
 # --dry-run runs the same steps on the CPU tier (no GPU needed): CPU backends in
 # place of GPU ones, --gpu-isolate=backend as on a GPU machine, no --gpu-require,
-# the dev hypothesis profile and small budgets.  --only runs the named steps (and
+# the gpucheck-dev hypothesis profile and small budgets.  --only runs the named steps (and
 # checks only their process models).
 # $GPU_TIER_PYTEST_ARGS is added to every pytest step (split on spaces: -x, -kNAME).
 # $GPU_TIER_KILL_AFTER: seconds a step stopped at its budget gets to end before it is killed.
@@ -134,7 +134,7 @@ if [ $dry_run -eq 1 ]; then
     gpu_group="numpy,jax-cpu,torch-cpu"      # what the interop and MPI steps pair up
     probe_backends="numpy,numba-cpu,jax-cpu,torch-cpu"
     # The process model first (-n 0: see process-model below), as on a GPU.
-    common=(-n 0 -p no:cacheprovider -q -rfEs --hypothesis-profile=dev --gpu-isolate=backend)
+    common=(-n 0 -p no:cacheprovider -q -rfEs --hypothesis-profile=gpucheck-dev --gpu-isolate=backend)
     require=()
     scale=4                                  # budgets divided by this
     kill_after=${GPU_TIER_KILL_AFTER:-30}
@@ -146,7 +146,7 @@ else
     # pytest-xdist worker per core in every step (16 on the H200), each probing every
     # framework with a CUDA context, each with isolation workers of its own; under
     # mpiexec every rank refuses them, and pytest-benchmark turns itself off under them.
-    common=(-n 0 -p no:cacheprovider -q -rfEs --hypothesis-profile=ci)
+    common=(-n 0 -p no:cacheprovider -q -rfEs --hypothesis-profile=gpucheck-ci)
     require=(--gpu-require=gpu)
     scale=1
     kill_after=${GPU_TIER_KILL_AFTER:-15}

@@ -21,7 +21,7 @@ from pytest_gpucheck.checking.kernel_launch import LaunchConfig
 CONTEXT = CheckContext(kernel="vector_add", backend="cupy", implementation="raw",
                        case="n=7, dtype=float64", launch=LaunchConfig((1,), (32,)),
                        arrays={"a": "shape=(7,) strides=(16,) dtype=float64 (strided)"},
-                       seed=1234, profile="ci",
+                       seed=1234, profile="gpucheck-ci",
                        nodeid="conformance/test_elementwise.py::test_vector_add[cupy:raw]",
                        rerun_options=("--gpu-conformance",))
 
@@ -38,9 +38,9 @@ def test_reproducer_names_everything_needed_to_rerun() -> None:
     text = CONTEXT.reproducer()
     assert "launch: grid=(1,) block=(32,)" in text
     assert "a: shape=(7,) strides=(16,) dtype=float64 (strided)" in text
-    assert "hypothesis seed: 1234 (profile ci)" in text
+    assert "hypothesis seed: 1234 (profile gpucheck-ci)" in text
     assert ("rerun: pytest 'conformance/test_elementwise.py::test_vector_add[cupy:raw]' "
-            "--gpu-backends=cupy --hypothesis-seed=1234 --hypothesis-profile=ci "
+            "--gpu-backends=cupy --hypothesis-seed=1234 --hypothesis-profile=gpucheck-ci "
             "--gpu-conformance") in text
 
 
@@ -113,7 +113,8 @@ def test_a_sweep_failure_shows_the_values_of_small_inputs(tmp_path: Path) -> Non
         "def vector_add(a, b, out):\n"
         "    out[...] = a + b + 1\n")
     result = run_pytest(tmp_path, "--gpu-conformance", "--gpu-impls=user",
-                        "--gpu-backends=numpy", "-k", "test_vector_add", "--hypothesis-profile=ci",
+                        "--gpu-backends=numpy", "-k", "test_vector_add",
+                        "--hypothesis-profile=gpucheck-ci",
                         timeout=900)
     assert result.returncode == 1, result.stdout + result.stderr
     match = re.search(r"^E\s+a: shape=\(1,\).* values=\[(.+)\]$", result.stdout, re.M)

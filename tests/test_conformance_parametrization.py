@@ -39,8 +39,8 @@ def _importable_package(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _hypothesis_profile_stays() -> Iterator[None]:
-    """``--hypothesis-profile=ci`` of an in-process run loads that profile in this very
-    process: the one this session runs under is put back after the test."""
+    """``--hypothesis-profile=gpucheck-ci`` of an in-process run loads that profile in this
+    very process: the one this session runs under is put back after the test."""
     profile = settings.get_current_profile_name()
     yield
     settings.load_profile(profile)
@@ -71,7 +71,7 @@ def test_user_implementation_runs_and_other_cells_skip_with_reasons(
     # It names jax-cpu: without it (the core alone) it skips.
     pytest.importorskip("jax")
     result = _run(pytester, "--gpu-backends=numpy,jax-cpu,gpu", "--gpu-impls=user",
-                  "-k", "test_vector_add[", "-rs", "--hypothesis-profile=ci")
+                  "-k", "test_vector_add[", "-rs", "--hypothesis-profile=gpucheck-ci")
     # numpy:mine runs; jax-cpu and the five GPU backends are visible skips.
     result.assert_outcomes(passed=1, skipped=6)
     result.stdout.fnmatch_lines([

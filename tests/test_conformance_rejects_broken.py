@@ -7,7 +7,7 @@ family (and a correct twin where useful).  One pytest run of the bundled
 suites with ``--gpu-impls=user`` on numpy, numba-cpu and
 numba-cudasim checks them all; each test below then asserts that one
 implementation failed with the message of the check that exists to catch its
-bug, or that a correct one passed.  The runs use the derandomized ``ci``
+bug, or that a correct one passed.  The runs use the derandomized ``gpucheck-ci``
 profile: each bug must be caught by what every CI run checks, which for the
 escape classes (edge sizes, odd blocks, distinct axes, wide ghosts, NaN
 inputs, small grids, launch-dependent results) is the boundary sweep.
@@ -46,7 +46,7 @@ def _run_suites(workdir: Path, backends: str) -> dict[str, Outcome]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(REPO)]),
            # Loaded like a conftest.py, in this run and in the simulator child.
            "PYTEST_PLUGINS": "broken_implementations"}
-    env.pop("CI", None)  # the ci profile is chosen explicitly, as CI would
+    env.pop("CI", None)  # the gpucheck-ci profile is chosen explicitly, as CI would
     env.pop("PYTEST_ADDOPTS", None)
     command = [
         sys.executable, "-m", "pytest",
@@ -54,7 +54,7 @@ def _run_suites(workdir: Path, backends: str) -> dict[str, Outcome]:
         # node ids relative to their parent so the simulator child finds them.
         str(SUITES), "--rootdir", str(SUITES.parent),
         "-p", "no:cacheprovider", "-q", "-n0", f"--gpu-backends={backends}",
-        "--gpu-impls=user", "--hypothesis-profile=ci", "-m", "gpu_kernel",
+        "--gpu-impls=user", "--hypothesis-profile=gpucheck-ci", "-m", "gpu_kernel",
         f"--junitxml={junit}",
     ]
     process = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,

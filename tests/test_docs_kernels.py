@@ -62,7 +62,7 @@ def examples_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
                "-p", "no:cacheprovider", "-q", "-rfE", "-n0",
                f"--gpu-backends={','.join(dict.fromkeys(backends))}",
                "--gpu-impls=user", "-m", "gpu_kernel",
-               "-k", " or ".join(dict.fromkeys(kernels)), "--hypothesis-profile=ci",
+               "-k", " or ".join(dict.fromkeys(kernels)), "--hypothesis-profile=gpucheck-ci",
                f"--junitxml={junit}"]
     result = subprocess.run(command, cwd=where, env=env, capture_output=True, text=True,
                             timeout=1200, check=False)

@@ -27,9 +27,13 @@ def test_not_in_matrix():
 """
 
 
-def test_terminal_matrix_counts_each_backend_and_family(pytester: pytest.Pytester) -> None:
+def test_terminal_matrix_counts_each_backend_and_family(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     # It names these frameworks' backends: without them (the core alone) it skips.
     pytest.importorskip("torch")
+    for name in ("CI", "BUILD_NUMBER"):  # pytest would show its messages whole
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "80")  # pytest cuts its summary's messages to it
     pytester.makepyfile(test_things=TESTS)
     result = pytester.runpytest("--gpu-backends=numpy,torch-cpu")
     lines = result.stdout.lines
@@ -40,10 +44,16 @@ def test_terminal_matrix_counts_each_backend_and_family(pytester: pytest.Pyteste
     assert table[2].split() == ["things", "pass", "1", "pass", "1"]
     result.stdout.fnmatch_lines([
         "legend: pass N: N items passed | fail F/N:*",
-        "FAIL test_things.py::test_bad[[]torch-cpu[]]: AssertionError: assert 'torch-cpu' != *",
+        "gpucheck: the command that reruns each failure with its backend and options:",
+        # pytest's summary line cuts this message to 80 columns: the reason is given here
+        # (wrapped, as every line of ours, to the terminal's width).
+        "FAIL test_things.py::test_bad[[]torch-cpu[]]: AssertionError: assert 'torch-cpu' !=",
+        "    'torch-cpu'",
         "  rerun: pytest 'test_things.py::test_bad[[]torch-cpu[]]' --gpu-backends=torch-cpu",
-        "gpucheck: 1 fail, 3 pass (items in the matrix's cells; pytest's line below counts "
-        "every test)",
+        "gpucheck: 1 fail, 3 pass (items in the matrix's cells; pytest's line below",
+        "    counts every test)",
+        "*short test summary info*",
+        "FAILED test_things.py::test_bad[[]torch-cpu[]] - AssertionError: assert 'torch-cp...",
     ])
 
 
@@ -63,7 +73,7 @@ def test_the_matrix_fits_the_terminal_and_names_each_reason_once(
                                            "--gpu-backends=numpy,torch-cpu,jax-cpu,gpu")
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if "gpucheck conformance matrix" in line)
-    end = next(i for i, line in enumerate(lines) if line.startswith("FAIL "))
+    end = next(i for i, line in enumerate(lines) if line.startswith("gpucheck: the command"))
     block = lines[start + 1:end]
     too_wide = [line for line in block if len(line) > 80]
     assert not too_wide, "\n".join(block)
@@ -162,6 +172,35 @@ def test_expected_failures_count_as_skips_with_a_one_line_reason(
     result.stdout.fnmatch_lines(["  numpy xfail (known bug 12)"])
     (cell,) = json.loads((pytester.path / "r.json").read_text())["cells"]
     assert cell["skip_reasons"] == {"xfail (known bug 12)": 1}
+
+
+SHORT_FAILURE = """
+def test_short(gpu_backend):
+    assert gpu_backend.name == "cupy", "wrong backend"
+"""
+
+
+def test_a_reason_pytest_shows_whole_is_not_repeated(pytester: pytest.Pytester,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest's short summary shows ``AssertionError: wrong backend`` whole: the plugin
+    adds the rerun command alone.  The twin: with ``-rN`` pytest prints no summary, and
+    the same failure gets its ``FAIL`` line with the reason."""
+    for name in ("CI", "BUILD_NUMBER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "80")
+    pytester.makepyfile(test_short=SHORT_FAILURE)
+    result = pytester.runpytest("--gpu-backends=numpy", "-n0")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "gpucheck: the command that reruns each failure with its backend and options:",
+        "  rerun: pytest 'test_short.py::test_short[[]numpy[]]' --gpu-backends=numpy",
+        "*short test summary info*",
+        "FAILED test_short.py::test_short[[]numpy[]] - AssertionError: wrong backend*"])
+    assert not [line for line in result.stdout.lines if line.startswith("FAIL ")]
+    quiet = pytester.runpytest("--gpu-backends=numpy", "-n0", "-rN")
+    quiet.assert_outcomes(failed=1)
+    assert [line for line in quiet.stdout.lines if line.startswith("FAIL ")] == [
+        "FAIL test_short.py::test_short[numpy]: AssertionError: wrong backend"]
 
 
 def test_a_message_that_starts_on_a_new_line_gives_its_first_line(

@@ -300,7 +300,7 @@ def test_each_error_fails_the_test_that_ran_it(tmp_path: Path) -> None:
     assert "gpucheck: sanitizing numpy with memcheck, racecheck" in output
     assert "memory pools off in the sanitized workers" in output
     assert "hypothesis examples per backend" in output
-    assert "ci 12 -> 3" in output
+    assert "gpucheck-ci 12 -> 3" in output
     oob = outcomes["test_1_out_of_bounds[numpy]"][1]
     for line in ("compute-sanitizer (memcheck) reported errors during the call",
                  "Invalid __global__ read of size 4 bytes",

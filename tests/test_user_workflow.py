@@ -206,7 +206,7 @@ def test_printed_reruns_work_verbatim_from_the_users_folder(tmp_path: Path) -> N
     pytest.importorskip("numba")
     folder = project(tmp_path, BROKEN_HOST)
     first = run_pytest(folder, "--gpu-conformance", "--gpu-impls=user",
-                       "--hypothesis-profile=ci")
+                       "--hypothesis-profile=gpucheck-ci")
     assert first.returncode == 1, first.stdout + first.stderr
     reruns = _reruns(first.stdout)
     assert len(reruns) == 2, first.stdout
@@ -224,7 +224,7 @@ def test_a_simulator_rerun_names_the_users_options(tmp_path: Path) -> None:
     pytest.importorskip("numba")
     (tmp_path / "my_kernels.py").write_text(BROKEN_SIMULATOR, encoding="utf-8")
     args = ("-p", "my_kernels", "--gpu-conformance", "--gpu-impls=user",
-            "--gpu-backends=numba-cudasim", "--hypothesis-profile=ci")
+            "--gpu-backends=numba-cudasim", "--hypothesis-profile=gpucheck-ci")
     first = run_pytest(tmp_path, *args)
     assert first.returncode == 1, first.stdout + first.stderr
     (command,) = _reruns(first.stdout)

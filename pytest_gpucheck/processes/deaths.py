@@ -140,7 +140,9 @@ def _signal_name(number: int) -> str:
 
 def failed_report(item: pytest.Item, text: str, when: str = "call") -> pytest.TestReport:
     """A failed report of ``item`` made here, with ``text`` as its failure (and its
-    matrix cell, so a crash counts in the conformance matrix)."""
+    matrix cell, so a crash counts in the conformance matrix).  The item ran in a child
+    process of the plugin's, so it is one of the plugin's items (``gpucheck_ours``): its
+    crash is listed with the other failures and in the job summary."""
     from pytest_gpucheck.reporting.report import cell_of
 
     report = pytest.TestReport(
@@ -155,6 +157,7 @@ def failed_report(item: pytest.Item, text: str, when: str = "call") -> pytest.Te
         start=0.0,
         stop=0.0,
     )
+    report.gpucheck_ours = True  # type: ignore[attr-defined]
     cell = cell_of(item)
     if cell is not None:
         report.gpucheck_cell = cell  # type: ignore[attr-defined]

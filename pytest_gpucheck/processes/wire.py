@@ -48,7 +48,7 @@ FAULT_PREFIX = "fault-rank-"
 
 #: Per-item plugin data: report attributes the child copies into each serialized
 #: report and the parent sets on the rebuilt one (a plugin appends its own name).
-REPORT_ATTRIBUTES = ["gpucheck_cell", "gpucheck_target"]
+REPORT_ATTRIBUTES = ["gpucheck_cell", "gpucheck_target", "gpucheck_ours"]
 
 
 #: Name of the item server plugin in a long-lived worker (:class:`~.worker.ItemServer`).

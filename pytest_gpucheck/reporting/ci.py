@@ -1,15 +1,18 @@
 """What a CI page shows of a run: the job summary, annotations, JUnit properties.
 
 * **Job summary.** GitHub Actions renders the Markdown a step appends to the
-  file named by ``GITHUB_STEP_SUMMARY``.  When that variable is set (or
-  ``--gpu-summary=PATH`` asks), the run appends a short version of the report:
+  file named by ``GITHUB_STEP_SUMMARY``.  When that variable is set and the run has
+  items of the plugin's (or ``--gpu-summary=PATH`` asks), the run appends a short
+  version of the report:
   the totals, the failures first (id, one-line reason, rerun command), the
   matrix, then the skip reasons, the interop and benchmark sections and the
   versions in collapsed ``<details>``.
 * **Annotations.** On GitHub Actions (``GITHUB_ACTIONS=true``, or
-  ``--gpu-annotations=on``) each failure becomes an ``::error`` workflow
-  command pointing at the code to blame: the implementation the user
-  registered, where it was registered, else the test function.
+  ``--gpu-annotations=on``) each failure of the plugin's items becomes an ``::error``
+  workflow command pointing at the code to blame: the implementation the user
+  registered, where it was registered, else the test function.  A project's own tests
+  (no fixture, marker or suite of the plugin) are pytest's to report: neither the
+  summary nor the annotations name them.
 * **JUnit properties.** Every item with a matrix cell carries
   ``gpucheck.backend``, ``gpucheck.family``, ``gpucheck.kernel`` and
   ``gpucheck.device`` as ``user_properties``, which ``--junitxml`` writes as
@@ -120,6 +123,15 @@ def summary_path(config: pytest.Config) -> Path | None:
     if value == "auto":
         value = os.environ.get("GITHUB_STEP_SUMMARY", "")
     return Path(value) if value else None
+
+
+def asked_for(config: pytest.Config) -> bool:
+    """Whether the user asked by option for a summary file (``--gpu-summary=PATH``) or the
+    annotations (``--gpu-annotations=on``): then a run without items of the plugin's writes
+    them too; ``auto`` (``GITHUB_STEP_SUMMARY``, ``GITHUB_ACTIONS``) is for runs that have
+    some, so a project that does not use the plugin gets nothing of it on its CI page."""
+    summary = str(config.getoption("gpu_summary", "auto") or "auto")
+    return summary not in ("auto", "off") or config.getoption("gpu_annotations", "auto") == "on"
 
 
 def annotations_wanted(config: pytest.Config) -> bool:

@@ -107,6 +107,10 @@ class Failure:
     #: implementation when the item checks one, else the test function.
     file: str = ""
     line: int = 0
+    #: What pytest's short test summary line shows of the failure after its node id (see
+    #: :func:`pytest_message`; "" when nothing useful): the terminal then gives only what
+    #: pytest lacks.  Not in the JSON report (a fact about the terminal, not the run).
+    pytest_message: str = field(default="", compare=False)
 
 
 #: A first line that names the exception and nothing else (``AssertionError:``).
@@ -135,6 +139,19 @@ def one_line_reason(report: pytest.TestReport) -> str:
     if len(reason) > REASON_WIDTH:
         reason = reason[: REASON_WIDTH - 3] + "..."
     return reason
+
+
+def pytest_message(report: pytest.TestReport) -> str:
+    """The first line of the crash message, which pytest's short test summary line
+    (``FAILED id - message``) shows; "" when that line says nothing: no crash message,
+    an empty one, or the bare exception name (numpy.testing's ``AssertionError:``, whose
+    message starts on the next line).  A plain-string report (a child process that died,
+    the benchmark gate) has no crash message: pytest before 9 shows none for it."""
+    crash: Any = getattr(report.longrepr, "reprcrash", None)
+    if crash is None:
+        return ""
+    first = str(crash.message or "").split("\n", 1)[0].strip()
+    return "" if _EXCEPTION_NAME_ONLY.fullmatch(first) else first
 
 
 def rerun_command(report: pytest.TestReport, backend: str, options: tuple[str, ...],
@@ -193,6 +210,9 @@ class Matrix:
     rerun_options: tuple[str, ...] = ()
     #: The run's config (where a report without its item finds the user's folder).
     config: pytest.Config | None = field(default=None, repr=False, compare=False)
+    #: The run had items of the plugin's (its fixtures, markers, suites, benchmarks): only
+    #: then does it get the plugin's end-of-run output unasked.
+    ours: bool = False
 
     def record(self, report: pytest.TestReport) -> None:
         """Count ``report`` once per item: its call, or setup when it did not pass, or a
@@ -212,7 +232,8 @@ class Matrix:
                 rerun=rerun_command(report, backend, self.rerun_options, self.config),
                 phase=report.when,
                 backend=backend, family=family, file=str(where.get("file", "")),
-                line=int(where.get("line", 0) or 0)))
+                line=int(where.get("line", 0) or 0),
+                pytest_message=pytest_message(report)))
         if not cell:
             return
         key = (family, backend)
@@ -299,7 +320,7 @@ class Matrix:
             "legend": LEGEND,
             "run": self.run,
             "totals": self.totals(),
-            "failures": [asdict(failure) for failure in self.failures],
+            "failures": [_failure_json(failure) for failure in self.failures],
             "backends": self.backends_info,
             "families": self.families,
             "backend_order": self.backends(order),
@@ -511,13 +532,38 @@ class Matrix:
                 lines.extend(line for line in section.terminal_lines if line.strip())
         return lines
 
-    def failure_lines(self) -> list[str]:
-        """Terminal lines: each failure with its one-line reason and rerun command."""
-        lines = []
+    def failure_lines(self, reportchars: str | None = None,
+                      width: int | None = None) -> list[str]:
+        """Terminal lines: what pytest's short test summary lacks of each failure.
+
+        Each failure's ``rerun:`` command (its backend, seed and options: pytest's line
+        has the node id alone), under one line saying what they are.  A failure whose
+        reason pytest's summary does not show whole gets ``FAIL <id>: <reason>`` before its
+        command: not listed by ``-r`` (whose characters are ``reportchars``; None: pytest's
+        summary is not known to be printed), no message on pytest's line
+        (:func:`pytest_message`), or one pytest cuts to its ``width`` columns (None: pytest
+        shows it whole, as on CI or under ``-vv``).  A reason pytest shows whole is not
+        repeated (pytest prints its summary after this block)."""
+        if not self.failures:
+            return []
+        lines = ["gpucheck: the command that reruns each failure with its backend and "
+                 "options:"]
         for failure in self.failures:
-            lines.append(f"FAIL {failure.nodeid}: {failure.reason}")
+            word, kind = ("FAILED", "f") if failure.phase == "call" else ("ERROR", "E")
+            shown = (reportchars is not None and kind in reportchars
+                     and bool(failure.pytest_message)
+                     and (width is None or len(f"{word} {failure.nodeid} - "
+                                               f"{failure.pytest_message}") <= width))
+            if not shown:
+                lines.append(f"FAIL {failure.nodeid}: {failure.reason}")
             lines.append(f"  rerun: {failure.rerun}")
         return lines
+
+
+def _failure_json(failure: Failure) -> dict[str, Any]:
+    data = asdict(failure)
+    data.pop("pytest_message")
+    return data
 
 
 def _folded_line(folded: dict[str, str]) -> str:
