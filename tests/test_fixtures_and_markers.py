@@ -151,16 +151,14 @@ def test_gpu_device_fixture_reports_the_selection(pytester: pytest.Pytester) -> 
 def test_fixtures_have_docstrings_in_pytest_fixtures(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(): pass")
     result = pytester.runpytest("--fixtures")
-    result.stdout.fnmatch_lines(
-        [
-            "gpu_backend -- *",
-            "    The backend this test runs on, one test item per selected backend.",
-            "xp -- *",
-            "    The Python array API namespace of ``gpu_backend``*",
-            "gpu_device* -- *",
-            "    The CUDA device this process uses*",
-        ]
-    )
+    # Each fixture with its docstring under it; pytest orders the fixtures (a session-scoped
+    # gpu_device comes before the function-scoped ones), which is not the point here.
+    for fixture, docstring in (
+            ("gpu_backend -- *",
+             "    The backend this test runs on, one test item per selected backend."),
+            ("xp -- *", "    The Python array API namespace of ``gpu_backend``*"),
+            ("gpu_device* -- *", "    The CUDA device this process uses*")):
+        result.stdout.fnmatch_lines([fixture, docstring])
 
 
 SIMULATOR_TEST = """

@@ -76,7 +76,9 @@ def test_one_run_writes_matrix_json_and_its_markdown_twin(pytester: pytest.Pytes
     # In-process runs: the report plugin and the matrix are the subject, not a process.
     pytester.makepyfile(test_scale=TEST_FILE)
     pytester.syspathinsert(SCRIPTS)  # `-p gpu_tier_report`, as the script's PYTHONPATH does
-    args = ["-p", "no:cacheprovider", "--gpu-backends=numpy,numba-cpu"]
+    # In-process: pytester's sys.path insert does not reach a child process, and numba-cpu
+    # items go to a host worker by default (the script's steps set PYTHONPATH instead).
+    args = ["-p", "no:cacheprovider", "--gpu-backends=numpy,numba-cpu", "--gpu-isolate=none"]
     result = pytester.runpytest(*args, "-p", "gpu_tier_report", "--gpu-report=run/matrix.json")
     result.assert_outcomes(passed=2)
     data = json.loads((pytester.path / "run" / "matrix.json").read_text())

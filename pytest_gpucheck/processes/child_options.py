@@ -161,6 +161,9 @@ OPTIONS: dict[str, Rule] = {
              "--gpu-bench-plot", "--gpu-require", "--gpu-report", "--gpu-summary",
              "--gpu-annotations"),
     "--gpu-conformance": Rule(PARENT, "the child gets the suites' items as targets"),
+    "--gpu-bench-inconclusive": Rule(PARENT, "the benchmarks are judged as one family at the "
+                                     "run's end here, which decides whether an undecided one "
+                                     "fails the run"),
 }
 
 #: The rule of an option this table does not name (another plugin's, a conftest's).
