@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 #: The line that keeps hypothesis's pytest plugin out of a scenario's runs.  This
 #: environment has it installed (the suite's own property tests), so every pytest
 #: process of a scenario would load it, and at its terminal summary import all of
@@ -24,3 +26,25 @@ def with_two_processes(ini: str) -> str:
     SD between processes stays under 4.9% (0.69 / 14.1)."""
     assert "gpu_bench_processes = 3\n" in ini
     return ini.replace("gpu_bench_processes = 3\n", "gpu_bench_processes = 2\n")
+
+
+#: The smallest gate a run can have (2 pairs of 10 rounds, a 1 s budget): for tests of what
+#: the gate says and refuses, not of its power.
+SMALL_GATE_INI = textwrap.dedent("""\
+    [pytest]
+    gpu_backends = numpy
+    gpu_bench_rounds = 10
+    gpu_bench_max_rounds = 10
+    gpu_bench_replicates = 2
+    gpu_bench_budget = 1
+    """) + WITHOUT_HYPOTHESIS
+
+#: One benchmark of a small saxpy, for the projects of those tests.
+SAXPY_BENCH = textwrap.dedent("""\
+    import numpy as np
+
+
+    def test_saxpy(gpu_benchmark):
+        x = np.ones(1 << 12, np.float32)
+        gpu_benchmark(lambda: 2.5 * x + x)
+    """)

@@ -9,30 +9,12 @@ temporary user project run as the docs print it, in a subprocess.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
-from bench_projects import WITHOUT_HYPOTHESIS
+from bench_projects import SAXPY_BENCH as BENCH
+from bench_projects import SMALL_GATE_INI as INI
 from user_runs import run_pytest
-
-INI = textwrap.dedent("""\
-    [pytest]
-    gpu_backends = numpy
-    gpu_bench_rounds = 10
-    gpu_bench_max_rounds = 10
-    gpu_bench_replicates = 2
-    gpu_bench_budget = 1
-    """) + WITHOUT_HYPOTHESIS
-
-BENCH = textwrap.dedent("""\
-    import numpy as np
-
-
-    def test_saxpy(gpu_benchmark):
-        x = np.ones(1 << 12, np.float32)
-        gpu_benchmark(lambda: 2.5 * x + x)
-    """)
 
 
 def checkouts(root: Path, ini: str = INI) -> Path:

@@ -683,33 +683,32 @@ def _budget(config: pytest.Config) -> float:
                            f"above 0, such as {DEFAULT_BUDGET:g}")
 
 
+def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], why: str) -> str:
+    """``--NAME`` (else ini ``name``, NAME with dashes) as one of ``choices``; another value
+    is one line naming the choices and ``why`` they matter."""
+    flag = "--" + name.replace("_", "-")
+    value = config.getoption(name, None)
+    where = flag
+    if value is None:
+        value, where = config.getini(name), f"ini {name}"
+    choice = str(value).strip().lower()
+    if choice not in choices:
+        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
+        raise pytest.UsageError(f"{shown}: use {' or '.join(choices)} ({why})")
+    return choice
+
+
 def _pin(config: pytest.Config) -> str:
     """``--gpu-bench-pin`` (else ini ``gpu_bench_pin``): split or off."""
-    value = config.getoption("gpu_bench_pin", None)
-    where = "--gpu-bench-pin"
-    if value is None:
-        value, where = config.getini("gpu_bench_pin"), "ini gpu_bench_pin"
-    pin = str(value).strip().lower()
-    if pin not in PIN_CHOICES:
-        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
-        raise pytest.UsageError(f"{shown}: use {' or '.join(PIN_CHOICES)} (each side's own "
-                                "CPUs and thread pools, or as they are)")
-    return pin
+    return _choice(config, "gpu_bench_pin", PIN_CHOICES,
+                   "each side's own CPUs and thread pools, or as they are")
 
 
 def _inconclusive(config: pytest.Config) -> str:
     """``--gpu-bench-inconclusive`` (else ini ``gpu_bench_inconclusive``): pass or fail."""
-    value = config.getoption("gpu_bench_inconclusive", None)
-    where = "--gpu-bench-inconclusive"
-    if value is None:
-        value, where = config.getini("gpu_bench_inconclusive"), "ini gpu_bench_inconclusive"
-    choice = str(value).strip().lower()
-    if choice not in INCONCLUSIVE_CHOICES:
-        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
-        raise pytest.UsageError(f"{shown}: use pass or fail (whether a benchmark the gate "
-                                f"could not decide fails the run; {DEFAULT_INCONCLUSIVE} by "
-                                "default)")
-    return choice
+    return _choice(config, "gpu_bench_inconclusive", INCONCLUSIVE_CHOICES,
+                   "whether a benchmark the gate could not decide fails the run; "
+                   f"{DEFAULT_INCONCLUSIVE} by default")
 
 
 def _placement_seed(config: pytest.Config) -> int:
