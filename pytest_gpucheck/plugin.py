@@ -376,10 +376,11 @@ def _backend_scopes(item: pytest.Item) -> contextlib.ExitStack:
 #: ``xp`` is not listed: ours requests ``gpu_backend``, a project's own does not.
 OUR_FIXTURES = frozenset({"gpu_backend", "gpu_device", "gpu_devices", "gpu_benchmark",
                           "mpi_comm", "mpi_rank", "mpi_size"})
-#: Markers of the plugin that make an item one of its own: the plugin acts on each (``mpi``
-#: included: its tests run on the plugin's ranks).
+#: Markers of the plugin that make an item one of its own: the plugin acts on each.  The
+#: ``mpi`` marker counts too, but only in this plugin's shape (its name is shared with
+#: pytest-mpi's: :func:`pytest_gpucheck.mpi.marker.is_ours`).
 OUR_MARKERS = ("gpu_backends", "requires_gpu", "gpu_family", "gpu_xfail", "gpu_skip",
-               "gpu_kernel", "gpu_devices", "gpu_bench", "mpi")
+               "gpu_kernel", "gpu_devices", "gpu_bench")
 _OURS_KEY = pytest.StashKey[bool]()
 
 
@@ -413,12 +414,14 @@ def uses_the_plugin(item: pytest.Item) -> bool:
     gets the plugin's end-of-run output (matrix, reruns, job summary, annotations)."""
     found = item.stash.get(_OURS_KEY, None)
     if found is None:
+        from pytest_gpucheck.mpi.marker import our_mark
         from pytest_gpucheck.reporting.report import cell_of
 
         found = (bool(item_backends(item))
                  or bool(OUR_FIXTURES & set(getattr(item, "fixturenames", ())))
                  or cell_of(item) is not None
-                 or any(item.get_closest_marker(name) is not None for name in OUR_MARKERS))
+                 or any(item.get_closest_marker(name) is not None for name in OUR_MARKERS)
+                 or our_mark(item) is not None)
         item.stash[_OURS_KEY] = found
     return found
 

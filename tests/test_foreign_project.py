@@ -133,3 +133,79 @@ def test_a_foreign_project_runs_as_without_the_plugin(foreign: Path, tmp_path: P
     assert quiet_with == quiet_without, _extra_lines(quiet_with, quiet_without)
     assert quiet_count == examples
     assert quiet_summary == ""
+
+
+#: A project that uses pytest-mpi's ``mpi`` marker, with a stand-in for pytest-mpi in its
+#: conftest.py (its documented behaviour: ``mpi`` tests are skipped unless ``--with-mpi``,
+#: ``min_size`` skips a job that is too small), so the check needs no extra install.
+PYTEST_MPI_CONFTEST = '''
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--with-mpi", action="store_true")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "mpi: run with MPI (pytest-mpi's marker)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        mark = item.get_closest_marker("mpi")
+        if mark is None:
+            continue
+        if not config.getoption("with_mpi"):
+            item.add_marker(pytest.mark.skip(reason="needs --with-mpi"))
+        elif mark.kwargs.get("min_size", 1) > 1:  # one process here: no launcher
+            item.add_marker(pytest.mark.skip(reason="needs a larger MPI job"))
+'''
+
+PYTEST_MPI_TESTS = '''
+import pytest
+
+
+@pytest.mark.mpi
+def test_in_an_mpi_job():
+    pass
+
+
+@pytest.mark.mpi(min_size=2)
+def test_in_a_job_of_two():
+    pass
+
+
+def test_plain():
+    pass
+'''
+
+
+@pytest.mark.parametrize("args", [(), ("--with-mpi",), ("--with-mpi", "-m", "mpi")],
+                         ids=["default", "with-mpi", "selected"])
+def test_pytest_mpi_markers_are_left_to_their_owner(tmp_path: Path, args: tuple[str, ...]
+                                                     ) -> None:
+    """The ``mpi`` marker's name is shared with pytest-mpi: its shapes (a bare
+    ``@pytest.mark.mpi``, ``mpi(min_size=2)``) are not the plugin's, so a project using
+    them runs as without the plugin.  Before, the plugin read both as malformed markers of
+    its own: ``@pytest.mark.mpi needs ranks``, ``got unknown argument(s) min_size``, exit
+    4 and no test run, in a project that had only installed it."""
+    project = tmp_path / "mpi-project"
+    project.mkdir()
+    (project / "conftest.py").write_text(PYTEST_MPI_CONFTEST, encoding="utf-8")
+    (project / "test_mpi_project.py").write_text(PYTEST_MPI_TESTS, encoding="utf-8")
+    outputs = []
+    for plugin in ([], ["-p", "no:gpucheck"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
+             *plugin, *args],
+            cwd=project, env=ci_env({"COLUMNS": "120"}), capture_output=True, text=True,
+            timeout=240, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        outputs.append([DURATION.sub(" in Ns", line) for line in done.stdout.splitlines()])
+    with_plugin, without = outputs
+    assert with_plugin == without, _extra_lines(with_plugin, without)
+    # The stand-in's own verdicts (the check's premise): what pytest-mpi would decide.
+    summary = without[-1]
+    expected = {(): "1 passed, 2 skipped", ("--with-mpi",): "2 passed, 1 skipped",
+                ("--with-mpi", "-m", "mpi"): "1 passed, 1 skipped, 1 deselected"}[args]
+    assert summary.startswith(expected), without

@@ -80,7 +80,32 @@ def parse_mpi_mark(mark: pytest.Mark, nodeid: str) -> MpiSpec:
     return MpiSpec(tuple(sorted(ranks)), None if timeout is None else float(timeout))
 
 
+#: What only this plugin's ``mpi`` marker carries: ``ranks=`` and ``timeout=`` (or the rank
+#: counts as its one positional argument).
+OUR_ARGUMENTS = frozenset({"ranks", "timeout"})
+
+
+def is_ours(mark: pytest.Mark) -> bool:
+    """Whether an ``mpi`` marker is this plugin's.
+
+    The name is shared: pytest-mpi's marker is a bare ``@pytest.mark.mpi`` or
+    ``@pytest.mark.mpi(min_size=2)``, and projects that launch their own MPI jobs mark
+    tests ``@pytest.mark.mpi`` to select them with ``-m mpi``.  Claiming those would turn
+    a project that merely has this plugin installed into a usage error (exit 4) or run
+    its tests on ranks it did not ask for, so only a marker that names rank counts
+    (``ranks=``, a positional count) or a ``timeout=`` is ours; any other is left to
+    its owner.  A user of ours who forgets ``ranks`` still hears of it: the ``mpi_comm``
+    fixtures fail with the marker's right form.
+    """
+    return bool(mark.args) or bool(OUR_ARGUMENTS & set(mark.kwargs))
+
+
+def our_mark(item: pytest.Item) -> pytest.Mark | None:
+    """The closest ``mpi`` marker of ``item`` that is this plugin's (:func:`is_ours`)."""
+    return next((mark for mark in item.iter_markers(MARKER) if is_ours(mark)), None)
+
+
 def mpi_spec(item: pytest.Item) -> MpiSpec | None:
-    """The item's ``mpi`` spec (the closest marker wins), or None if it is not marked."""
-    mark = item.get_closest_marker(MARKER)
+    """The item's ``mpi`` spec (the closest marker of ours wins), or None if it has none."""
+    mark = our_mark(item)
     return None if mark is None else parse_mpi_mark(mark, item.nodeid)

@@ -22,9 +22,9 @@ from pytest_gpucheck.mpi.launcher import (
     parse_launcher,
 )
 from pytest_gpucheck.mpi.marker import (
-    MARKER,
     MARKER_HELP,
     mpi_spec,
+    our_mark,
     parse_mpi_mark,
     timeout_problem,
 )
@@ -151,7 +151,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     """Check the item's ``mpi`` marker as it is collected: a malformed one is kept as a
     usage error, reported with every other one at the end of collection (see
     :mod:`pytest_gpucheck.usage_errors`), once per test function, not per parameter."""
-    mark = item.get_closest_marker(MARKER)
+    mark = our_mark(item)
     if mark is None:
         return
     function = getattr(item, "originalname", item.name)

@@ -231,7 +231,9 @@ def is_sanitized(item: pytest.Item) -> bool:
     plan = sanitizing(item.config)
     if plan is None or not plan.backends:
         return False
-    if item.get_closest_marker("skip") is not None or item.get_closest_marker("mpi"):
+    from pytest_gpucheck.mpi.marker import our_mark
+
+    if item.get_closest_marker("skip") is not None or our_mark(item) is not None:
         return False
     from pytest_gpucheck.selection import item_backends
 
