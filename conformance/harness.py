@@ -631,24 +631,21 @@ class _Call:
     out: GuardedBuffer | None
 
 
-#: The reference's result and rule of the cases run last, by the case object: a sweep case
-#: runs under two launches, and its object is shared by every backend a process checks
-#: (the sweep's edges are built once per kernel and sizing), so its reference is computed
-#: once, not once per backend and launch.  Each entry holds its case, so no other object
-#: takes its id while it is here.
+#: The reference's result and rule of the boundary sweep's cases, by the case object: a
+#: sweep case runs under two launches, and its object is shared by every backend a process
+#: checks (the sweep's edges are built once per kernel and sizing), so its reference is
+#: computed once, not once per backend and launch.  Drawn cases are not kept (each is new).
 _REFERENCES: dict[int, tuple[Case, np.ndarray, list[Any]]] = {}
-_REFERENCES_KEPT = 512
 
 
 def _reference(spec: KernelSpec, case: Case) -> np.ndarray:
-    """``spec.result_template(case)``, computed once per case object (see above)."""
+    """``spec.result_template(case)``, computed once per sweep case (see above)."""
     found = _REFERENCES.get(id(case))
     if found is not None and found[0] is case:
         return found[1]
     expected = spec.result_template(case)
-    if len(_REFERENCES) >= _REFERENCES_KEPT:
-        _REFERENCES.clear()
-    _REFERENCES[id(case)] = (case, expected, [])
+    if derived.is_sweep_case(case):
+        _REFERENCES[id(case)] = (case, expected, [])
     return expected
 
 

@@ -289,8 +289,20 @@ def sweep_edges(spec: KernelSpec, sizing: Sizing) -> list[Edge]:
     entry = spec.entry
     if key not in _OWN or _OWN[key][0] is not entry:
         _OWN[key] = (entry, spec.edges(sizing))
-    return _OWN[key][1] + plan_for(spec, sizing).edges
+    edges = _OWN[key][1] + plan_for(spec, sizing).edges
+    for edge in edges:
+        _SWEEP_CASES[id(edge.case)] = edge.case
+    return edges
 
 
-__all__ = ["BASE_CAP", "Plan", "Row", "base_cases", "plan", "plan_for", "sweep_edges",
-           "vector_base"]
+#: The sweep's case objects by id (each held here, so its id stays its own).
+_SWEEP_CASES: dict[int, Case] = {}
+
+
+def is_sweep_case(case: Case) -> bool:
+    """Whether ``case`` is one of the sweep's built-once case objects (a drawn case is not)."""
+    return _SWEEP_CASES.get(id(case)) is case
+
+
+__all__ = ["BASE_CAP", "Plan", "Row", "base_cases", "is_sweep_case", "plan", "plan_for",
+           "sweep_edges", "vector_base"]
