@@ -135,6 +135,12 @@ class ValueClass:
     #: Tried in every dtype of its kind (the extremes differ per dtype), else in one dtype
     #: of the kind, taken in turn.
     every_dtype: bool = False
+    #: Tried in the widest dtype of its kind (not taken in turn): fractional values, whose
+    #: bug is an intermediate narrower than the data, which only a dtype wider than that
+    #: intermediate shows (float32 inputs of a float64 kernel are no bug in a float32 one).
+    #: Taken in turn it fell in float32 for every argument of a two-argument kernel (each
+    #: argument takes the same even number of turns).
+    widest: bool = False
 
 
 FLOAT_CLASSES: tuple[ValueClass, ...] = (
@@ -146,7 +152,7 @@ FLOAT_CLASSES: tuple[ValueClass, ...] = (
     ValueClass("-inf", "f", _put(_middle, lambda d: -np.inf)),
     ValueClass("-0.0", "f", _put(_everywhere, lambda d: -0.0)),
     ValueClass("subnormal", "f", _subnormal),
-    ValueClass("fractional", "f", _fractional),
+    ValueClass("fractional", "f", _fractional, widest=True),
     ValueClass("float extremes", "f", _float_extremes, every_dtype=True),
     ValueClass("all negative", "f", _all_negative),
 )

@@ -638,3 +638,264 @@ def broken_vector_add_large_only(a: Any, b: Any, out: Any) -> None:
     out[...] = a + b
     if 100 < a.size < 10_000:
         out[-1] = 0
+
+
+# -- contract coverage: one realistic bug per derived class, each with a correct twin ----------
+#
+# Each bug below passes the kernel's own sweep and every derived class before its own (the
+# sweep stops at the first failing case), so the class it is listed under is the check that
+# catches it.
+
+def _chunked_max(x: Any, tail_keeps_nan: bool) -> Any:
+    """A vectorised maximum: whole chunks of 8 by ``np.max`` (NaN propagates), the remainder
+    by a scalar loop, as a SIMD kernel's main loop and its tail."""
+    n = x.shape[0]
+    body = n - n % 8
+    best = np.max(x[:body]) if body else x[0]
+    for v in x[body:]:
+        if v > best or (tail_keeps_nan and v != v):
+            best = v
+    return best
+
+
+@implements("max", backend="numpy", name="good_chunked")
+def good_max_chunked(x: Any, out: Any) -> None:
+    out[0] = _chunked_max(x, True)
+
+
+@implements("max", backend="numpy", name="broken_nan_in_tail")
+def broken_max_nan_in_tail(x: Any, out: Any) -> None:
+    """The tail loop compares with ``>``: a NaN among the last ``n % 8`` elements is dropped
+    (one first or in the middle sits in a whole chunk and propagates)."""
+    out[0] = _chunked_max(x, False)
+
+
+#: The identities of max by dtype, for the dtypes the author tested.
+_MAX_IDENTITY = {"float32": -np.inf, "float64": -np.inf, "int64": np.iinfo(np.int64).min}
+
+
+@implements("max", backend="numpy", name="broken_int32_identity")
+def broken_max_int32_identity(x: Any, out: Any) -> None:
+    """Starts the running maximum at its dtype's identity from a table that lacks int32,
+    whose default is 0: wrong for int32 data that is all negative (the own sweep's all
+    negative case is float32 and int64)."""
+    best = x.dtype.type(_MAX_IDENTITY.get(x.dtype.name, 0))
+    out[0] = max(best, np.max(x)) if x.dtype.kind != "f" else np.max(x)
+
+
+def _scaled_sum_of_squares(x: Any, out: Any, scale_of: Any, reciprocal: bool) -> None:
+    """``sum(x*x)`` scaled by a power of two near ``max|x|`` (as BLAS's nrm2 scales, so that
+    the squares neither overflow nor underflow early); exact scaling, so the result has the
+    unscaled sum's rounding."""
+    if x.dtype.kind != "f":
+        out[0] = np.sum(x * x, dtype=x.dtype)
+        return
+    scale = scale_of(np.abs(x))
+    if scale == 0:  # all zeros (or empty): nothing to scale
+        out[0] = 0
+        return
+    if not np.isfinite(scale):  # an infinity or a NaN decides the result unscaled
+        out[0] = np.sum(x * x, dtype=x.dtype)
+        return
+    s = np.ldexp(x.dtype.type(1), int(np.frexp(scale)[1]) - 1)  # 2**floor(log2(scale))
+    y = x * (x.dtype.type(1) / s) if reciprocal else x / s
+    out[0] = (np.sum(y * y, dtype=x.dtype) * s) * s
+
+
+def _max_or_zero(a: Any) -> Any:
+    return np.max(a, initial=0)
+
+
+def _fmax_or_zero(a: Any) -> Any:
+    return np.fmax.reduce(a, initial=0)
+
+
+@implements("sum_of_squares", backend="numpy", name="good_scaled")
+def good_sum_of_squares_scaled(x: Any, out: Any) -> None:
+    _scaled_sum_of_squares(x, out, _max_or_zero, False)
+
+
+@implements("sum_of_squares", backend="numpy", name="broken_fmax_scale")
+def broken_sum_of_squares_fmax_scale(x: Any, out: Any) -> None:
+    """Finds the scale with ``fmax`` (C's fmax, which skips NaN, as a CUDA kernel would):
+    with one NaN the scaled squares still make NaN, but when every element is NaN the scale
+    is 0 and the all-zero shortcut returns 0 where the sum is NaN."""
+    _scaled_sum_of_squares(x, out, _fmax_or_zero, False)
+
+
+@implements("sum_of_squares", backend="numpy", name="broken_reciprocal_scale")
+def broken_sum_of_squares_reciprocal(x: Any, out: Any) -> None:
+    """Multiplies by the reciprocal of the scale instead of dividing (one division, not n):
+    the reciprocal of a subnormal scale overflows to inf, so subnormal data gives inf where
+    the sum of its squares is 0."""
+    _scaled_sum_of_squares(x, out, _max_or_zero, True)
+
+
+@implements("grad_sigmoid", backend="numpy", name="good")
+def good_grad_sigmoid(x: Any) -> Any:
+    e = np.exp(-np.abs(x))
+    return e / ((1 + e) * (1 + e))
+
+
+@implements("grad_sigmoid", backend="numpy", name="broken_textbook")
+def broken_grad_sigmoid_textbook(x: Any) -> Any:
+    """The textbook ``exp(-x) / (1 + exp(-x))**2``: ``exp(-x)`` overflows for very negative
+    ``x`` and inf / inf is NaN where the derivative is 0."""
+    e = np.exp(-x)
+    return e / ((1 + e) * (1 + e))
+
+
+def _exp_sigmoid(x: Any, out: Any, two_sided: bool) -> None:
+    wide = x.astype(np.float64)
+    if two_sided:  # exp of -|x| only: never overflows
+        e = np.exp(-np.abs(wide))
+        out[...] = np.where(wide >= 0, 1 / (1 + e), e / (1 + e))
+        return
+    e = np.exp(wide)
+    out[...] = np.where(np.isposinf(wide), 1.0, e / (1 + e))
+
+
+@implements("sigmoid", backend="numpy", name="good_two_sided")
+def good_sigmoid_two_sided(x: Any, out: Any) -> None:
+    _exp_sigmoid(x, out, True)
+
+
+@implements("sigmoid", backend="numpy", name="broken_inf_patched")
+def broken_sigmoid_inf_patched(x: Any, out: Any) -> None:
+    """``e / (1 + e)`` with ``e = exp(x)`` in float64, +inf patched to 1 (the NaN it gave
+    there was seen): a finite ``x`` above ~709 still overflows ``exp`` and gives inf / inf =
+    NaN where the sigmoid is 1."""
+    _exp_sigmoid(x, out, False)
+
+
+def _unit_stride(v: Any) -> Any:
+    """``v`` read as a C kernel reads a pointer: ``len(v)`` elements one after another."""
+    return np.lib.stride_tricks.as_strided(v, v.shape, (v.itemsize,))
+
+
+def _vector_add_dispatch(a: Any, b: Any, out: Any, check_each: bool) -> None:
+    def unit(v: Any) -> bool:
+        return v.ndim == 1 and v.strides[0] == v.itemsize
+
+    if unit(a) and (unit(b) or not check_each):  # the fast path: raw pointers
+        out[...] = _unit_stride(a) + _unit_stride(b)
+    else:
+        out[...] = a + b
+
+
+@implements("vector_add", backend="numpy", name="good_layout_each")
+def good_vector_add_layout_each(a: Any, b: Any, out: Any) -> None:
+    _vector_add_dispatch(a, b, out, True)
+
+
+@implements("vector_add", backend="numpy", name="broken_layout_of_a")
+def broken_vector_add_layout_of_a(a: Any, b: Any, out: Any) -> None:
+    """Chooses the raw-pointer fast path from ``a``'s strides alone and assumes ``b`` is laid
+    out alike: a strided ``b`` beside a contiguous ``a`` is read one element after another."""
+    _vector_add_dispatch(a, b, out, False)
+
+
+def _c_rows(m: Any) -> Any:
+    """``m``'s memory read as C-order rows (a pointer and a row length)."""
+    return np.lib.stride_tricks.as_strided(m, m.shape, (m.shape[1] * m.itemsize, m.itemsize))
+
+
+def _column_major(m: Any) -> bool:
+    return bool(m.flags.f_contiguous and not m.flags.c_contiguous)
+
+
+def _matmul_order(a: Any, b: Any, out: Any, check_each: bool) -> None:
+    if _column_major(a) and (_column_major(b) or not check_each):
+        # Column-major operands: C^T = B^T A^T, each transpose a C-order array in memory.
+        out[...] = (_c_rows(b.T) @ _c_rows(a.T)).T
+    else:
+        out[...] = a @ b
+
+
+@implements("matmul", backend="numpy", name="good_order_each")
+def good_matmul_order_each(a: Any, b: Any, out: Any) -> None:
+    _matmul_order(a, b, out, True)
+
+
+@implements("matmul", backend="numpy", name="broken_order_of_a")
+def broken_matmul_order_of_a(a: Any, b: Any, out: Any) -> None:
+    """Reads the storage order from ``a`` alone (one BLAS-style order flag for both
+    operands): a column-major ``a`` beside a row-major ``b`` reads ``b``'s memory as if it
+    were column-major too."""
+    _matmul_order(a, b, out, False)
+
+
+def _matmul_sparse_rows(a: Any, b: Any, out: Any, write_zeros: bool) -> None:
+    for i in range(a.shape[0]):
+        if a.dtype.kind in "iu" and not a[i].any():  # an empty row of counts: skip the work
+            if write_zeros:
+                out[i] = 0
+            continue
+        out[i] = a[i] @ b
+
+
+@implements("matmul", backend="numpy", name="good_sparse_rows")
+def good_matmul_sparse_rows(a: Any, b: Any, out: Any) -> None:
+    _matmul_sparse_rows(a, b, out, True)
+
+
+@implements("matmul", backend="numpy", name="broken_skips_zero_rows")
+def broken_matmul_skips_zero_rows(a: Any, b: Any, out: Any) -> None:
+    """Skips the all-zero rows of an integer ``a`` (an adjacency or count matrix) as if ``out``
+    started at zero: those rows of ``out`` keep what they held."""
+    _matmul_sparse_rows(a, b, out, False)
+
+
+def _block_sum(x: Any, out: Any, launch: Any, shared_size: int) -> None:
+    """A block-wise sum emulated on the host: each block's threads store their element (0
+    past the end) into the block's shared array, which is summed; then the partials."""
+    block, grid = launch.block[0], launch.grid[0]
+    n = x.shape[0]
+    partials = np.zeros(grid, dtype=x.dtype)
+    threads = np.arange(block)
+    for g in range(grid):
+        shared = np.zeros(shared_size or block, dtype=x.dtype)
+        index = g * block + threads
+        inside = index < n
+        shared[threads] = np.where(inside, x[np.minimum(index, max(n - 1, 0))] if n else 0, 0)
+        partials[g] = np.sum(shared, dtype=x.dtype)
+    out[0] = np.sum(partials, dtype=x.dtype)
+
+
+@implements("sum", backend="numpy", name="good_shared_per_block")
+def good_sum_shared_per_block(x: Any, out: Any, launch: Any) -> None:
+    _block_sum(x, out, launch, 0)
+
+
+@implements("sum", backend="numpy", name="broken_shared_256")
+def broken_sum_shared_256(x: Any, out: Any, launch: Any) -> None:
+    """Sizes the shared array for the 256 threads the author launches: a larger block's
+    threads store past its end (a simulator or compute-sanitizer raises, a GPU corrupts)."""
+    _block_sum(x, out, launch, 256)
+
+
+@implements("saxpy", backend="numpy", name="broken_saturating")
+def broken_saxpy_saturating(alpha: Any, x: Any, y: Any, out: Any) -> None:
+    """Saturates: clamps the result to the dtype's finite range (as fixed-point DSP code
+    does), so an infinite input gives the largest finite value where IEEE gives inf."""
+    largest = np.finfo(out.dtype).max
+    out[...] = np.clip(out.dtype.type(alpha) * x + y, -largest, largest)
+
+
+@implements("gufunc_dot", backend="numpy", name="good_float64")
+def good_gufunc_dot(x: Any, y: Any) -> Any:
+    dtype = np.result_type(x, y)
+    if dtype.kind != "f":
+        return np.sum(x * y, axis=-1, dtype=dtype)
+    return np.sum(x.astype(np.float64) * y, axis=-1).astype(dtype)
+
+
+@implements("gufunc_dot", backend="numpy", name="broken_float32_inputs")
+def broken_gufunc_dot_float32(x: Any, y: Any) -> Any:
+    """Converts the inputs to float32 for speed (mixed precision): exact for integer-valued
+    data, rounded (far beyond float64's bound) for the rest."""
+    dtype = np.result_type(x, y)
+    if dtype.kind != "f":
+        return np.sum(x * y, axis=-1, dtype=dtype)
+    return np.sum(x.astype(np.float32) * y.astype(np.float32), axis=-1,
+                  dtype=np.float32).astype(dtype)

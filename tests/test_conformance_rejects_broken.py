@@ -90,8 +90,9 @@ def suite_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     return {**_run_suites(workdir, "numpy,numba-cpu"), **_run_suites(workdir, "numba-cudasim")}
 
 
-#: test id -> a fragment of the message the check that catches the bug prints.
-REJECTED = {
+#: test id -> a fragment of the message the check that catches the bug prints (or several,
+#: each of which it prints: the check's words and the sweep case that met the bug).
+REJECTED: dict[str, str | tuple[str, ...]] = {
     # Guard bands: only they can see a write through the buffer past ``out``.
     "test_vector_add[numpy:broken_past_end]": "wrote 1 element past the end of out: index",
     "test_index_map_1d[numba-cpu:broken_bounds_off_by_one]":
@@ -157,6 +158,31 @@ REJECTED = {
     "test_monte_carlo_pi[numpy:broken_fixed_seed]":
         "seed is ignored: the samples came out bit for bit the same for seed=0 and "
         "seed=2147483647, but two seeds must give different samples",
+    # One realistic bug per remaining derived class (tests/broken_implementations.py, "one
+    # realistic bug per derived class"): the check's message and the class that met it
+    # first.  Without the class, the first eight passed the whole test under this profile;
+    # the other four were caught later, by the random search's draws.
+    "test_max[numpy:broken_nan_in_tail]": ("out[0]=", "but should be nan", "x: NaN last"),
+    "test_sum_of_squares[numpy:broken_fmax_scale]":
+        ("out[0]=0.0, but should be nan", "x: NaN everywhere"),
+    "test_grad_sigmoid[numpy:broken_textbook]": ("=nan, but should be 0.0", "x: -inf"),
+    "test_sum_of_squares[numpy:broken_reciprocal_scale]":
+        ("out[0]=inf, but should be 0.0", "x: subnormal"),
+    "test_gufunc_dot[numpy:broken_float32_inputs]": ("rule: |error| <= bound", "x: fractional"),
+    "test_sigmoid[numpy:broken_inf_patched]": ("out[0]=nan, but should be 1.0",
+                                               "x: float extremes"),
+    "test_max[numpy:broken_int32_identity]": ("out[0]=0, but should be -", "dtype=int32",
+                                              "x: all negative"),
+    "test_matmul[numpy:broken_skips_zero_rows]": ("but should be 0", "a: zero"),
+    "test_vector_add[numpy:broken_layout_of_a]": ("but should be", "b: strided view"),
+    "test_matmul[numpy:broken_order_of_a]": ("but should be", "a: transposed view"),
+    "test_sum[numpy:broken_shared_256]": (
+        "raised IndexError: index 256 is out of bounds",
+        "launch grid=(1,) block=(1024,) (an edge of the launch sizes)"),
+    # A bound built from infinite terms accepted any finite result where the reference is
+    # inf; non-finite references are now matched exactly (checking/tolerance.py).
+    "test_saxpy[numpy:broken_saturating]": ("=-3.4028234663852886e+38, but should be -inf",
+                                            "x: +inf"),
 }
 
 #: Planted races: rejected by the loop's static check, first, in every run; the dynamic
@@ -195,16 +221,28 @@ ACCEPTED = [
     "test_max[numpy:good]",
     "test_saxpy[numpy:good]",
     "test_heat_steps_1d[numpy:good]",
+    # The twins of the bugs of the remaining derived classes (the saturating saxpy's and the
+    # int32 identity's are test_saxpy[numpy:good] and test_max[numpy:good]).
+    "test_max[numpy:good_chunked]",
+    "test_sum_of_squares[numpy:good_scaled]",
+    "test_grad_sigmoid[numpy:good]",
+    "test_gufunc_dot[numpy:good_float64]",
+    "test_sigmoid[numpy:good_two_sided]",
+    "test_matmul[numpy:good_sparse_rows]",
+    "test_vector_add[numpy:good_layout_each]",
+    "test_matmul[numpy:good_order_each]",
+    "test_sum[numpy:good_shared_per_block]",
 ]
 
 
 @pytest.mark.parametrize(("test_id", "fragment"), sorted(REJECTED.items()))
 def test_broken_implementation_is_rejected(suite_run: dict[str, Outcome], test_id: str,
-                                           fragment: str) -> None:
+                                           fragment: str | tuple[str, ...]) -> None:
     outcome = suite_run.get(test_id)
     assert outcome is not None, f"{test_id} did not run; ran: {sorted(suite_run)}"
     assert outcome.outcome == "failed", f"{test_id} was not rejected ({outcome.outcome})"
-    assert fragment in outcome.message, outcome.message[:3000]
+    for part in (fragment,) if isinstance(fragment, str) else fragment:
+        assert part in outcome.message, outcome.message[:3000]
 
 
 @pytest.mark.parametrize(("test_id", "fragment"), sorted(RACES.items()))

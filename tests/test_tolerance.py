@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -140,3 +142,40 @@ def test_ulp_rule_at_the_top_of_the_range_rejects_sign_flips_quietly(dtype: type
         warnings.simplefilter("error")  # no RuntimeWarning from the harness's own arithmetic
         assert list(rule.mismatches(got, want)) == [True, True, False]
         assert (tol.ulp_error(got, want)[:2] > 1e6).all()
+
+
+def test_a_non_finite_reference_is_matched_exactly_even_by_an_infinite_bound() -> None:
+    """A bound built from infinite terms is infinite: before non-finite references were
+    matched exactly, it accepted any finite result there (a saturating saxpy that clamps
+    -1.5 * inf to -finfo.max passed the sweep's ``x: +inf``)."""
+    from pytest_gpucheck.checking.kernel_rules import rule_for
+
+    largest = np.finfo(np.float32).max
+    x = np.array([np.inf, 1.0, np.nan, 2.0], np.float32)
+    y = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    alpha = np.float32(-1.5)
+    expected = alpha * x + y
+    rule = rule_for("saxpy")({"alpha": alpha, "x": x, "y": y}, expected)
+    assert float(rule.bound[0]) == float("inf")  # the weakness: no finite bound there
+    saturated = np.clip(expected, -largest, largest)
+    assert rule.mismatches(saturated, expected).tolist() == [True, False, False, False]
+    assert rule.mismatches(expected, expected).tolist() == [False] * 4
+    wrong_sign = expected.copy()
+    wrong_sign[0] = np.inf
+    nan_for_inf = expected.copy()
+    nan_for_inf[0] = np.nan
+    number_for_nan = expected.copy()
+    number_for_nan[2] = 0.0
+    for got in (wrong_sign, nan_for_inf, number_for_nan):
+        assert rule.mismatches(got, expected).any(), got
+
+
+def test_every_rule_kind_matches_non_finite_references_exactly_unless_it_says_why() -> None:
+    want = np.array([np.inf, -np.inf, np.nan, 1.0])
+    got = np.array([1e300, -1e300, 5.0, 1.0])
+    infinite = tol.Tolerance("bound", "test", bound=np.array(np.inf))
+    rules = [infinite, tol.within_ulps(np.float64, 4, "test"), tol.exact("test")]
+    for rule in rules:
+        assert rule.mismatches(got, want).tolist() == [True, True, True, False], rule
+    waived = dataclasses.replace(infinite, nonfinite_free="the contract leaves overflow open")
+    assert waived.mismatches(got, want).tolist() == [False, False, True, False]

@@ -162,6 +162,22 @@ def _launch_edges(spec: KernelSpec, sizing: Sizing, case: Case) -> list[LaunchCo
     return [smallest, largest]
 
 
+def _view_base(bases: dict[str, Case], argument: str, view: str) -> str:
+    """The base case a view of ``argument`` is built on: the one whose array has the most
+    elements along its shortest axis (then the most elements).  A transposed view of an
+    array with an axis of length 1 is the same memory order as the array (both C- and
+    F-contiguous): on such a base the class would try nothing; a strided or offset view of
+    a one-element array neither."""
+    def extent(name: str) -> tuple[int, int]:
+        array = bases[name].inputs.get(argument)
+        if not isinstance(array, np.ndarray) or not array.size:
+            return (0, 0)
+        return (min(array.shape), array.size)
+
+    del view  # every view wants a base where each axis has several elements
+    return max(bases, key=extent)
+
+
 def plan(spec: KernelSpec, sizing: Sizing) -> Plan:
     """The derived edges and coverage rows of ``spec`` on ``sizing``."""
     entry = spec.entry
@@ -182,7 +198,9 @@ def plan(spec: KernelSpec, sizing: Sizing) -> Plan:
                                            excluded.reason))
                     continue
                 names = dtypes_of[kind]
-                if not value_class.every_dtype:
+                if value_class.widest:
+                    names = [max(names, key=lambda d: np.dtype(d).itemsize)]
+                elif not value_class.every_dtype:
                     index = turn.get(kind, 0)
                     turn[kind] = index + 1
                     names = [names[index % len(names)]]
@@ -210,7 +228,7 @@ def plan(spec: KernelSpec, sizing: Sizing) -> Plan:
                                            excluded.reason))
                     continue
                 layout = vc.VIEW_LAYOUTS[view]
-                name = list(bases)[len(result.edges) % len(bases)]
+                name = _view_base(bases, argument, view)
                 what = f"{argument}: {view}"
                 result.edges.append(Edge(what, _with(bases[name], argument,
                                                      bases[name].inputs[argument], what),
@@ -259,10 +277,32 @@ def plan_for(spec: KernelSpec, sizing: Sizing) -> Plan:
     return _PLANS[key]
 
 
+_OWN: dict[tuple[str, Sizing], tuple[Any, list[Edge]]] = {}
+
+
 def sweep_edges(spec: KernelSpec, sizing: Sizing) -> list[Edge]:
-    """The whole boundary sweep: the spec's own edge cases, then the derived ones."""
-    return spec.edges(sizing) + plan_for(spec, sizing).edges
+    """The whole boundary sweep: the spec's own edge cases, then the derived ones.  Both are
+    built once per kernel, entry and sizing (deterministic, from a fixed seed): every backend
+    of a process runs the same case objects, so the harness computes each case's reference
+    once (``harness._reference``)."""
+    key = (spec.name, sizing)
+    entry = spec.entry
+    if key not in _OWN or _OWN[key][0] is not entry:
+        _OWN[key] = (entry, spec.edges(sizing))
+    edges = _OWN[key][1] + plan_for(spec, sizing).edges
+    for edge in edges:
+        _SWEEP_CASES[id(edge.case)] = edge.case
+    return edges
 
 
-__all__ = ["BASE_CAP", "Plan", "Row", "base_cases", "plan", "plan_for", "sweep_edges",
-           "vector_base"]
+#: The sweep's case objects by id (each held here, so its id stays its own).
+_SWEEP_CASES: dict[int, Case] = {}
+
+
+def is_sweep_case(case: Case) -> bool:
+    """Whether ``case`` is one of the sweep's built-once case objects (a drawn case is not)."""
+    return _SWEEP_CASES.get(id(case)) is case
+
+
+__all__ = ["BASE_CAP", "Plan", "Row", "base_cases", "is_sweep_case", "plan", "plan_for",
+           "sweep_edges", "vector_base"]

@@ -27,6 +27,12 @@ how the result is computed:
   lose up to the smallest normal number when its result underflows and is
   flushed to zero (XLA and GPU math do it), so every bound adds
   ``operations * smallest_normal`` (negligible unless the data is tiny).
+* **Non-finite references are matched exactly** by every rule: an infinity by the same
+  infinity, a NaN by a NaN.  A bound is a distance between finite numbers; where the
+  reference is infinite the terms it is built from are too, so the bound was infinite and
+  accepted any finite result (a saturating ``saxpy`` that clamps overflow to the largest
+  finite value passed ``x: +inf``).  A rule may waive this only with the contract's reason
+  (:attr:`Tolerance.nonfinite_free`).
 
 Everything is plain NumPy and works on host arrays.
 """
@@ -82,6 +88,10 @@ class Tolerance:
     floor: float = 0.0
     #: Per-element absolute bound of ``bound`` rules (broadcasts against the result).
     bound: np.ndarray = field(default_factory=lambda: np.zeros(()))
+    #: Empty (every bundled rule): where the reference is inf or NaN the result must be the
+    #: same inf or a NaN.  Else the contract's reason why a non-finite reference is not
+    #: binding there, and the rule's own bound decides.
+    nonfinite_free: str = ""
 
     def __str__(self) -> str:
         if self.kind == "exact":
@@ -104,7 +114,13 @@ class Tolerance:
         else:
             allowed = np.broadcast_to(self.bound, want.shape)
         # NaN error (a NaN where a number belongs) compares False, so it is a mismatch.
-        return ~((error <= allowed) | both_nan)
+        bad = ~((error <= allowed) | both_nan)
+        if not self.nonfinite_free:
+            # An infinite bound (built from infinite terms) accepts any finite number: where
+            # the reference is inf or NaN only the same value is right (the module's
+            # docstring).
+            bad |= ~np.isfinite(want.astype(np.float64)) & ~_same_values(got, want)
+        return bad
 
 
 def _same_values(got: np.ndarray, want: np.ndarray) -> np.ndarray:
