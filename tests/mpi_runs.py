@@ -8,14 +8,13 @@ runs need (a wide terminal, this checkout on ``PYTHONPATH``) is passed to them e
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from user_runs import run_pytest
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
@@ -26,27 +25,14 @@ NEEDS_MPIEXEC = pytest.mark.skipif(
     MPIEXEC is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'")
 
 
-def user_env(extra_env: dict[str, str] | None = None) -> dict[str, str]:
-    """A user's environment for a run: this one's, less what this test session set for
-    its own children and workers (``PYTEST_*``, among them ``PYTEST_XDIST_WORKER``, which
-    would make the run's session batch MPI items as an xdist worker does, one job per
-    item; the simulator switch), at the 250 columns tests/conftest.py gives every run
-    (the plugin's lines are read whole), plus ``extra_env``."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    env["COLUMNS"] = "250"
-    env.update(extra_env or {})
-    return env
-
-
 def run_user_pytest(project: Path, *args: str, timeout: float, launcher: Sequence[str] = (),
                     extra_env: dict[str, str] | None = None
                     ) -> subprocess.CompletedProcess[str]:
-    """``[LAUNCHER...] python -m pytest -p no:cacheprovider ARGS`` in ``project``, as a user
-    types it, in :func:`user_env` (``extra_env`` added), bounded by ``timeout`` seconds."""
-    return subprocess.run([*launcher, sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                           *args], cwd=project, env=user_env(extra_env), capture_output=True,
-                          text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+    """``[LAUNCHER...] python -m pytest ARGS`` in ``project`` as a user types it
+    (user_runs.run_pytest), at the 250 columns tests/conftest.py gives every run (the
+    plugin's lines are read whole)."""
+    return run_pytest(project, *args, timeout=timeout, launcher=launcher,
+                      extra_env={"COLUMNS": "250", **(extra_env or {})})
 
 
 def this_checkout() -> dict[str, str]:

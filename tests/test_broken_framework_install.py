@@ -10,13 +10,13 @@ commands run in a subprocess.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from user_runs import user_env
 
 from tests.user_runs import run_pytest
 
@@ -101,7 +101,7 @@ def test_a_healthy_install_passes_the_compile_check(tmp_path: Path) -> None:
 
 
 def _python(script: str, *, simulator: bool = False) -> str:
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env = user_env()
     if simulator:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bundled_impl_checks import Problem, assert_matches
+from user_runs import numba_elementwise, run_pytest
 
 from pytest_gpucheck.checking.kernel_rules import RULES, tolerance_of
 from pytest_gpucheck.conformance.specs import SPECS, spec_for
@@ -125,28 +125,7 @@ def double_add_numpy(x, y, out):
 def double_add_broken(x, y, out):
     out[...] = 2 * x - y  # wrong on purpose
 
-
-@njit
-def _loop(x, y, out):
-    for i in range(out.shape[0]):
-        out[i] = 2 * x[i] + y[i]
-
-
-@pytest_gpucheck.implements("double_add", backend="numba-cpu", name="mine")
-def double_add_numba(x, y, out):
-    _loop(x, y, out)
-
-
-@cuda.jit
-def _kernel(x, y, out):
-    i = cuda.grid(1)
-    if i < out.shape[0]:
-        out[i] = 2 * x[i] + y[i]
-
-
-@pytest_gpucheck.implements("double_add", backend="numba-cudasim", name="mine")
-def double_add_sim(x, y, out, launch):
-    _kernel[launch.grid, launch.block](x, y, out)
+''' + numba_elementwise("double_add", "x, y", "2 * x[i] + y[i]") + '''
 
 
 @pytest_gpucheck.implements("double_add", backend="jax-cpu", name="mine")
@@ -168,11 +147,7 @@ CPU_TIER = ("numpy", "numba-cpu", "numba-cudasim", "jax-cpu", "torch-cpu")
 
 
 def _run(project: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("GITHUB_", "PYTEST_", "CI"))}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=1200,
-                          check=False)
+    return run_pytest(project, *args, timeout=1200)
 
 
 @pytest.mark.slow

@@ -6,7 +6,6 @@ the fixture in a pytest session of its own and the reference timing, and gives n
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -14,17 +13,13 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from user_runs import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "check_device_timing.py"
 
 
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_device_timing", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("check_device_timing")
 
 
 def test_the_verdicts_hold_the_tolerances(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,12 +12,11 @@ registered), and the run is the README's command, from the checkout, in a subpro
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from user_runs import run_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -25,11 +24,7 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=CHECKOUT, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
+    return run_pytest(CHECKOUT, *args, timeout=600)
 
 
 def test_pytest_conformance_runs_from_the_checkout_without_xdist() -> None:

@@ -9,14 +9,12 @@ cannot reach a worker stops the run before collection with one line and exit 4.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from user_runs import run_pytest
+from user_runs import run_command, run_pytest
 
 from pytest_gpucheck.processes.child_options import (
     FORWARD,
@@ -51,10 +49,8 @@ def test_the_table_names_every_option_of_a_real_run(tmp_path: Path) -> None:
                 json.dump(parser_options(config), out)
         """))
     out = tmp_path / "options.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    done = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q"], cwd=tmp_path,
-                          env={**env, "OPTIONS_OUT": str(out)}, capture_output=True,
-                          text=True, timeout=900, check=False)
+    done = run_command([sys.executable, "-m", "pytest", "--co", "-q"], tmp_path, timeout=900,
+                       extra_env={"OPTIONS_OUT": str(out)})
     assert out.exists(), done.stdout + done.stderr
     names = json.loads(out.read_text())
     assert {"--lf", "--sw", "--benchmark-json", "--numprocesses", "--hypothesis-seed",

@@ -10,7 +10,6 @@ alone.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -19,6 +18,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from user_runs import numba_elementwise, user_env
 
 pytestmark = pytest.mark.slow
 
@@ -33,28 +33,7 @@ from numba import cuda, njit
 def vector_add_numpy(a, b, out):
     out[...] = a - b  # wrong on purpose
 
-
-@njit
-def _sub(a, b, out):
-    for i in range(out.shape[0]):
-        out[i] = a[i] - b[i]
-
-
-@pytest_gpucheck.implements("vector_add", backend="numba-cpu", name="mine")
-def vector_add_numba(a, b, out):
-    _sub(a, b, out)
-
-
-@cuda.jit
-def _sub_kernel(a, b, out):
-    i = cuda.grid(1)
-    if i < out.shape[0]:
-        out[i] = a[i] - b[i]
-
-
-@pytest_gpucheck.implements("vector_add", backend="numba-cudasim", name="mine")
-def vector_add_sim(a, b, out, launch):
-    _sub_kernel[launch.grid, launch.block](a, b, out)
+''' + numba_elementwise("vector_add", "a, b", "a[i] - b[i]  # wrong on purpose") + '''
 
 
 @pytest_gpucheck.implements("vector_add", backend="jax-cpu", name="mine")
@@ -77,10 +56,7 @@ LEAN = ["-p", "no:hypothesispytest"]
 
 
 def _environment(**variables: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("GITHUB_", "PYTEST_", "CI"))}
-    env.update(variables)
-    return env
+    return user_env(variables)
 
 
 def _pytest(cwd: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

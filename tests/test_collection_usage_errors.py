@@ -9,9 +9,6 @@ worker stopped after announcing its items, the controller asserted on them).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -90,15 +87,7 @@ MPIEXEC = find_executable("mpiexec")
 def test_every_bad_marker_under_a_launcher(tmp_path: Path) -> None:
     """``mpiexec -n 2 python -m pytest``: every rank finds the errors, rank 0 prints them."""
     (tmp_path / "test_m3.py").write_text(BAD_MARKERS, encoding="utf-8")
-    done = subprocess.run(
-        [str(MPIEXEC), "-n", "2", sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-         "--gpu-backends=numpy"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-        stdin=subprocess.DEVNULL, env={**_without_pytest_variables(), "PYTHONPATH": str(REPO_ROOT)})
+    done = run_pytest(tmp_path, "--gpu-backends=numpy", launcher=(str(MPIEXEC), "-n", "2"),
+                      timeout=120, extra_env={"PYTHONPATH": str(REPO_ROOT)})
     check_every_error_once(done.returncode, done.stdout, done.stderr)
 
-
-def _without_pytest_variables() -> dict[str, str]:
-    """This session's environment less what its plugin set for its own children."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}

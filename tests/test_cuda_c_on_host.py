@@ -84,6 +84,14 @@ def _replace(old: str, new: str) -> Patch:
     return patch
 
 
+def _rejected(host: Any, kernel: str, old: str, new: str, sizes: tuple[int, ...],
+              message: str = "Arrays are not equal") -> None:
+    """``kernel`` with ``old`` replaced by ``new`` fails check_implementation at ``sizes``
+    with ``message``."""
+    with pytest.raises(AssertionError, match=message):
+        check_implementation(host, _on_host(kernel, _replace(old, new)), kernel, sizes=sizes)
+
+
 def test_rejects_missing_bounds_check(host: Any) -> None:
     """index_map_1d without ``if (i < n)`` writes past the end of ``out``: the guard sees it."""
     broken = _on_host("index_map_1d", _replace("if (i < n) out[i * s0]", "out[i * s0]"))
@@ -116,45 +124,44 @@ def test_rejects_grid_stride_loop_that_skips_the_tail(host: Any) -> None:
 
 def test_rejects_reduction_that_drops_the_last_block(host: Any) -> None:
     """A sum whose last block never adds its partial is caught on multi-block inputs."""
-    broken = _on_host("sum", _replace("if (threadIdx.x == 0) atomic_add(out, s[0]);",
-                                      "if (threadIdx.x == 0 && blockIdx.x + 1 < gridDim.x) "
-                                      "atomic_add(out, s[0]);"))
-    with pytest.raises(AssertionError, match="Arrays are not equal"):
-        check_implementation(host, broken, "sum", sizes=(300,))
+    _rejected(host, "sum",
+              "if (threadIdx.x == 0) atomic_add(out, s[0]);",
+              "if (threadIdx.x == 0 && blockIdx.x + 1 < gridDim.x) "
+              "atomic_add(out, s[0]);",
+              (300,))
 
 
 def test_rejects_reduction_that_counts_an_element_twice(host: Any) -> None:
     """Each thread reading its first element twice doubles some terms."""
-    broken = _on_host("sum", _replace("T acc = (T)0;\n    for (idx_t i = global_x(); i < n;",
-                                      "T acc = global_x() < n ? x[global_x() * sx] : (T)0;\n"
-                                      "    for (idx_t i = global_x(); i < n;"))
-    with pytest.raises(AssertionError, match="Arrays are not equal"):
-        check_implementation(host, broken, "sum", sizes=(33,))
+    _rejected(host, "sum",
+              "T acc = (T)0;\n    for (idx_t i = global_x(); i < n;",
+              "T acc = global_x() < n ? x[global_x() * sx] : (T)0;\n"
+              "    for (idx_t i = global_x(); i < n;",
+              (33,))
 
 
 def test_rejects_halo_from_the_wrong_neighbour(host: Any) -> None:
     """Filling the low ghosts from the high ghosts instead of the interior is caught."""
-    broken = _on_host("halo_exchange_1d",
-                      _replace("base[i * s_elem] = base[(n - 2 * w + i) * s_elem];",
-                               "base[i * s_elem] = base[(n - w + i) * s_elem];"))
-    with pytest.raises(AssertionError, match="Arrays are not equal"):
-        check_implementation(host, broken, "halo_exchange_1d", sizes=(1, 7))
+    _rejected(host, "halo_exchange_1d",
+              "base[i * s_elem] = base[(n - 2 * w + i) * s_elem];",
+              "base[i * s_elem] = base[(n - w + i) * s_elem];",
+              (1, 7))
 
 
 def test_rejects_heat_step_in_place(host: Any) -> None:
     """A heat step that writes ``u`` instead of ``out`` is caught (input changed, out poisoned)."""
-    broken = _on_host("heat_step_1d",
-                      _replace("out[i * so] = centre + alpha", "((T*)u)[i * su] = centre + alpha"))
-    with pytest.raises(AssertionError, match="wrote its input"):
-        check_implementation(host, broken, "heat_step_1d", sizes=(7,))
+    _rejected(host, "heat_step_1d",
+              "out[i * so] = centre + alpha",
+              "((T*)u)[i * su] = centre + alpha",
+              (7,), "wrote its input")
 
 
 def test_rejects_tiled_matmul_without_partial_tiles(host: Any) -> None:
     """A tiled matmul that drops the last partial tile along k gets the wrong sums."""
-    broken = _on_host("matmul_tiled", _replace("for (idx_t t = 0; t < k; t += TILE)",
-                                               "for (idx_t t = 0; t + TILE <= k; t += TILE)"))
-    with pytest.raises(AssertionError, match="Arrays are not equal"):
-        check_implementation(host, broken, "matmul_tiled", sizes=(7,))
+    _rejected(host, "matmul_tiled",
+              "for (idx_t t = 0; t < k; t += TILE)",
+              "for (idx_t t = 0; t + TILE <= k; t += TILE)",
+              (7,))
 
 
 # -- the registered raw implementations, end to end ----------------------------------------------

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from user_runs import junit_outcomes
+from user_runs import junit_outcomes, run_pytest
 
 from pytest_gpucheck import conformance
 from pytest_gpucheck.backends import get_backend
@@ -95,12 +95,7 @@ def test_assertions_doc_example_runs_as_documented_on_the_cpu_tier(tmp_path: Pat
     (name, code), = TEST_EXAMPLE.findall(text)
     (tmp_path / name).write_text(code, encoding="utf-8")
     command, = re.findall(r"^\$ pytest (.*)$", text, re.MULTILINE)
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "PYTEST_PLUGINS", "PYTEST_ADDOPTS")}
-    result = subprocess.run([sys.executable, "-m", "pytest", *command.split(),
-                             "-p", "no:cacheprovider"],
-                            cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=1200, check=False)
+    result = run_pytest(tmp_path, *command.split(), timeout=1200)
     tail = result.stdout[-4000:] + result.stderr[-2000:]
     assert result.returncode == 0, tail
     # The page's skip line and counts, as printed (the time differs).

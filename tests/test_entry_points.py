@@ -12,13 +12,12 @@ the run with one line naming it.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
-from user_runs import borrowing_venv
+from user_runs import borrowing_venv, run_command
 
 pytestmark = pytest.mark.slow
 
@@ -76,11 +75,8 @@ def _pip_install(environment: Path, project: Path) -> None:
 
 
 def _pytest(environment: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONPATH")}
-    return subprocess.run([str(environment / "bin" / "python"), "-m", "pytest", *args],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=1200,
-                          check=False)
+    return run_command([str(environment / "bin" / "python"), "-m", "pytest", *args], cwd,
+                       timeout=1200)
 
 
 def test_an_installed_package_ships_implementations(environment: Path, tmp_path: Path) -> None:

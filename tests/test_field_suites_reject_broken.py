@@ -11,7 +11,6 @@ that exists to catch its bug, or that its correct twin passed.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from user_runs import user_env
 
 pytestmark = pytest.mark.slow
 
@@ -32,9 +32,7 @@ JIT_SUITES = "test_fused or test_eager or test_sigmoid or test_heat_steps_1d"
 def _run(project: Path, backends: str, suites: str = SUITES,
          **extra_env: str) -> dict[str, tuple[str, str]]:
     junit = project / f"junit-{backends.replace(',', '-')}-{len(suites)}.xml"
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CI", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "XLA_FLAGS")}
-    env.update(extra_env)
+    env = user_env(extra_env)
     command = [sys.executable, "-m", "pytest", "--gpu-conformance", "--gpu-impls=user",
                f"--gpu-backends={backends}", "--hypothesis-profile=proof", "-p",
                "no:cacheprovider", "-q", "-n0", "-k", suites, f"--junitxml={junit}"]

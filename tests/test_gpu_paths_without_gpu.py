@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from user_runs import user_env
 
 from pytest_gpucheck.backends.adapter_base import Adapter
 from pytest_gpucheck.backends.array_facts import ArrayFacts
@@ -423,7 +424,7 @@ print(numba_backends.NumbaCudaBackend(0).probe().reason)
 @pytest.mark.slow
 def test_numba_cuda_without_libnvvm_is_unavailable_with_the_reason() -> None:
     pytest.importorskip("numba.cuda")
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env = user_env()
     done = subprocess.run([sys.executable, "-c", NVVM_SCRIPT], capture_output=True, text=True,
                           env=env, timeout=900, check=False)
     assert done.returncode == 0, done.stderr

@@ -10,7 +10,6 @@ old ``xp``), and the whole script on the CPU tier.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -19,17 +18,13 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from user_runs import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "gpu_tier_probe.py"
 
 
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_tier_probe", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gpu_tier_probe")
 
 
 def meta_backends() -> tuple[Any, Any]:

@@ -8,12 +8,11 @@ rank(s): .../mpiexec -n 2]``: where it ran, not what went wrong.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+from user_runs import run_pytest
 
 from pytest_gpucheck.mpi.launcher import find_executable
 from pytest_gpucheck.mpi.outcome import RankOutcome, apply_collective, cause_of
@@ -111,15 +110,9 @@ def test_hangs(mpi_comm, mpi_rank):
 @pytest.mark.skipif(MPIEXEC is None, reason="needs mpiexec: pip install 'pytest-gpucheck[mpi]'")
 def test_the_short_summary_of_a_spawned_job_says_why(tmp_path: Path) -> None:
     """The user's ``python -m pytest tests/test_mpi_mine.py -rf``, spawned mode."""
-    import os
-
     (tmp_path / "test_mpi_mine.py").write_text(USER_MPI_TESTS, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rf", "--gpu-backends=numpy"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False,
-        env={**env, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "250"})
+    done = run_pytest(tmp_path, "-rf", "--gpu-backends=numpy", timeout=180,
+                      extra_env={"PYTHONPATH": str(REPO_ROOT), "COLUMNS": "250"})
     out = done.stdout
     assert done.returncode == pytest.ExitCode.TESTS_FAILED, out + done.stderr
     summary = out.split("short test summary info", 1)[1].splitlines()

@@ -10,14 +10,13 @@ allreduce check under the lockstep settings, as a user's MPI test does.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from user_runs import run_pytest
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
@@ -68,11 +67,9 @@ def test_after(mpi_comm):
 
 def _run(project: Path, *launcher: str) -> tuple[subprocess.CompletedProcess[str], float]:
     (project / "test_rank_local.py").write_text(TEST, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     start = time.monotonic()
-    done = subprocess.run([*launcher, sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                           "-v", "--gpu-mpi-max-ranks=2"], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=3 * TIMEOUT, check=False)
+    done = run_pytest(project, "-v", "--gpu-mpi-max-ranks=2", launcher=launcher,
+                      timeout=3 * TIMEOUT)
     return done, time.monotonic() - start
 
 

@@ -3,11 +3,8 @@ project with its own test file (and conftest.py), ``pytest`` in a subprocess."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
+from user_runs import run_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -59,12 +56,9 @@ def four_devices_run(tmp_path_factory: pytest.TempPathFactory) -> str:
     project = tmp_path_factory.mktemp("four_devices")
     (project / "test_user.py").write_text(USER_TEST, encoding="utf-8")
     (project / "test_plain.py").write_text(PLAIN_COUNT, encoding="utf-8")
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM")) and key != "XLA_FLAGS"}
-    env["COLUMNS"] = "250"  # the plugin's lines are read whole
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *LEAN,
-                           "-n0", "-rA", "--gpu-backends=numpy,jax-cpu"], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=900, check=False)
+    # COLUMNS: the plugin's lines are read whole.
+    done = run_pytest(project, *LEAN, "-n0", "-rA", "--gpu-backends=numpy,jax-cpu",
+                      timeout=900, extra_env={"COLUMNS": "250"})
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "3 passed, 2 skipped in" in done.stdout, out

@@ -52,11 +52,18 @@ def test_groups_and_names_expand_in_report_order() -> None:
 def test_bad_backend_values_are_one_line_usage_errors(
     pytester: pytest.Pytester, value: str, message: str
 ) -> None:
+    result = _usage_error(pytester, f"--gpu-backends={value}", message)
+    assert "Traceback" not in result.stderr.str()
+
+
+def _usage_error(pytester: pytest.Pytester, option: str, message: str) -> pytest.RunResult:
+    """A run of one plain test with ``option``: a usage error whose first line is
+    ``message``."""
     pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest(f"--gpu-backends={value}")
+    result = pytester.runpytest(option)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert result.stderr.lines[0] == message
-    assert "Traceback" not in result.stderr.str()
+    return result
 
 
 def test_explicit_unavailable_backend_is_a_usage_error(pytester: pytest.Pytester) -> None:
@@ -92,10 +99,7 @@ def test_ini_key_selects_backends_and_is_validated(pytester: pytest.Pytester) ->
 def test_malformed_device_is_a_usage_error(
     pytester: pytest.Pytester, value: str, message: str
 ) -> None:
-    pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest(f"--gpu-device={value}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert result.stderr.lines[0] == message
+    _usage_error(pytester, f"--gpu-device={value}", message)
 
 
 def test_device_index_that_does_not_exist_is_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -147,11 +147,9 @@ def test_an_isolated_items_trip_enters_at_most_six_files_none_twice(
         assert {"processes/pool.py", "processes/replaying.py"} <= set(files), files
 
 
-FIRST_ROUTER = '''
-import pytest
-from pytest_gpucheck.processes import Router, failed_report
-
-
+#: The router of the first kind in the order: it claims the items named "routed" and
+#: fails them with its own message.
+FIRST_ROUTER_CLASS = '''
 class FirstRouter(Router):
     """A router of the first kind in the order, claiming the items named "routed"."""
 
@@ -162,6 +160,13 @@ class FirstRouter(Router):
 
     def run(self, item, nextitem):
         return [failed_report(item, "ran by the first router in the order")]
+'''
+
+FIRST_ROUTER = '''
+import pytest
+from pytest_gpucheck.processes import Router, failed_report
+
+''' + FIRST_ROUTER_CLASS + '''
 
 
 def pytest_configure(config):
@@ -209,15 +214,7 @@ import os
 import pytest
 from pytest_gpucheck.processes import Router, failed_report, replay
 
-
-class FirstRouter(Router):
-    kind = "sanitizer"
-
-    def claims(self, item):
-        return "routed" in item.name
-
-    def run(self, item, nextitem):
-        return [failed_report(item, "ran by the first router in the order")]
+''' + FIRST_ROUTER_CLASS + '''
 
     if os.environ.get("ROUTER_SKIPS_TEAR_DOWN"):
         def protocol(self, item, nextitem):  # the broken twin: replays, never tears down

@@ -9,13 +9,12 @@ outside the user's rootdir, so the simulator child and the spawned MPI jobs
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import user_runs
 
 pytestmark = pytest.mark.slow
 
@@ -35,16 +34,7 @@ settings.register_profile("huge", max_examples=4, deadline=None)
 def add_numpy(a, b, out):
     out[...] = a + b
 
-
-@numba.njit
-def _add_loop(a, b, out):
-    for i in range(out.shape[0]):
-        out[i] = a[i] + b[i]
-
-
-@pytest_gpucheck.implements("vector_add", backend="numba-cpu", name="mine")
-def add_numba_cpu(a, b, out):
-    _add_loop(a, b, out)
+''' + user_runs.NUMBA_CPU_VECTOR_ADD + '''
 
 
 @cuda.jit
@@ -86,11 +76,7 @@ def add_numpy(a, b, out):
 
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=400,
-                          check=False)
+    return user_runs.run_pytest(project, *args, timeout=400)
 
 
 def test_documented_command_checks_the_users_kernels_on_every_cpu_backend(

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import user_runs
 
 pytestmark = pytest.mark.slow
 
@@ -34,11 +35,7 @@ def vector_add(a, b, out):
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``pytest ARGS`` in ``project``, as typed in a shell there."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTEST_PLUGINS", "PYTEST_ADDOPTS", "PYTHONPATH", "CI")}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=1200,
-                          check=False)
+    return user_runs.run_pytest(project, *args, timeout=1200)
 
 
 def run_in_process(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
@@ -187,8 +184,7 @@ def _first_error(output: str) -> str:
 def _run_printed(project: Path, command: str) -> subprocess.CompletedProcess[str]:
     """Run a printed command verbatim in a shell in ``project``; ``pytest`` runs this
     interpreter, as it does in the user's activated environment."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTEST_PLUGINS", "PYTEST_ADDOPTS", "PYTHONPATH", "CI")}
+    env = user_runs.user_env()
     shims = project / ".bin"
     shims.mkdir(exist_ok=True)
     shim = shims / "pytest"

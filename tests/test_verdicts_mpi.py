@@ -6,15 +6,13 @@ Spawned mode: plain ``python -m pytest``, the plugin starts the job.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from mpi_runs import run_user_pytest
-from user_runs import LEAN_ENV, LEAN_PLUGINS
+from user_runs import LEAN_ENV, LEAN_PLUGINS, run_pytest
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
@@ -84,15 +82,10 @@ CASE_LINE = 'case = os.environ["CASE"]'
 
 def run(project: Path, case: str, *command: str, victim: int = 0
         ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(LEAN_ENV)
-    env["CASE"] = case
-    env["VICTIM"] = str(victim)
     (project / "test_job.py").write_text(TESTS)
-    return subprocess.run([*command, sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                           *LEAN_PLUGINS, "-v", "--gpu-mpi-max-ranks=2"],
-                          cwd=project, env=env,
-                          capture_output=True, text=True, timeout=RUN_LIMIT, check=False)
+    return run_pytest(project, *LEAN_PLUGINS, "-v", "--gpu-mpi-max-ranks=2", launcher=command,
+                      timeout=RUN_LIMIT,
+                      extra_env={**LEAN_ENV, "CASE": case, "VICTIM": str(victim)})
 
 
 def test_launched_watchdog_stop_prints_the_results_before_it(tmp_path: Path) -> None:
@@ -252,12 +245,8 @@ def test_spawned_progress_lines_are_lines_of_their_own(tmp_path: Path,
     "waiting for" lines are written the same way, by ``SpawnRouter._say``); under
     ``-q`` (the README's main job) too, where the letters carry no file name."""
     (tmp_path / "test_progress.py").write_text(PROGRESS)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(LEAN_ENV)
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                             *LEAN_PLUGINS, "--gpu-mpi-max-ranks=2", *verbosity],
-                            cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=RUN_LIMIT, check=False)
+    result = run_pytest(tmp_path, *LEAN_PLUGINS, "--gpu-mpi-max-ranks=2", *verbosity,
+                        timeout=RUN_LIMIT, extra_env=LEAN_ENV)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     ours = [line for line in lines if "gpucheck mpi:" in line]

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from user_runs import LEAN_ENV, LEAN_PLUGINS
+from user_runs import LEAN_ENV, LEAN_PLUGINS, user_env
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
@@ -93,10 +93,8 @@ def _alive(pid: int) -> bool:
 
 
 def _start(project: Path, *args: str) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    env.update(LEAN_ENV)
-    env["TMPDIR"] = str(project / "tmp")  # where the run's gpucheck-child-* folders go
+    # TMPDIR: where the run's gpucheck-child-* folders go.
+    env = user_env({**LEAN_ENV, "TMPDIR": str(project / "tmp")})
     (project / "tmp").mkdir()
     return subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE_PYTEST, "-p",
                              "no:cacheprovider", *LEAN_PLUGINS, "-v", *args],

@@ -13,7 +13,6 @@ module.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -23,7 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from user_runs import borrowing_venv
+from user_runs import borrowing_venv, user_env
 
 pytestmark = pytest.mark.slow
 
@@ -106,8 +105,7 @@ def test_an_installed_wheel_runs_its_suites_beside_a_project_named_alike(
                                                          encoding="utf-8")
     (project / "reference_kernels.py").write_text('OWNER = "my-project"\n', encoding="utf-8")
     (project / "test_mine.py").write_text(USER_TEST, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONPATH")}
+    env = user_env()
     code = textwrap.dedent("""\
         import pytest_gpucheck.conformance.implementations as m
         import pytest_gpucheck.reference_kernels as r

@@ -11,7 +11,6 @@ for a kind, each with its reason).  One run per kind checks every row at once.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from user_runs import user_env
 
 pytestmark = pytest.mark.slow
 
@@ -121,9 +121,7 @@ def run_project(where: Path, kind: str) -> Run:
         "numba-cudasim child": ("numba-cudasim", "auto", {}),
         "MPI ranks": ("numpy", "auto", {"T_MPI": "1"}),
     }[kind]
-    environ = {k: v for k, v in os.environ.items()
-               if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    environ.update(env, T_DIR=str(where))
+    environ = user_env({**env, "T_DIR": str(where)})
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest", f"--gpu-backends={backends}",
          f"--gpu-isolate={isolate}", *ARGS],

@@ -1,16 +1,26 @@
 """Running a temporary project the way a user does (``python -m pytest`` in a subprocess)
-and reading its JUnit file: shared by the tests whose scenarios end in real crashes, and
-by those that run the commands docs/ci.md gives users (its workflows, its noxfile)."""
+and reading its JUnit file: the one way the suite's tests start a user's run.
+
+:func:`user_env` is the environment of every such run, with one rule for what it does
+not inherit from this test session (:data:`NOT_THE_USERS`); :func:`run_pytest` runs
+pytest in a project folder in it, bounded by a timeout; :func:`run_command` runs any
+other command a user types there (a script, ``mpiexec``, a printed rerun line) in the
+same environment; :func:`junit_outcomes` reads the outcomes of a run's JUnit file.
+Tests whose point is a run in this process keep pytester's in-process runs.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 import sysconfig
 import venv
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 #: A user's project as docs/ci.md lays it out: a conftest.py that registers implementations
 #: of ``vector_add`` (NumPy and PyTorch on the CPU) and a test that uses the fixtures.
@@ -27,6 +37,51 @@ def vector_add(a, b, out):
 def vector_add_torch(a, b, out):
     out.copy_(a + b)
 '''
+#: A user's correct ``vector_add`` on numba-cpu (an ``@njit`` loop), for a project's
+#: conftest.py that imports ``numba`` and ``pytest_gpucheck``.
+NUMBA_CPU_VECTOR_ADD = '''
+@numba.njit
+def _add_loop(a, b, out):
+    for i in range(out.shape[0]):
+        out[i] = a[i] + b[i]
+
+
+@pytest_gpucheck.implements("vector_add", backend="numba-cpu", name="mine")
+def add_numba_cpu(a, b, out):
+    _add_loop(a, b, out)
+'''
+
+
+def numba_elementwise(name: str, args: str, element: str) -> str:
+    """Code for a user's conftest.py (which imports ``njit`` and ``cuda`` from numba, and
+    pytest_gpucheck) that registers the kernel ``out[i] = ELEMENT`` of the arrays ``args``
+    as ``name``, implementation ``mine``, on numba-cpu (an ``@njit`` loop) and on
+    numba-cudasim (a ``@cuda.jit`` kernel, launched with the harness's ``launch``)."""
+    return f'''
+@njit
+def _{name}_loop({args}, out):
+    for i in range(out.shape[0]):
+        out[i] = {element}
+
+
+@pytest_gpucheck.implements("{name}", backend="numba-cpu", name="mine")
+def {name}_numba({args}, out):
+    _{name}_loop({args}, out)
+
+
+@cuda.jit
+def _{name}_kernel({args}, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = {element}
+
+
+@pytest_gpucheck.implements("{name}", backend="numba-cudasim", name="mine")
+def {name}_sim({args}, out, launch):
+    _{name}_kernel[launch.grid, launch.block]({args}, out)
+'''
+
+
 USER_TEST = '''
 import numpy as np
 
@@ -61,30 +116,51 @@ LEAN_PLUGINS = ("-p", "pytest_gpucheck.plugin")
 XDIST_PLUGIN = ("-p", "xdist.plugin")
 
 
-def ci_env(variables: dict[str, str]) -> dict[str, str]:
-    """The environment of a CI step that runs a user's commands: this one's, less what
-    this session or its own CI set (``PYTEST_*``, the simulator switch, ``CI``,
-    ``GITHUB_*``), plus the step's ``variables``, with this interpreter's folder first on
-    PATH (the ``python`` the step's install made is, here, this environment's)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM", "CI", "GITHUB_"))}
-    env.update(variables)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+#: The one rule for what a user's run does not inherit from this test session: what
+#: pytest, pytest-xdist and this session's plugin set for their own children (``PYTEST_*``:
+#: ``PYTEST_XDIST_WORKER`` made a run take itself for an xdist worker, the plugin's
+#: ``PYTEST_GPUCHECK_*`` made it a child of ours; ``PYTEST_ADDOPTS``, ``PYTEST_PLUGINS``),
+#: the simulator switch a simulator child runs under (``NUMBA_ENABLE_CUDASIM``), what the
+#: CI job running this suite set for itself (``CI``, ``GITHUB_*``: annotations and step
+#: summaries are the job's, not a test's run's), and what points this interpreter or its
+#: devices elsewhere (``PYTHONPATH``; ``XLA_FLAGS``, which tests set to fake JAX devices).
+NOT_THE_USERS = ("PYTEST_", "NUMBA_ENABLE_CUDASIM", "CI", "GITHUB_", "PYTHONPATH", "XLA_FLAGS")
+
+
+def user_env(extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a user's run: this one's less :data:`NOT_THE_USERS` (names that
+    start with one of them), with this interpreter's folder first on PATH (a user's
+    activated environment: ``pytest`` and ``python`` are this one's), plus ``extra_env``
+    (what the scenario's own files read, or the variables of a CI step)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(NOT_THE_USERS)}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.update(extra_env or {})
     return env
 
 
+def ci_env(variables: dict[str, str]) -> dict[str, str]:
+    """The environment of a CI step that runs a user's commands: :func:`user_env` plus the
+    step's ``variables``."""
+    return user_env(variables)
+
+
+def run_command(command: Sequence[str], cwd: Path, *, timeout: float,
+                extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``command`` run in ``cwd`` as a user types it there: in :func:`user_env`
+    (``extra_env`` added), no input, its output captured, bounded by ``timeout`` seconds
+    (:class:`subprocess.TimeoutExpired` fails the test that waited)."""
+    return subprocess.run(list(command), cwd=cwd, env=user_env(extra_env), capture_output=True,
+                          text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+
+
 def run_pytest(project: Path, *args: str, timeout: float,
-               extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m pytest ARGS`` in ``project``, as a user runs it: without the variables
-    this test session's plugin set for its own children (``PYTEST_*``, the simulator
-    switch), which would make the user's run a child of ours.  ``extra_env`` carries what
-    the scenario's own files read (where to log, for example)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    env.update(extra_env or {})
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+               extra_env: dict[str, str] | None = None, launcher: Sequence[str] = (),
+               python: str | Path = sys.executable) -> subprocess.CompletedProcess[str]:
+    """``[LAUNCHER...] python -m pytest -p no:cacheprovider ARGS`` in ``project``, as a
+    user runs it (:func:`run_command`): ``launcher`` is ``mpiexec -n 2`` and the like,
+    ``python`` another environment's interpreter."""
+    return run_command([*launcher, str(python), "-m", "pytest", "-p", "no:cacheprovider",
+                        *args], project, timeout=timeout, extra_env=extra_env)
 
 
 #: Module code that leaves its process a free block of 8 MiB inside glibc's heap: 8000
@@ -154,3 +230,18 @@ def saxpy(x, y):
         result = np.float32(2.5) * x + y
     return result
 """
+
+
+#: The project's scripts (scripts/), which users and CI run.
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+def load_script(name: str) -> ModuleType:
+    """``scripts/NAME.py`` imported as a module (its functions checked one by one; the
+    script as a user runs it is a subprocess of :func:`run_command`)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -14,15 +14,13 @@ out of bounds, plus the user's own tests, run as ``python -m pytest`` in a subpr
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from user_runs import junit_outcomes, run_pytest
+from user_runs import NUMBA_CPU_VECTOR_ADD, junit_outcomes, run_command, run_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -34,16 +32,7 @@ from numba import cuda
 
 import pytest_gpucheck
 
-
-@numba.njit
-def _add(a, b, out):
-    for i in range(out.shape[0]):
-        out[i] = a[i] + b[i]
-
-
-@pytest_gpucheck.implements("vector_add", backend="numba-cpu", name="mine")
-def vector_add(a, b, out):
-    _add(a, b, out)
+''' + NUMBA_CPU_VECTOR_ADD + '''
 
 
 @pytest_gpucheck.implements("saxpy", backend="numba-cpu", name="mine")
@@ -107,14 +96,12 @@ def client_project(tmp_path: Path) -> Path:
     return project
 
 
-def test_a_crash_on_the_cpu_tier_is_one_failure_by_default(tmp_path: Path) -> None:
+def test_a_crash_on_the_cpu_tier_is_one_failure_by_default(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
     """Defaults on a machine without a GPU: the out-of-bounds kernel's test fails naming
     SIGSEGV, and every other result, the matrix, the report and the JUnit file are kept
     (before: pytest died with exit 139 and wrote nothing)."""
-    project = client_project(tmp_path)
-    run = run_pytest(project, "--gpu-conformance", "--gpu-impls=user",
-                     "--gpu-report=report.json", "--junitxml=junit.xml", "-n0",
-                     timeout=RUN_LIMIT)
+    project, run = _run_in_mode("default", tmp_path_factory)
     output = run.stdout + run.stderr
     assert run.returncode == 1, output[-4000:]
     outcomes = junit_outcomes(project / "junit.xml")
@@ -135,21 +122,33 @@ def test_a_crash_on_the_cpu_tier_is_one_failure_by_default(tmp_path: Path) -> No
 #: worker and every numba-cudasim item in the simulator's child; then isolation workers
 #: for every backend item; then pytest-xdist workers (each with its own children).
 MODES = {
-    "default": (),
+    "default": ("-n0",),
     "isolate-backend": ("--gpu-isolate=backend",),
     "xdist": ("-n", "2"),
 }
+#: Every mode's run: the client's run with the ci profile (derandomized draws), its JSON
+#: report and JUnit file.  The report is read by the default run's test only; neither
+#: option is carried into the rerun lines (reporting/rerun.py keeps the options that
+#: decide which items exist and how they run), and -n0 is what a project without an ini
+#: file runs anyway.
+RUN_ARGS = ("--gpu-conformance", "--gpu-impls=user", "--hypothesis-profile=ci",
+            "--gpu-report=report.json", "--junitxml=junit.xml")
+#: The project and run of each mode, made once per module (the crash test and the rerun
+#: test read the default mode's run).
+_RUNS: dict[str, tuple[Path, subprocess.CompletedProcess[str]]] = {}
+#: Each printed rerun line already run verbatim, and its result: every mode's project is
+#: the same files, so a line that two modes print is run once, by the first.
+_RERUNS: dict[str, subprocess.CompletedProcess[str]] = {}
+
+
+def _run_in_mode(mode: str, tmp_path_factory: pytest.TempPathFactory
+                 ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    if mode not in _RUNS:
+        project = client_project(tmp_path_factory.mktemp(mode))
+        _RUNS[mode] = project, run_pytest(project, *RUN_ARGS, *MODES[mode], timeout=RUN_LIMIT)
+    return _RUNS[mode]
 _RERUN = re.compile(r"^\s*(?:E\s+)?rerun: (pytest .*)$")
 _COUNT = re.compile(r"(\d+) (failed|passed|errors?)\b")
-
-
-def _user_env() -> dict[str, str]:
-    """A user's shell: none of this session's ``PYTEST_*`` variables, this environment's
-    ``pytest`` first on PATH."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "NUMBA_ENABLE_CUDASIM"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    return env
 
 
 def _failed_names(output: str) -> list[str]:
@@ -157,7 +156,8 @@ def _failed_names(output: str) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_every_printed_rerun_line_reruns_its_failure(tmp_path: Path, mode: str) -> None:
+def test_every_printed_rerun_line_reruns_its_failure(
+        tmp_path_factory: pytest.TempPathFactory, mode: str) -> None:
     """Each distinct ``rerun:`` line a failing run prints (the harness's, the summary's,
     a crash's, the user's own test's), run verbatim from the user's folder, fails exactly
     its item again, the same way; and the derandomized ``ci`` profile draws the same
@@ -165,10 +165,7 @@ def test_every_printed_rerun_line_reruns_its_failure(tmp_path: Path, mode: str) 
     it).  Before: under isolation the lines named the bundled suite by an absolute path
     (exit 4, "no implementation is registered") or a file the user does not have, and the
     seed differed between modes."""
-    project = client_project(tmp_path)
-    run = run_pytest(project, "--gpu-conformance", "--gpu-impls=user",
-                     "--hypothesis-profile=ci", "--junitxml=junit.xml", *MODES[mode],
-                     timeout=RUN_LIMIT)
+    project, run = _run_in_mode(mode, tmp_path_factory)
     output = run.stdout + run.stderr
     assert run.returncode == 1, output[-4000:]
     outcomes = junit_outcomes(project / "junit.xml")
@@ -185,9 +182,12 @@ def test_every_printed_rerun_line_reruns_its_failure(tmp_path: Path, mode: str) 
     assert sorted(rerun_of) == failed, f"a failure without a rerun line: {lines}"
     for name, commands in rerun_of.items():
         for command in commands:
-            again = subprocess.run(shlex.split(command), cwd=project, env=_user_env(),
-                                   capture_output=True, text=True, timeout=RUN_LIMIT,
-                                   check=False)
+            # The line as the user pastes it, in their folder: `pytest` is this
+            # environment's (user_runs.user_env puts it first on PATH).
+            if command not in _RERUNS:
+                _RERUNS[command] = run_command(shlex.split(command), project,
+                                               timeout=RUN_LIMIT)
+            again = _RERUNS[command]
             text = again.stdout + again.stderr
             counts = {kind: int(n) for n, kind in _COUNT.findall(text.splitlines()[-1])}
             assert (again.returncode, counts) == (1, {"failed": 1}), (
@@ -200,12 +200,10 @@ def test_every_printed_rerun_line_reruns_its_failure(tmp_path: Path, mode: str) 
     seeds = {case: value for case, value in _seeds(project / "junit.xml").items()
              if "vector_add" in case}
     if mode == "isolate-backend":
-        in_process = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gpu-conformance",
-             "--gpu-impls=user", "--hypothesis-profile=ci", "--gpu-isolate=none", "-n0",
-             "-k", "test_vector_add", "--junitxml=in-process.xml"],
-            cwd=project, env=_user_env(), capture_output=True, text=True, timeout=RUN_LIMIT,
-            check=False)
+        in_process = run_pytest(
+            project, "--gpu-conformance", "--gpu-impls=user", "--hypothesis-profile=ci",
+            "--gpu-isolate=none", "-n0", "-k", "test_vector_add", "--junitxml=in-process.xml",
+            timeout=RUN_LIMIT)
         assert in_process.returncode == 0, in_process.stdout[-3000:]
         assert seeds == _seeds(project / "in-process.xml"), "the ci profile's draws differ"
 
