@@ -211,13 +211,18 @@ def git(folder: Path, *args: str) -> None:
                         "GIT_COMMITTER_NAME": "m", "GIT_COMMITTER_EMAIL": "m@x"})
 
 
-def write_project(root: Path, backend: str, slow: bool) -> tuple[Path, Path]:
+def write_project(root: Path, backend: str, slow: bool, ini: tuple[str, ...] = ()
+                  ) -> tuple[Path, Path]:
     """The user project under ``root/project`` and its baseline checkout ``root/base``
     (``git worktree add`` of the fast commit).  With ``slow``, the working tree's
     ``kernels.py`` gets the extra passes :func:`calibrate` finds for ``backend``."""
     project = root / "project"
     project.mkdir(parents=True)
-    (project / "pytest.ini").write_text(INI.format(backend=backend))
+    # Settings go into the committed ini, so that both checkouts have them: a ``-o``
+    # on the command line reaches the candidate's processes and not the baseline's
+    # (their timing methods then differ and every verdict is NOT-COMPARABLE).
+    (project / "pytest.ini").write_text(INI.format(backend=backend)
+                                        + "".join(f"{line}\n" for line in ini))
     (project / "conftest.py").write_text(CONFTEST.format(size=SIZE))
     (project / "test_kernels.py").write_text(TEST.format(steps=list(STEPS), kinds=list(KINDS)))
     (project / "kernels.py").write_text(kernels_source(None))
@@ -423,7 +428,7 @@ def table(args: argparse.Namespace) -> int:
           "                  gate/true  change err  verdict      within")
     for backend in args.backends:
         with tempfile.TemporaryDirectory(prefix="gpucheck-accuracy-") as tmp:
-            project, base = write_project(Path(tmp), backend, slow=True)
+            project, base = write_project(Path(tmp), backend, slow=True, ini=tuple(args.ini))
             before = load_text()
             truth = measure_true(backend, base, project, args.seconds)
             results, output, wall = run_gate(project, Path(tmp) / "report.json", args,
@@ -507,7 +512,7 @@ def aa(args: argparse.Namespace) -> int:
             with tempfile.TemporaryDirectory(prefix="gpucheck-aa-") as tmp:
                 root = Path(tmp)
                 if args.project == "user":
-                    project, _ = write_project(root, backend, slow=False)
+                    project, _ = write_project(root, backend, slow=False, ini=tuple(args.ini))
                     against: tuple[str, ...] = ("--gpu-bench-against=../base",)
                 else:
                     project = ROOT
@@ -571,6 +576,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="table: seconds of interleaved timeit per kernel for the true ratio")
     parser.add_argument("--outputs", type=Path, default=None,
                         help="a folder to keep each run's pytest output and JSON report in")
+    parser.add_argument("--ini", action="append", default=[], metavar="LINE",
+                        help="a line for the user project's pytest.ini, in both checkouts "
+                        "(e.g. 'gpu_bench_cpu_clock = process'); repeatable")
     parser.add_argument("--pytest-args", nargs=argparse.REMAINDER, default=[],
                         help="the rest is passed to each gate run's pytest (e.g. "
                         "--gpu-bench-budget=60)")
