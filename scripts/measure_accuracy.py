@@ -38,8 +38,12 @@ Two measurements, each run the way a user runs the gate:
 Usage::
 
     python scripts/measure_accuracy.py table [--backends numpy numba-cpu torch-cpu]
+    python scripts/measure_accuracy.py table --backends numba-cpu torch-cpu \
+        --ini "gpu_bench_cpu_clock = process"
     python scripts/measure_accuracy.py aa --project user --sessions 3
     python scripts/measure_accuracy.py aa --project bundled --backends numpy --sessions 1
+
+(``aa --project bundled`` has not been run yet: docs/benchmark-accuracy.md.)
 
 Each run prints its rows with the load average beside them (the machine may be
 shared) and, with ``--outputs FOLDER``, keeps every session's pytest output and JSON
