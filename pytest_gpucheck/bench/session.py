@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,26 +26,29 @@ from pytest_gpucheck.bench.gate import (
     format_verdict,
     judge_family,
     judge_stored_family,
-    parse_override_line,
     settings_for,
     stored_first_step,
+)
+from pytest_gpucheck.bench.gate.settings import (
+    float_ini,
+    gate_from_config,
+    read_against_folder,
+    read_budget,
+    read_family_level,
+    read_inconclusive,
+    read_pin,
+    read_placement_seed,
+    stored_fails,
 )
 from pytest_gpucheck.bench.interleave import BaselinePeer
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.session_ceiling import apply_session_ceilings
 from pytest_gpucheck.bench.settings import (
-    DEFAULT_ALPHA,
     DEFAULT_BASELINE_DIR,
-    DEFAULT_BUDGET,
-    DEFAULT_DETECT_EFFECT,
     DEFAULT_FAMILY_LEVEL,
-    DEFAULT_INCONCLUSIVE,
     DEFAULT_PIN,
-    DEFAULT_POWER,
     DEFAULT_PROCESSES,
     DEFAULT_REPLICATES,
-    INCONCLUSIVE_CHOICES,
-    PIN_CHOICES,
 )
 from pytest_gpucheck.bench.stored import (
     MEETS_TARGETS,
@@ -390,7 +392,7 @@ class BenchSession:
         if not data or report.when != "call":
             return
         record = BenchmarkRecord.from_dict(data["record"])
-        verdict = _verdict_from_dict(data["verdict"]) if data.get("verdict") else None
+        verdict = Verdict.from_dict(data["verdict"]) if data.get("verdict") else None
         self.results.append((record, verdict))
 
     def worker_done(self, workeroutput: dict[str, Any]) -> None:
@@ -502,15 +504,6 @@ def local_device_models(backends: list[str]) -> list[str]:
     return models
 
 
-def _float_ini(config: pytest.Config, name: str) -> float:
-    value = config.getini(name)
-    try:
-        return float(value)
-    except ValueError:
-        raise pytest.UsageError(f"ini {name} = {value!r} is not a number; "
-                                f"set it to a number such as {DEFAULT_ALPHA}") from None
-
-
 def session_from_config(config: pytest.Config) -> BenchSession:
     folder = (config.getoption("gpu_bench_baseline") or config.getini("gpu_bench_baseline")
               or str(config.rootpath / DEFAULT_BASELINE_DIR))
@@ -518,30 +511,15 @@ def session_from_config(config: pytest.Config) -> BenchSession:
     if plot and not str(plot).endswith(".html"):
         raise pytest.UsageError(f"--gpu-bench-plot={plot}: the plot is HTML; "
                                 "give a path ending in .html")
-    try:
-        gate = GateSettings(
-            alpha=_float_ini(config, "gpu_bench_alpha"),
-            min_effect=_float_ini(config, "gpu_bench_min_effect"),
-            min_rounds=int(_float_ini(config, "gpu_bench_min_rounds")),
-            keep_fraction=_float_ini(config, "gpu_bench_keep_fraction"),
-            relative_min_effect=_float_ini(config, "gpu_bench_relative_min_effect"),
-            detect_effect=_float_ini(config, "gpu_bench_detect_effect"),
-            power=_float_ini(config, "gpu_bench_power"),
-        )
-        gate.validate()
-        overrides = [line for line in config.getini("gpu_bench_overrides") if line.strip()]
-        for line in overrides:
-            gate.with_overrides(parse_override_line(line)[1])
-    except ValueError as exc:
-        raise pytest.UsageError(f"gpucheck benchmark gate settings: {exc}") from None
+    gate, overrides = gate_from_config(config)
     measure = MeasureDefaults(
-        rounds=int(_float_ini(config, "gpu_bench_rounds")),
-        max_rounds=int(_float_ini(config, "gpu_bench_max_rounds")),
-        warmup_rounds=int(_float_ini(config, "gpu_bench_warmup_rounds")),
+        rounds=int(float_ini(config, "gpu_bench_rounds")),
+        max_rounds=int(float_ini(config, "gpu_bench_max_rounds")),
+        warmup_rounds=int(float_ini(config, "gpu_bench_warmup_rounds")),
         l2_flush=bool(config.getoption("gpu_bench_l2_flush")),
         cpu_clock=str(config.getini("gpu_bench_cpu_clock")).strip(),
-        replicates=int(_float_ini(config, "gpu_bench_replicates")),
-        processes=int(_float_ini(config, "gpu_bench_processes")),
+        replicates=int(float_ini(config, "gpu_bench_replicates")),
+        processes=int(float_ini(config, "gpu_bench_processes")),
     )
     if measure.cpu_clock not in CPU_CLOCK_CHOICES:
         raise pytest.UsageError(f"ini gpu_bench_cpu_clock = {measure.cpu_clock!r}; "
@@ -559,16 +537,16 @@ def session_from_config(config: pytest.Config) -> BenchSession:
                                 "gate compares one summary per process and needs at least 2 "
                                 "processes a side to see how far they spread; set it to 2 or "
                                 f"more ({DEFAULT_PROCESSES} by default)")
-    against = _against_folder(config)
-    family_level = _family_level(config)
-    measure.budget = _budget(config)
-    pin = _pin(config)
-    inconclusive = _inconclusive(config)
+    against = read_against_folder(config)
+    family_level = read_family_level(config)
+    measure.budget = read_budget(config)
+    pin = read_pin(config)
+    inconclusive = read_inconclusive(config)
     if against is not None:
         from pytest_gpucheck.bench.interleave import pinning_plan
 
         measure.pin, measure.pin_plan = pin, pinning_plan(pin)
-        measure.placement_seed = _placement_seed(config)
+        measure.placement_seed = read_placement_seed(config)
     workerinput = getattr(config, "workerinput", None)
     session = BenchSession(
         store=BaselineStore(Path(folder)),
@@ -588,8 +566,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         cross_mode=bool(config.getoption("gpu_bench_cross_mode", False)),
         inconclusive_fails=inconclusive == "fail",
         # Failing by default only where the stored mode's measured rates meet the targets.
-        stored_fails=MEETS_TARGETS or bool(config.getoption("gpu_bench_compare_fails", False))
-        or str(config.getini("gpu_bench_stored_fails")).strip().lower() in _TRUE,
+        stored_fails=stored_fails(config, MEETS_TARGETS),
     )
     try:
         session.store.check_folder()
@@ -602,31 +579,6 @@ def session_from_config(config: pytest.Config) -> BenchSession:
     except BaselineError as exc:
         raise pytest.UsageError(str(exc)) from None
     return session
-
-
-#: Ini values that switch a flag on.
-_TRUE = ("1", "true", "yes", "on")
-
-
-def _against_folder(config: pytest.Config) -> Path | None:
-    """``--gpu-bench-against=DIR``, checked before collection: a folder other than this
-    checkout, and not combined with stored baselines."""
-    value = config.getoption("gpu_bench_against", None)
-    if value is None:
-        return None
-    folder = Path(value).resolve()
-    if not folder.is_dir():
-        raise pytest.UsageError(f"--gpu-bench-against={value}: no such folder; check the "
-                                "baseline out there first (git worktree add "
-                                f"{value} origin/main)")
-    if folder == Path(config.rootpath).resolve():
-        raise pytest.UsageError(f"--gpu-bench-against={value} is this checkout itself; give "
-                                "a checkout of the baseline code (git worktree add ../base "
-                                "origin/main)")
-    if config.getoption("gpu_bench_compare", False):
-        raise pytest.UsageError("--gpu-bench-against and --gpu-bench-compare are two gates; "
-                                "use one (--gpu-bench-against on shared CI runners)")
-    return folder
 
 
 def process_mode(config: pytest.Config) -> str:
@@ -648,117 +600,12 @@ def process_mode(config: pytest.Config) -> str:
     return "in-process"
 
 
-def _number_setting(config: pytest.Config, name: str, valid: Callable[[float], bool],
-                    needs: str) -> float:
-    """The option ``--<name>`` (else ini ``<name>`` with underscores) as a number that
-    ``valid`` accepts; otherwise one usage line ending in what it ``needs``."""
-    key = name.replace("-", "_")
-    value = config.getoption(key, None)
-    where = f"--{name}"
-    if value is None:
-        value, where = config.getini(key), f"ini {key}"
-    try:
-        number = float(value)
-    except ValueError:
-        number = float("nan")
-    if not valid(number):
-        # The house's shape: an option as typed (--opt='value'), an ini key spaced.
-        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
-        raise pytest.UsageError(f"{shown}: {needs}")
-    return number
-
-
-def _family_level(config: pytest.Config) -> float:
-    """``--gpu-bench-family-level`` (else ini ``gpu_bench_family_level``), in (0, 1)."""
-    return _number_setting(config, "gpu-bench-family-level", lambda level: 0.0 < level < 1.0,
-                           "the chance that identical code fails the run must be a number "
-                           f"in (0, 1), such as {DEFAULT_FAMILY_LEVEL}")
-
-
-def _budget(config: pytest.Config) -> float:
-    """``--gpu-bench-budget`` (else ini ``gpu_bench_budget``): seconds per benchmark, > 0."""
-    return _number_setting(config, "gpu-bench-budget",
-                           lambda budget: 0.0 < budget < float("inf"),
-                           "the seconds a benchmark may take to decide must be a number "
-                           f"above 0, such as {DEFAULT_BUDGET:g}")
-
-
-def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], why: str) -> str:
-    """``--NAME`` (else ini ``name``, NAME with dashes) as one of ``choices``; another value
-    is one line naming the choices and ``why`` they matter."""
-    flag = "--" + name.replace("_", "-")
-    value = config.getoption(name, None)
-    where = flag
-    if value is None:
-        value, where = config.getini(name), f"ini {name}"
-    choice = str(value).strip().lower()
-    if choice not in choices:
-        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
-        raise pytest.UsageError(f"{shown}: use {' or '.join(choices)} ({why})")
-    return choice
-
-
-def _pin(config: pytest.Config) -> str:
-    """``--gpu-bench-pin`` (else ini ``gpu_bench_pin``): split or off."""
-    return _choice(config, "gpu_bench_pin", PIN_CHOICES,
-                   "each side's own CPUs and thread pools, or as they are")
-
-
-def _inconclusive(config: pytest.Config) -> str:
-    """``--gpu-bench-inconclusive`` (else ini ``gpu_bench_inconclusive``): pass or fail."""
-    return _choice(config, "gpu_bench_inconclusive", INCONCLUSIVE_CHOICES,
-                   "whether a benchmark the gate could not decide fails the run; "
-                   f"{DEFAULT_INCONCLUSIVE} by default")
-
-
-def _placement_seed(config: pytest.Config) -> int:
-    """Ini ``gpu_bench_placement_seed``, else a fresh one (printed in every verdict, so a
-    run can be repeated with the same placement offsets)."""
-    value = str(config.getini("gpu_bench_placement_seed")).strip()
-    if not value:
-        return int.from_bytes(os.urandom(4), "little")
-    try:
-        return int(value)
-    except ValueError:
-        raise pytest.UsageError(f"ini gpu_bench_placement_seed = {value!r}: give a whole "
-                                "number, or leave it empty for a fresh seed") from None
-
-
 def hash_seed(seed: int, index: int, role: str) -> int:
     """The placement seed of pair ``index``'s process of ``role``, from the run's seed."""
     import hashlib
 
     digest = hashlib.sha256(f"{seed}:{index}:{role}".encode()).digest()
     return int.from_bytes(digest[:4], "little")
-
-
-def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
-    settings = GateSettings(alpha=float(data["alpha"]), min_effect=float(data["min_effect"]),
-                            keep_fraction=float(data.get("keep_fraction", 1.0)),
-                            relative_min_effect=float(data.get("relative_min_effect", 0.05)),
-                            detect_effect=float(data.get("detect_effect", DEFAULT_DETECT_EFFECT)),
-                            power=float(data.get("power_target", DEFAULT_POWER)))
-    return Verdict(name=data["name"], backend=data["backend"], device=data["device"],
-                   status=data["status"], baseline_median=data["baseline_median"],
-                   new_median=data["new_median"], pvalue=data["pvalue"], settings=settings,
-                   reason=data.get("reason", ""), relative_to=data.get("relative_to", ""),
-                   relative_change=data.get("relative_change"), noise=data.get("noise"),
-                   power=data.get("power"),
-                   pair_figures=tuple(data["pair_figures"]) if data.get("pair_figures")
-                   else None,
-                   pair_blocks=tuple(tuple(b) for b in data["pair_blocks"])
-                   if data.get("pair_blocks") else None,
-                   interval=tuple(data["interval"]) if data.get("interval") else None,
-                   level=data.get("level"), family=data.get("family"),
-                   adjusted_p=data.get("adjusted_p"), advisory=bool(data.get("advisory")),
-                   process_figures=(tuple(data["process_figures"][0]),
-                                    tuple(data["process_figures"][1]))
-                   if data.get("process_figures") else None,
-                   looks=tuple(data["looks"]) if data.get("looks") else None,
-                   look_share=float(data.get("look_share") or 1.0),
-                   stopped=str(data.get("stopped") or ""), schedule=data.get("schedule"),
-                   budget=data.get("budget"), pinning=str(data.get("pinning") or ""),
-                   placement_seed=data.get("placement_seed"))
 
 
 def _publish(config: pytest.Config, state: BenchSession) -> None:
