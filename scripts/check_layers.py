@@ -132,8 +132,6 @@ STARTS_ALLOWED = {
     "pytest_gpucheck/mpi/gpu_aware.py": "not yet moved",
     "pytest_gpucheck/mpi/rank_session.py": "not yet moved",
     "pytest_gpucheck/mpi/jax_processes.py": "not yet moved",
-    # Not yet moved: the benchmark gate's peer processes (issue 42).
-    "pytest_gpucheck/bench/interleave.py": "not yet moved",
 }
 
 

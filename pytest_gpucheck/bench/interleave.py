@@ -42,9 +42,7 @@ import importlib.machinery
 import importlib.util
 import os
 import socket
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -56,12 +54,9 @@ import pytest
 
 from pytest_gpucheck.bench.measure import minor_faults
 from pytest_gpucheck.environment import (
-    CONFTESTS_VARIABLE,
     PARENT_VARIABLE,
-    REPORT_SINK_VARIABLE,
-    SERVE_VARIABLE,
 )
-from pytest_gpucheck.processes import start_orphan_guard
+from pytest_gpucheck.processes import PeerProcess, peer_environment, start_orphan_guard
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -74,16 +69,6 @@ if TYPE_CHECKING:
 STOP_TIMEOUT = 120.0
 #: Lines of the peer's output quoted when it fails.
 LOG_TAIL = 12
-#: Environment variables of this process the peer must not inherit: xdist's, and those
-#: that make this process a child of the plugin (an isolation worker, the simulator
-#: child): a peer started there would write its reports into that child's report sink
-#: (the parent would take the baseline's results for the candidate's) and load the
-#: candidate's conftests in the baseline checkout.
-_DROPPED_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
-                "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS", REPORT_SINK_VARIABLE,
-                CONFTESTS_VARIABLE, PARENT_VARIABLE, SERVE_VARIABLE)
-
-
 @functools.cache
 def _libc() -> ctypes.CDLL | None:
     """This process's C library with the prototypes of ``malloc`` and ``free`` (the
@@ -293,9 +278,6 @@ class BaselinePeer:
         #: its own so that both sides are timed alike).
         self.role = role
         self.rootdir = Path(config.rootpath)
-        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the peer
-            prefix="gpucheck-baseline-peer-", suffix=".log", delete=False)
-        lead, peer = socket.socketpair()
         files_of_ids = sorted({nodeid.split("::")[0] for nodeid in nodeids})
         # Files missing from the checkout are new benchmarks: asking for them would
         # end the peer's collection with "file not found".
@@ -304,22 +286,21 @@ class BaselinePeer:
             # This checkout's own test files by path (the stored gate's fresh processes):
             # a file outside the rootdir has no file part in its node id.
             present = list(files)
-        # Through this module's main: it makes the checkout import its own code first.
-        args = [sys.executable, "-m", __name__, str(self.rootdir), "--",
-                f"--rootdir={checkout}", "-p", "no:cacheprovider",
-                f"--gpu-bench-peer={peer.fileno()}", "-q", *_passed_options(config), *present]
-        env = pinned_environment({k: v for k, v in os.environ.items()
-                                  if k not in _DROPPED_ENV}, cpus, threads, placement_seed)
+        options = _passed_options(config)
+
+        def command(fd: int) -> list[str]:
+            # Through this module's main: it makes the checkout import its own code first.
+            return [sys.executable, "-m", __name__, str(self.rootdir), "--",
+                    f"--rootdir={checkout}", "-p", "no:cacheprovider",
+                    f"--gpu-bench-peer={fd}", "-q", *options, *present]
+
+        env = pinned_environment(peer_environment(), cpus, threads, placement_seed)
         try:
-            self.process = subprocess.Popen(args, cwd=checkout, env=env, stdout=self._log,
-                                            stderr=subprocess.STDOUT, pass_fds=(peer.fileno(),))
+            self.peer = PeerProcess(command, checkout, env, "gpucheck-baseline-peer-")
         except OSError as exc:
-            lead.close()
             raise PeerError(f"could not start the {role} process in {checkout}: {exc}") \
                 from None
-        finally:
-            peer.close()
-        self.conn = Connection(lead.detach())
+        self.conn = self.peer.conn
         self.collected: set[str] = set()
         self.collection_errors = 0
         #: Minor page faults per call of each round this process timed.
@@ -337,14 +318,14 @@ class BaselinePeer:
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        return self.peer.pid
 
     def begin(self, nodeid: str, iterations: int) -> PeerStart:
         """Ask the peer to run test ``nodeid`` up to its benchmark (``iterations`` calls
         per round); it answers when its warm-up is done, or why it cannot."""
         if nodeid not in self.collected:
             errors = (f" ({self.collection_errors} collection error(s) there: see "
-                      f"{self._log.name})" if self.collection_errors else "")
+                      f"{self.peer.log_name})" if self.collection_errors else "")
             return PeerStart(False, reason=f"{nodeid} is not a test in the {self.role} "
                                            f"checkout {self.checkout}{errors}")
         self.conn.send(("run", nodeid, int(iterations)))
@@ -391,43 +372,38 @@ class BaselinePeer:
         one line saying how it ended badly."""
         with contextlib.suppress(OSError):
             self.conn.send(("stop",))
-        self.conn.close()
-        try:
-            code = self.process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        code = self.peer.end(STOP_TIMEOUT)
+        if code is None:
+            self.peer.log.close()
             return (f"gpucheck: the {self.role} process in {self.checkout} did not stop within "
-                    f"{STOP_TIMEOUT:g} s and was killed; its output: {self._log.name}")
-        self._log.close()
+                    f"{STOP_TIMEOUT:g} s and was killed; its output: {self.peer.log_name}")
         if code not in (0, 1, 5):
             # 1: one of its tests failed (each verdict already says so); 5: none ran.
+            self.peer.log.close()
             return (f"gpucheck: the {self.role} process in {self.checkout} exited with code "
-                    f"{code}; its output: {self._log.name}")
-        os.unlink(self._log.name)
+                    f"{code}; its output: {self.peer.log_name}")
+        self.peer.remove_log()
         return ""
 
     # -- internals -----------------------------------------------------------------
     def _receive(self, doing: str) -> tuple[Any, ...]:
         """The peer's next message; a peer that died or closed its end raises."""
         while not self.conn.poll(1.0):
-            if self.process.poll() is not None:
-                raise self._failed(f"exited with code {self.process.returncode} while asked "
+            if self.peer.poll() is not None:
+                raise self._failed(f"exited with code {self.peer.returncode} while asked "
                                    f"to {doing}")
         try:
             message = self.conn.recv()
         except (EOFError, OSError):
-            self.process.wait()
-            raise self._failed(f"exited with code {self.process.returncode} while asked to "
+            self.peer.wait()
+            raise self._failed(f"exited with code {self.peer.returncode} while asked to "
                                f"{doing}") from None
         return tuple(message)
 
     def _failed(self, what: str) -> PeerError:
-        self._log.flush()
-        tail = Path(self._log.name).read_text(errors="replace").splitlines()[-LOG_TAIL:]
-        last = next((line.strip() for line in reversed(tail) if line.strip()), "no output")
+        last = self.peer.last_line(LOG_TAIL)
         return PeerError(f"the {self.role} process in {self.checkout} {what}: {last} (its whole "
-                         f"output: {self._log.name})")
+                         f"output: {self.peer.log_name})")
 
 
 def _passed_options(config: pytest.Config) -> list[str]:
@@ -688,7 +664,7 @@ def main(argv: list[str]) -> int:
     # The lead started this process directly: when the lead disappears (SIGKILL, a
     # crash, SIGTERM's default action), this process must not go on with a test or a
     # collection that may take minutes; the guard ends it within a quarter second.
-    # Its own variable (not inherited: _DROPPED_ENV) names the lead.
+    # Its own variable (not inherited: PEER_DROPPED_ENV, the process layer's) names the lead.
     start_orphan_guard({PARENT_VARIABLE: f"{os.getppid()}@{socket.gethostname()}"})
     sys.meta_path.insert(0, CheckoutImports(Path(lead), Path.cwd()))
     apply_pinning()
