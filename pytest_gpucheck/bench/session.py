@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_gpucheck.bench.baseline import BaselineError, BaselineStore
-from pytest_gpucheck.bench.fixture import MeasureDefaults, marker_settings
+from pytest_gpucheck.bench.fixture import MeasureDefaults
 from pytest_gpucheck.bench.gate import (
     INTERLEAVED,
     GateSettings,
@@ -26,7 +26,6 @@ from pytest_gpucheck.bench.gate import (
     format_verdict,
     judge_family,
     judge_stored_family,
-    settings_for,
     stored_first_step,
 )
 from pytest_gpucheck.bench.gate.settings import (
@@ -236,40 +235,34 @@ class BenchSession:
                 "placement_seed": seed}
 
     def judge(self, item: pytest.Item, record: BenchmarkRecord,
-              against: BenchmarkRecord | str | None = None) -> Verdict:
-        _, marker_gate = marker_settings(item)
-        try:
-            settings = settings_for(record.name, self.gate, self.overrides, marker_gate)
-        except ValueError as exc:
-            pytest.fail(f"gpu_bench gate settings of {record.name}: {exc}", pytrace=False)
+              against: BenchmarkRecord | str | None, *, settings: GateSettings, level: float,
+              family: int) -> Verdict:
+        """The verdict of ``record`` as its test ends, with the benchmark's ``settings``
+        at its two-sided ``level`` over the ``family`` of benchmarks collected (its
+        :class:`~.run.GateRun`'s: Bonferroni now, Holm over the run at its end)."""
         env = record.environment
         if self.against is not None:
             if isinstance(against, BenchmarkRecord):
-                # Each benchmark's test is judged as it ends, at the family's level over
-                # every benchmark collected (Bonferroni): a regression found now is one
-                # Holm's method over the run confirms at its end, whatever the others.
-                family = self.family_size(item.session)
-                return compare_interleaved(against, record, settings,
-                                           level=self.family_level / family, family=family)
+                # At the family's level over every benchmark collected: a regression
+                # found now is one Holm's method over the run confirms at its end.
+                return compare_interleaved(against, record, settings, level=level,
+                                           family=family)
             return Verdict(record.name, record.backend, env.device_model, "no-baseline",
                            new_median=record.median, settings=settings,
                            relative_to=INTERLEAVED, reason=against or (
                                f"the baseline checkout {self.against} did not time it"))
         baseline = self.store.baseline(record.name, env.device_model, record.backend)
         if baseline is not None and summaries_of(baseline) and summaries_of(record):
-            # Process against process, at the family's level over every benchmark
-            # collected (Holm's first step; the step-down at the run's end).
-            family = self.family_size(item.session)
-            verdict = compare_processes(baseline, record, settings, self.family_level / family,
-                                        family, cross_mode=self.cross_mode)
+            # Process against process (Holm's first step; the step-down at the run's end).
+            verdict = compare_processes(baseline, record, settings, level, family,
+                                        cross_mode=self.cross_mode)
             return replace(verdict, advisory=verdict.status == "regression"
                            and not self.stored_fails)
         verdict = compare(baseline, record, settings, cross_mode=self.cross_mode)
         if self.stored_fails:
             # Failing, the stored comparisons are one family too (Holm's first step now,
             # the step-down at the run's end: judge_the_family).
-            family = self.family_size(item.session)
-            verdict = stored_first_step(verdict, self.family_level / family, family)
+            verdict = stored_first_step(verdict, level, family)
         elif verdict.status == "regression":
             verdict = replace(verdict, advisory=True)
         if verdict.status == "no-baseline":
