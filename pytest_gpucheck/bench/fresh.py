@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-from pytest_gpucheck.bench.fixture import Prepared, Timed
 from pytest_gpucheck.bench.interleave import PeerError
 from pytest_gpucheck.bench.paired import start_replicate
 from pytest_gpucheck.bench.settings import MIN_ROUNDS_PER_PROCESS
+from pytest_gpucheck.bench.timed import Prepared, Timed, copy_ceiling_at_size, replay_and_call
 
 if TYPE_CHECKING:
     from pytest_gpucheck.bench.fixture import GpuBenchmark
@@ -56,8 +56,8 @@ class InFreshProcesses:
                 peer.release()
         except PeerError as exc:
             pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
-        result = bench.replay_and_call(samples, prepared)
-        ceiling = bench.copy_ceiling_at_size(prepared.timer)
+        result = replay_and_call(bench, samples, prepared)
+        ceiling = copy_ceiling_at_size(bench, prepared.timer)
         bench.extra[SUMMARIES] = summaries
         bench.extra["processes"] = len(peers)
         bench.extra["page_faults_per_call"] = float(np.median(faults))

@@ -67,6 +67,8 @@ if TYPE_CHECKING:
 #: pairs) ending at once on a 2-core machine at load average 25 took more than 30 s
 #: for three of them, each after its last round.
 STOP_TIMEOUT = 120.0
+#: The peer's option that names its end of the socket pair (the descriptor follows).
+PEER_OPTION = "--gpu-bench-peer="
 #: Lines of the peer's output quoted when it fails.
 LOG_TAIL = 12
 @functools.cache
@@ -286,17 +288,13 @@ class BaselinePeer:
             # This checkout's own test files by path (the stored gate's fresh processes):
             # a file outside the rootdir has no file part in its node id.
             present = list(files)
-        options = _passed_options(config)
-
-        def command(fd: int) -> list[str]:
-            # Through this module's main: it makes the checkout import its own code first.
-            return [sys.executable, "-m", __name__, str(self.rootdir), "--",
-                    f"--rootdir={checkout}", "-p", "no:cacheprovider",
-                    f"--gpu-bench-peer={fd}", "-q", *options, *present]
-
+        # Through this module's main: it makes the checkout import its own code first.
+        args = [sys.executable, "-m", __name__, str(self.rootdir), "--",
+                f"--rootdir={checkout}", "-p", "no:cacheprovider", PEER_OPTION, "-q",
+                *_passed_options(config), *present]
         env = pinned_environment(peer_environment(), cpus, threads, placement_seed)
         try:
-            self.peer = PeerProcess(command, checkout, env, "gpucheck-baseline-peer-")
+            self.peer = PeerProcess(args, PEER_OPTION, checkout, env, "gpucheck-baseline-peer-")
         except OSError as exc:
             raise PeerError(f"could not start the {role} process in {checkout}: {exc}") \
                 from None

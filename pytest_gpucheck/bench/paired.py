@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 from pytest_gpucheck.bench.environment import environment_from_dict
-from pytest_gpucheck.bench.fixture import Prepared, Timed, next_look_fits
 from pytest_gpucheck.bench.gate import pair_figures_of
 from pytest_gpucheck.bench.interleave import (
     SIDES,
@@ -33,6 +32,13 @@ from pytest_gpucheck.bench.interleave import (
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.sequential import LookSchedule
 from pytest_gpucheck.bench.settings import MIN_BLOCKS_PER_PAIR
+from pytest_gpucheck.bench.timed import (
+    Prepared,
+    Timed,
+    copy_ceiling_at_size,
+    next_look_fits,
+    replay_and_call,
+)
 
 if TYPE_CHECKING:
     from pytest_gpucheck.bench.fixture import GpuBenchmark
@@ -233,8 +239,8 @@ class Interleaved:
         """The candidate's rounds replayed into pytest-benchmark, the facts the verdict
         prints, and the baseline's record handed to the run."""
         assert state.last is not None
-        result = bench.replay_and_call(state.cand, prepared)
-        ceiling = bench.copy_ceiling_at_size(prepared.timer)
+        result = replay_and_call(bench, state.cand, prepared)
+        ceiling = copy_ceiling_at_size(bench, prepared.timer)
         bench.extra["replicates"] = state.done
         # How the pairs were judged (bench/sequential.py) and how the processes were
         # held: the verdict prints both.

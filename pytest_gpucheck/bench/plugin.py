@@ -35,10 +35,11 @@ from pytest_gpucheck.bench.settings import (
 )
 
 if TYPE_CHECKING:
-    from pytest_gpucheck.bench.fixture import GpuBenchmark, Timing
+    from pytest_gpucheck.bench.fixture import GpuBenchmark
     from pytest_gpucheck.bench.interleave import PeerServer
     from pytest_gpucheck.bench.run import GateRun
     from pytest_gpucheck.bench.session import BenchSession
+    from pytest_gpucheck.bench.timed import Timing
     from pytest_gpucheck.hookspecs import ReportSection
 
 MARKER = ("gpu_bench(**settings): settings of this benchmark: rounds, warmup_rounds, "

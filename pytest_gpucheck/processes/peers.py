@@ -17,7 +17,7 @@ import os
 import socket
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -44,18 +44,20 @@ def peer_environment() -> dict[str, str]:
 
 
 class PeerProcess:
-    """One peer process: started with ``command(fd)`` (``fd``: the peer's end of the
-    socket pair, passed to it) in ``cwd`` with ``env``, its output in a log file of its
-    own; :attr:`conn` is this side's end of the connection.  ``OSError`` when it
+    """One peer process: ``args`` started in ``cwd`` with ``env``, the argument equal to
+    ``fd_option`` given the descriptor of the peer's end of the socket pair (passed to
+    it: ``--gpu-bench-peer=`` becomes ``--gpu-bench-peer=7``), its output in a log file
+    of its own; :attr:`conn` is this side's end of the connection.  ``OSError`` when it
     cannot start (nothing is left open then)."""
 
-    def __init__(self, command: Callable[[int], list[str]], cwd: Path, env: dict[str, str],
+    def __init__(self, args: Sequence[str], fd_option: str, cwd: Path, env: dict[str, str],
                  log_prefix: str) -> None:
         self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the peer
             prefix=log_prefix, suffix=".log", delete=False)
         lead, peer = socket.socketpair()
+        command = [f"{arg}{peer.fileno()}" if arg == fd_option else arg for arg in args]
         try:
-            self.process = subprocess.Popen(command(peer.fileno()), cwd=cwd, env=env,
+            self.process = subprocess.Popen(command, cwd=cwd, env=env,
                                             stdout=self.log, stderr=subprocess.STDOUT,
                                             pass_fds=(peer.fileno(),))
         except OSError:

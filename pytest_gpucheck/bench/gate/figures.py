@@ -4,14 +4,16 @@ ratio as a change, the smallest p-value a rank test can reach."""
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
+from collections.abc import Sequence
 
 import numpy as np
 
 from pytest_gpucheck.bench.gate.settings import GateSettings
 from pytest_gpucheck.bench.records import BenchmarkRecord
-from pytest_gpucheck.bench.stats import mann_whitney_u
+from pytest_gpucheck.bench.stats import PairTest, mann_whitney_u, pair_test
 
 
 def compared_values(record: BenchmarkRecord, settings: GateSettings,
@@ -78,3 +80,16 @@ def as_change(log_ratio: float) -> float:
 def smallest_pvalue(n1: int, n2: int) -> float:
     """The two-sided p-value of complete separation: no sample of this size gets lower."""
     return mann_whitney_u(np.arange(n1) + n2, np.arange(n2)).pvalue
+
+
+def interval_of(figures: Sequence[float], level: float) -> PairTest:
+    """Student's t on the pair figures at the two-sided ``level``
+    (:func:`~.stats.pair_test`), computed once per decision: the look that stops the
+    pairs, the progress line after its last pair, the test's verdict and the run's
+    family at the same level ask the same question of the same figures."""
+    return _interval(tuple(float(v) for v in figures), float(level))
+
+
+@functools.lru_cache(maxsize=1024)
+def _interval(figures: tuple[float, ...], level: float) -> PairTest:
+    return pair_test(figures, level)

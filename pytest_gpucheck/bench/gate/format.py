@@ -5,10 +5,9 @@ version, process mode, page faults, device or timing method)."""
 
 from __future__ import annotations
 
-from pytest_gpucheck.bench.gate.figures import as_change, pair_figures_of
+from pytest_gpucheck.bench.gate.figures import as_change, interval_of, pair_figures_of
 from pytest_gpucheck.bench.gate.verdict import INTERLEAVED, Verdict
 from pytest_gpucheck.bench.records import BenchmarkRecord
-from pytest_gpucheck.bench.stats import pair_test
 
 
 def version_note(baseline: BenchmarkRecord, current: BenchmarkRecord) -> str:
@@ -114,7 +113,7 @@ def progress_line(name: str, number: int, benchmarks: int, done: int, pairs: int
     figures = pair_figures_of(baseline[:done * per], current[:done * per], per)
     if len(figures) >= 2:
         level = level * share
-        test = pair_test(figures, level)
+        test = interval_of(figures, level)
         text += (f", change so far {as_change(test.mean):+.1%} "
                  f"{format_interval(as_change(test.low), as_change(test.high), level)}")
     return text

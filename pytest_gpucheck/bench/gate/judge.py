@@ -20,6 +20,7 @@ import numpy as np
 from pytest_gpucheck.bench.gate.figures import (
     as_change,
     compared_values,
+    interval_of,
     pair_figures,
     pair_means,
     smallest_pvalue,
@@ -43,7 +44,6 @@ from pytest_gpucheck.bench.stats import (
     holm_levels,
     mann_whitney_u,
     pair_power,
-    pair_test,
     robust_sigma,
 )
 
@@ -269,7 +269,7 @@ def judge_pairs(verdict: Verdict, level: float, family: int) -> Verdict:
     """
     settings = verdict.settings
     spent = level * verdict.look_share
-    test = pair_test(verdict.pair_figures or (), spent)
+    test = interval_of(verdict.pair_figures or (), spent)
     floor = math.log1p(settings.relative_min_effect)
     shift = math.log1p(settings.design_effect(True))
     power = pair_power(test.sd, test.pairs, shift, spent, floor)
