@@ -99,10 +99,6 @@ TOO_LONG_ALLOWED = {
     "pytest_gpucheck/reporting/report.py": "not yet split",
     # Not yet split: a child pytest's whole life (start, read, time out, signals).
     "pytest_gpucheck/processes/batch.py::run_child_pytest": "not yet split",
-    # Not yet split: the peers' protocol and their processes (issue 42).
-    "pytest_gpucheck/bench/interleave.py": "not yet split",
-    # Not yet split: the benchmark session's state and the peers' lifecycle (issue 42).
-    "pytest_gpucheck/bench/session.py": "not yet split",
 }
 #: The module a process-starting call lives in -> the calls of it that start one.
 PROCESS_STARTERS = {

@@ -34,7 +34,8 @@ TRIP_FILES = {
     "backends/__init__.py", "backends/base.py", "backends/host_arrays.py",
     "backends/numpy/__init__.py", "backends/numpy/backend.py", "backends/timing.py",
     # timing beside the baseline checkout: the mode, the pairs' protocol, their processes
-    "bench/timed.py", "bench/paired.py", "bench/interleave.py", "processes/peers.py",
+    "bench/timed.py", "bench/paired.py", "bench/peers.py", "bench/interleave.py",
+    "processes/peers.py",
     # one round: the clock, the calls, the device facts, the record
     "bench/timing.py", "bench/measure.py", "bench/environment.py", "bench/records.py",
     # the verdict: the looks, its settings, figures, decision and lines
@@ -195,7 +196,7 @@ def test_a_benchmarks_trip_stays_in_its_files_enters_none_twice_and_computes_onc
     files, reentered = trip(traced["chains"])
     normalised = {name.replace("\\", "/") for name in files}
     assert normalised - TRIP_FILES == set(), sorted(normalised)
-    assert {"bench/run.py", "bench/paired.py", "processes/peers.py",
+    assert {"bench/run.py", "bench/paired.py", "bench/peers.py", "processes/peers.py",
             "bench/gate/judge.py"} <= normalised, sorted(normalised)
     assert reentered == [], (reentered, [c for c in traced["chains"]
                                          if len(set(c)) < len(c)])

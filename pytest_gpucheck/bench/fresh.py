@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-from pytest_gpucheck.bench.interleave import PeerError
 from pytest_gpucheck.bench.paired import start_replicate
+from pytest_gpucheck.bench.peers import PeerError
 from pytest_gpucheck.bench.settings import MIN_ROUNDS_PER_PROCESS
 from pytest_gpucheck.bench.timed import Prepared, Timed, copy_ceiling_at_size, replay_and_call
 

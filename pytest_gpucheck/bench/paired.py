@@ -22,13 +22,12 @@ from pytest_gpucheck.bench.environment import environment_from_dict
 from pytest_gpucheck.bench.gate import pair_figures_of
 from pytest_gpucheck.bench.interleave import (
     SIDES,
-    BaselinePeer,
-    PeerError,
     first_side,
     pinning_words,
     shared_cpu,
     time_pair,
 )
+from pytest_gpucheck.bench.peers import BaselinePeer, PeerError
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.sequential import LookSchedule
 from pytest_gpucheck.bench.settings import MIN_BLOCKS_PER_PAIR

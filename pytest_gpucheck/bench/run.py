@@ -30,7 +30,7 @@ from pytest_gpucheck.bench.gate import (
 from pytest_gpucheck.bench.records import BenchmarkRecord
 
 if TYPE_CHECKING:
-    from pytest_gpucheck.bench.interleave import BaselinePeer
+    from pytest_gpucheck.bench.peers import BaselinePeer
     from pytest_gpucheck.bench.session import BenchSession
 
 

@@ -23,7 +23,6 @@ from pytest_gpucheck.bench.gate import (
     compare,
     compare_interleaved,
     cross_mode_refusal,
-    format_verdict,
     judge_family,
     judge_stored_family,
     stored_first_step,
@@ -39,7 +38,7 @@ from pytest_gpucheck.bench.gate.settings import (
     read_placement_seed,
     stored_fails,
 )
-from pytest_gpucheck.bench.interleave import BaselinePeer
+from pytest_gpucheck.bench.peers import BaselinePeer
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.session_ceiling import apply_session_ceilings
 from pytest_gpucheck.bench.settings import (
@@ -55,7 +54,7 @@ from pytest_gpucheck.bench.stored import (
     judge_stored_processes,
     summaries_of,
 )
-from pytest_gpucheck.bench.summary import gate_markdown, gate_terminal_lines
+from pytest_gpucheck.bench.summary import publish, some_of
 from pytest_gpucheck.bench.timing import CPU_CLOCK_CHOICES
 from pytest_gpucheck.hookspecs import ReportSection
 
@@ -321,7 +320,7 @@ class BenchSession:
             raise pytest.UsageError(foreign_checkout_line(
                 str(config.getoption("gpu_bench_against")), self.against,
                 f"none of this run's {len(files)} benchmark file(s) is there (looked for "
-                f"{_some(files)})"))
+                f"{some_of(files)})"))
 
     def check_baseline_tests(self, session: pytest.Session, collected: set[str]) -> None:
         """Once the first baseline process collected its tests (before any timing): none of
@@ -336,7 +335,7 @@ class BenchSession:
             pytest.exit(foreign_checkout_line(
                 str(session.config.getoption("gpu_bench_against")), self.against,
                 f"none of this run's {len(wanted)} benchmark(s) is a test there (looked for "
-                f"{_some(wanted)})"), returncode=pytest.ExitCode.USAGE_ERROR)
+                f"{some_of(wanted)})"), returncode=pytest.ExitCode.USAGE_ERROR)
 
     def started_benchmark(self) -> int:
         """Count a benchmark that starts its interleaved timing; its number in the run."""
@@ -437,7 +436,7 @@ class BenchSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not self.is_worker and (self.results or self.save_error or self.worker_saves
                                    or self.peer_error):
-            _publish(session.config, self)
+            publish(session.config, self)
 
 
 def benchmark_ids(session: pytest.Session) -> list[str]:
@@ -450,12 +449,6 @@ def benchmark_files(session: pytest.Session) -> list[str]:
     """The files of this run's benchmarks, as their node ids name them (relative to the
     rootdir, the path a baseline checkout has them at)."""
     return sorted({nodeid.split("::")[0] for nodeid in benchmark_ids(session)})
-
-
-def _some(names: list[str], shown: int = 3) -> str:
-    """``a, b, c and 4 more``."""
-    more = len(names) - shown
-    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def foreign_checkout_line(value: str, folder: Path, what: str) -> str:
@@ -599,55 +592,3 @@ def hash_seed(seed: int, index: int, role: str) -> int:
 
     digest = hashlib.sha256(f"{seed}:{index}:{role}".encode()).digest()
     return int.from_bytes(digest[:4], "little")
-
-
-def _publish(config: pytest.Config, state: BenchSession) -> None:
-    lines = gate_terminal_lines(state.results, compared=state.gating,
-                                family_level=state.family_level
-                                if state.against is not None or state.stored_fails else None,
-                                interleaved=state.against is not None)
-    errors = [state.save_error] if state.save_error else []
-    errors += [f"gpucheck benchmark gate: the run fails: Holm's step-down over the run's "
-               f"benchmarks found {format_verdict(verdict)}" for verdict in
-               state.family_regressions]
-    errors += [state.peer_error] if state.peer_error else []
-    if state.undecided:
-        names = _some([f"{v.name} [{v.backend}]" for v in state.undecided], 5)
-        compared = sum(v is not None and v.status in ("regression", "improvement", "unchanged",
-                                                      "inconclusive")
-                       for _, v in state.results)
-        line = (f"gpucheck benchmark gate: {len(state.undecided)} of {compared} compared "
-                f"benchmark(s) could not be decided (INCONCLUSIVE: {names}); this run does not "
-                "show that they did not slow down")
-        if state.inconclusive_fails:
-            errors.append(f"{line}; the run fails (--gpu-bench-inconclusive=fail)")
-        else:
-            lines.append(f"{line}; --gpu-bench-inconclusive=fail makes a required check fail "
-                         "on it")
-    if state.missing_in_baseline and state.against is not None:
-        missing = state.missing_in_baseline
-        lines.append(f"gpucheck benchmark gate: {len(missing)} benchmark(s) of this run are "
-                     f"not tests in the baseline checkout {state.against}, so nothing judged "
-                     f"them (new benchmarks, or a checkout of other code): {_some(missing, 5)}")
-    errors += [w["error"] for w in state.worker_saves if w.get("error")]
-    lines += errors
-    saved = (len(state.local_records) if state.saved else 0) + sum(
-        int(w.get("records", 0)) for w in state.worker_saves if not w.get("error"))
-    if saved and not errors:
-        lines.append(f"gpucheck: saved {saved} benchmark result(s) to {state.store.root}")
-    if state.plot is not None:
-        from pytest_gpucheck.bench.plot import write_plot
-
-        write_plot(state.plot, state.results, state.store)
-        lines.append(f"gpucheck: benchmark plot written to {state.plot}")
-    data = {
-        "compared": state.gating,
-        "against": str(state.against) if state.against is not None else None,
-        "baseline_dir": str(state.store.root),
-        "results": [{"record": record.as_dict(),
-                     "verdict": verdict.as_dict() if verdict else None}
-                    for record, verdict in state.results],
-    }
-    # The report asks for it (pytest_gpucheck_report_sections, bench/plugin.py).
-    state.section = ReportSection("benchmarks", data,
-                                  gate_markdown(state.results, compared=state.gating), lines)
