@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,3 +193,20 @@ def _passed_options(config: pytest.Config) -> list[str]:
     if config.pluginmanager.hasplugin("xdist"):
         args.append("-n0")  # an addopts "-n auto" of the checkout must not spread the peer
     return args
+
+
+def start_collected(starters: Sequence[Callable[[], BaselinePeer]]) -> list[BaselinePeer]:
+    """Start a peer with each of ``starters``, in order, then wait for each to have
+    collected its tests (started together, they collect at the same time); if one
+    cannot start or collect, every one started is closed and the error raised."""
+    started: list[BaselinePeer] = []
+    try:
+        for start in starters:
+            started.append(start())
+        for peer in started:
+            peer.wait_collected()
+    except BaseException:
+        for peer in started:
+            peer.close()
+        raise
+    return started

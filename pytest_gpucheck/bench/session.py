@@ -6,6 +6,7 @@ Imported when pytest configures, not when it loads the plugin, so a plain
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from dataclasses import dataclass, field, replace
@@ -38,7 +39,7 @@ from pytest_gpucheck.bench.gate.settings import (
     read_placement_seed,
     stored_fails,
 )
-from pytest_gpucheck.bench.peers import BaselinePeer
+from pytest_gpucheck.bench.peers import BaselinePeer, start_collected
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.session_ceiling import apply_session_ceilings
 from pytest_gpucheck.bench.settings import (
@@ -145,22 +146,14 @@ class BenchSession:
         if len(self.pairs) < wanted:
             nodeids = [item.nodeid for item in session.items
                        if "gpu_benchmark" in getattr(item, "fixturenames", ())]
-            started = []
-            try:
-                for index in range(len(self.pairs), wanted):
-                    base = BaselinePeer(session.config, self.against, nodeids,
-                                        **self.peer_placement(index, "baseline"))
-                    started.append(base)
-                    cand = BaselinePeer(session.config, Path(session.config.rootpath), nodeids,
-                                        role="candidate",
-                                        **self.peer_placement(index, "candidate"))
-                    started.append(cand)
-                for peer in started:
-                    peer.wait_collected()
-            except BaseException:
-                for peer in started:
-                    peer.close()
-                raise
+            against, here = self.against, Path(session.config.rootpath)
+            started = start_collected([
+                starter for index in range(len(self.pairs), wanted) for starter in (
+                    functools.partial(BaselinePeer, session.config, against, nodeids,
+                                      **self.peer_placement(index, "baseline")),
+                    functools.partial(BaselinePeer, session.config, here, nodeids,
+                                      role="candidate",
+                                      **self.peer_placement(index, "candidate")))])
             first = not self.pairs
             self.pairs += list(zip(started[::2], started[1::2], strict=True))
             if first:
@@ -204,19 +197,9 @@ class BenchSession:
 
             plan = pinning_plan(self.pin)
             threads = plan.threads if plan is not None else None
-            started: list[BaselinePeer] = []
-            try:
-                for _ in range(self.measure.processes):
-                    started.append(BaselinePeer(session.config, Path(session.config.rootpath),
-                                                nodeids, role="fresh", files=files,
-                                                threads=threads))
-                for peer in started:
-                    peer.wait_collected()
-            except BaseException:
-                for peer in started:
-                    peer.close()
-                raise
-            self.fresh = started
+            self.fresh = start_collected([functools.partial(
+                BaselinePeer, session.config, Path(session.config.rootpath), nodeids,
+                role="fresh", files=files, threads=threads)] * self.measure.processes)
         return self.fresh
 
     def peer_placement(self, index: int, role: str) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from pytest_gpucheck.bench.gate import (
     holm_members,
     mismatch,
     record_notes,
+    undecided,
 )
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.stats import t_power, two_sample_test
@@ -125,13 +126,12 @@ def judge_processes(verdict: Verdict, level: float, family: int) -> Verdict:
                      interval=(as_change(test.low), as_change(test.high)), level=level,
                      family=family, noise=test.sd, power=power, reason=note)
     status = decide(test.low, test.mean, test.high, floor, power, settings.power)
-    if status == "inconclusive":
-        why = (f"the between-process SD {test.sd:.1%} over {len(old)} + {len(new)} "
-               f"processes leaves {power:.0%} power to catch "
-               f"+{settings.design_effect(False):.0%} at this level (target "
-               f"{settings.power:.0%}); {_RAISE_PROCESSES}")
-        return replace(judged, status="inconclusive", reason=f"{why}; {note}" if note else why)
-    return replace(judged, status=status)
+    if status != "inconclusive":
+        return replace(judged, status=status)
+    return undecided(judged, f"the between-process SD {test.sd:.1%} over {len(old)} + "
+                     f"{len(new)} processes leaves {power:.0%} power to catch "
+                     f"+{settings.design_effect(False):.0%} at this level (target "
+                     f"{settings.power:.0%}); {_RAISE_PROCESSES}", note)
 
 
 def judge_stored_processes(verdicts: list[Verdict], family_level: float,

@@ -85,6 +85,7 @@ from pytest_gpucheck.bench.gate.judge import (
     planned_rounds,
     sequential_fields,
     stored_first_step,
+    undecided,
 )
 from pytest_gpucheck.bench.gate.settings import GateSettings, parse_override_line, settings_for
 from pytest_gpucheck.bench.gate.verdict import INTERLEAVED, JUDGED, Status, Verdict
@@ -98,5 +99,5 @@ __all__ = [
     "look_decides", "mismatch", "pair_figures", "pair_figures_of", "pair_means",
     "parse_override_line", "planned_rounds", "processes_summary", "progress_line",
     "record_notes", "sequential_fields", "settings_for", "smallest_pvalue",
-    "stored_first_step",
+    "stored_first_step", "undecided",
 ]

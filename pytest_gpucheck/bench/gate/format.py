@@ -206,17 +206,12 @@ def _pairs_summary(verdict: Verdict) -> str:
     assert verdict.pair_figures is not None
     low, high = verdict.interval
     change = verdict.change or 0.0
-    family = verdict.family or 1
     spent = (verdict.level or 0.0) * verdict.look_share
     text = (f"change {change:+.1%} {format_interval(low, high, spent)}, "
             f"{len(verdict.pair_figures)} pairs{_looks_text(verdict)}, "
             f"between-pair SD {verdict.noise or 0.0:.1%}, against {INTERLEAVED}")
     p = f"p={verdict.pvalue:.2g}" if verdict.pvalue is not None else ""
-    if verdict.adjusted_p is not None:
-        p += f", Holm-adjusted p={verdict.adjusted_p:.2g} over {family} benchmarks"
-    elif family > 1:
-        p += f" (level {verdict.level:.2g}: the family's over {family} benchmarks)"
-    text += f", {p}, floor {verdict.settings.relative_min_effect:.0%}"
+    text += f", {p}{_family_text(verdict)}, floor {verdict.settings.relative_min_effect:.0%}"
     text += _power_text(verdict, verdict.settings.design_effect(True))
     if verdict.pinning:
         text += f", {verdict.pinning}"
@@ -225,6 +220,17 @@ def _pairs_summary(verdict: Verdict) -> str:
     if verdict.reason:
         text += f", {verdict.reason}"
     return text
+
+
+def _family_text(verdict: Verdict) -> str:
+    """``, Holm-adjusted p=0.02 over 3 benchmarks`` once the run's family was judged,
+    `` (level 0.0033: the family's over 3 benchmarks)`` before, "" for one benchmark."""
+    family = verdict.family or 1
+    if verdict.adjusted_p is not None:
+        return f", Holm-adjusted p={verdict.adjusted_p:.2g} over {family} benchmarks"
+    if family > 1:
+        return f" (level {verdict.level:.2g}: the family's over {family} benchmarks)"
+    return ""
 
 
 def _power_text(verdict: Verdict, effect: float) -> str:
@@ -279,7 +285,6 @@ def processes_summary(verdict: Verdict) -> str:
     assert verdict.process_figures is not None
     old, new = verdict.process_figures
     low, high = verdict.interval
-    family = verdict.family or 1
     text = (f"change {verdict.change or 0.0:+.1%} "
             f"{format_interval(low, high, verdict.level or 0.0)}, "
             f"{len(old)} + {len(new)} processes, between-process "
@@ -287,11 +292,7 @@ def processes_summary(verdict: Verdict) -> str:
             f"of the processes' medians: baseline {format_seconds(verdict.baseline_median or 0.0)}"
             f", this run {format_seconds(verdict.new_median or 0.0)})")
     text += f", p={verdict.pvalue:.2g}" if verdict.pvalue is not None else ""
-    if verdict.adjusted_p is not None:
-        text += f", Holm-adjusted p={verdict.adjusted_p:.2g} over {family} benchmarks"
-    elif family > 1:
-        text += f" (level {verdict.level:.2g}: the family's over {family} benchmarks)"
-    text += f", floor {verdict.settings.min_effect:.0%}"
+    text += f"{_family_text(verdict)}, floor {verdict.settings.min_effect:.0%}"
     text += _power_text(verdict, verdict.settings.design_effect(False))
     if verdict.reason:
         text += f", {verdict.reason}"

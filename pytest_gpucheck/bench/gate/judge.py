@@ -282,12 +282,17 @@ def judge_pairs(verdict: Verdict, level: float, family: int) -> Verdict:
                      interval=(as_change(test.low), as_change(test.high)), level=level,
                      family=family, noise=test.sd, power=power, reason=note)
     status = decide(test.low, test.mean, test.high, floor, power, settings.power)
-    if status == "inconclusive":
-        why = (f"the between-pair SD {test.sd:.1%} over {test.pairs} pairs leaves {power:.0%} "
-               f"power to catch +{settings.design_effect(True):.0%} at this level (target "
-               f"{settings.power:.0%}); {_advice(verdict, test.sd, level, floor, shift)}")
-        return replace(judged, status="inconclusive", reason=f"{why}; {note}" if note else why)
-    return replace(judged, status=status)
+    if status != "inconclusive":
+        return replace(judged, status=status)
+    why = (f"the between-pair SD {test.sd:.1%} over {test.pairs} pairs leaves {power:.0%} "
+           f"power to catch +{settings.design_effect(True):.0%} at this level (target "
+           f"{settings.power:.0%}); {_advice(verdict, test.sd, level, floor, shift)}")
+    return undecided(judged, why, note)
+
+
+def undecided(judged: Verdict, why: str, note: str) -> Verdict:
+    """``judged`` as INCONCLUSIVE: ``why`` first, then the verdict's own ``note``."""
+    return replace(judged, status="inconclusive", reason=f"{why}; {note}" if note else why)
 
 
 def _advice(verdict: Verdict, sd: float, level: float, floor: float, shift: float) -> str:
