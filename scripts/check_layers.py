@@ -43,7 +43,14 @@ name packages, not files, so modules can move freely within their layer.
 Modules must not form a cycle either (imports under ``if TYPE_CHECKING:`` are exempt
 from this one: they never run), and no framework's folder under ``backends/`` (one
 holding a ``backend.py``) imports another's: what two backends share lives in a
-neutral module under ``backends/``.  Exit
+neutral module under ``backends/``.  Two more rules keep the plugin's package
+(``pytest_gpucheck/``) readable: no module over :data:`MAX_MODULE_LINES` lines and no
+function over :data:`MAX_FUNCTION_LINES` (the ones that are not split yet are named in
+:data:`TOO_LONG_ALLOWED`, each with its reason); and nothing outside the process layer
+starts a process (``subprocess.Popen``/``run``/..., ``os.fork``/``system``/``exec*``/
+``spawn*``, ``multiprocessing``'s processes, ``pty.fork``, asyncio's subprocesses): a
+child that the process layer did not start is one whose death, environment and end no
+one answers for (the ones not moved yet are in :data:`STARTS_ALLOWED`).  Exit
 status 0 when clean; otherwise one line per offending import
 (``file:line: a -> b``) and status 1.
 """
@@ -77,6 +84,47 @@ SHARED_BY_BOTH_SIDES = ("pytest_gpucheck.processes.wire", "pytest_gpucheck.proce
                         "pytest_gpucheck.processes.sticky_errors")
 #: Calls whose first string argument names a module that gets imported.
 IMPORTING_CALLS = ("import_module", "import_plugin", "__import__")
+#: The longest module and function of the plugin's package, in lines: past them a file
+#: holds several roles, a function several steps (the benchmark package's 982-line
+#: gate.py and 128-line ``_interleaved``, issue 42).
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+#: Modules (``path``) and functions (``path::name``) allowed past those limits for now,
+#: each with why; a split one must leave this list (an entry that no longer applies is
+#: an error too, so the list only shrinks).
+TOO_LONG_ALLOWED = {
+    # Not yet split: the plugin's hooks (routing, selection, reporting) in one module.
+    "pytest_gpucheck/plugin.py": "not yet split",
+    # Not yet split: the report's model, writers and the rerun command in one module.
+    "pytest_gpucheck/reporting/report.py": "not yet split",
+    # Not yet split: a child pytest's whole life (start, read, time out, signals).
+    "pytest_gpucheck/processes/batch.py::run_child_pytest": "not yet split",
+}
+#: The module a process-starting call lives in -> the calls of it that start one.
+PROCESS_STARTERS = {
+    "subprocess": ("Popen", "run", "call", "check_call", "check_output", "getoutput",
+                   "getstatusoutput"),
+    "os": ("fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp", "spawnl",
+           "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
+           "execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe"),
+    "pty": ("fork", "spawn"),
+    "multiprocessing": ("Process", "Pool", "get_context", "Manager"),
+    "asyncio": ("create_subprocess_exec", "create_subprocess_shell"),
+    "concurrent.futures": ("ProcessPoolExecutor",),
+}
+#: Modules outside the process layer that still start a process, each with why (the
+#: list only shrinks: an entry that starts nothing any more is an error).
+STARTS_ALLOWED = {
+    # Not yet moved: one short-lived `git rev-parse HEAD` for the report's commit.
+    "pytest_gpucheck/reporting/report.py": "not yet moved",
+    # Not yet moved: one short-lived `compute-sanitizer --version` probe.
+    "pytest_gpucheck/sanitizer/plugin.py": "not yet moved",
+    # Not yet moved: the MPI layer's GPU-aware probe, its per-rank crash reporter and
+    # the JAX multi-process children (the MPI launcher goes through the process layer).
+    "pytest_gpucheck/mpi/gpu_aware.py": "not yet moved",
+    "pytest_gpucheck/mpi/rank_session.py": "not yet moved",
+    "pytest_gpucheck/mpi/jax_processes.py": "not yet moved",
+}
 
 
 def module_name(path: Path) -> str:
@@ -368,6 +416,97 @@ def backends_importing_backends() -> list[str]:
     return problems
 
 
+def _plugin_files() -> Iterator[Path]:
+    """The plugin package's own modules (``pytest_gpucheck/``; the suites and the
+    references are folders of their own)."""
+    yield from sorted((ROOT / PACKAGE_DIRS["pytest_gpucheck"]).rglob("*.py"))
+
+
+def too_long() -> list[str]:
+    """Modules over :data:`MAX_MODULE_LINES` and functions over :data:`MAX_FUNCTION_LINES`
+    of the plugin's package, except those :data:`TOO_LONG_ALLOWED` names; an allowed
+    entry that is no longer too long is named too (take it off the list)."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    present: set[str] = set()  # every module and function there is
+    for path in _plugin_files():
+        rel = path.relative_to(ROOT).as_posix()
+        present.add(rel)
+        text = path.read_text(encoding="utf-8")
+        lines = len(text.splitlines())
+        if lines > MAX_MODULE_LINES:
+            seen.add(rel)
+            if rel not in TOO_LONG_ALLOWED:
+                problems.append(f"{rel}: {lines} lines, over {MAX_MODULE_LINES}; split it "
+                                "by role")
+        for node in ast.walk(ast.parse(text, str(path))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            key = f"{rel}::{node.name}"
+            present.add(key)
+            if length > MAX_FUNCTION_LINES:
+                seen.add(key)
+                if key not in TOO_LONG_ALLOWED:
+                    problems.append(f"{rel}:{node.lineno}: {node.name} is {length} lines, "
+                                    f"over {MAX_FUNCTION_LINES}; split it into steps")
+    for key in sorted(set(TOO_LONG_ALLOWED) - seen):
+        if key in present:
+            problems.append(f"{key} is allowed past the length limits but is within them "
+                            "now; take it off TOO_LONG_ALLOWED in scripts/check_layers.py")
+    return problems
+
+
+def _started_by(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """The process-starting call (``subprocess.Popen``, through any alias the module
+    imported it as) or import (``from os import fork``) that ``node`` is, or None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        owner = ast.unparse(node.func.value)
+        owner = aliases.get(owner, owner)
+        if node.func.attr in PROCESS_STARTERS.get(owner, ()):
+            return f"{owner}.{node.func.attr}"
+    if isinstance(node, ast.ImportFrom) and not node.level:
+        starters = PROCESS_STARTERS.get(node.module or "", ())
+        for alias in node.names:
+            if alias.name in starters:
+                return f"{node.module}.{alias.name}"
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            # multiprocessing.connection (a socket's framing) starts nothing.
+            if alias.name == "multiprocessing" or (alias.name.startswith("multiprocessing.")
+                                                   and alias.name != "multiprocessing.connection"):
+                return alias.name
+    return None
+
+
+def processes_started_outside() -> list[str]:
+    """Calls and imports that start a process in a module of the plugin's package outside
+    the process layer (``pytest_gpucheck/processes/``), except :data:`STARTS_ALLOWED`."""
+    problems: list[str] = []
+    starting: set[str] = set()
+    for path in _plugin_files():
+        rel = path.relative_to(ROOT).as_posix()
+        if _within(module_name(path), (PROCESS_LAYER,)):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        aliases = {alias.asname: alias.name for node in ast.walk(tree)
+                   if isinstance(node, ast.Import) for alias in node.names if alias.asname}
+        for node in ast.walk(tree):
+            started = _started_by(node, aliases)
+            if started is None:
+                continue
+            starting.add(rel)
+            if rel not in STARTS_ALLOWED:
+                problems.append(f"{rel}:{getattr(node, 'lineno', 0)}: {started} starts a "
+                                "process outside the process layer; start it through "
+                                "pytest_gpucheck.processes (name what you need in its face)")
+    for rel in sorted(set(STARTS_ALLOWED) - starting):
+        if (ROOT / rel).is_file():
+            problems.append(f"{rel} is allowed to start processes but starts none now; take "
+                            "it off STARTS_ALLOWED in scripts/check_layers.py")
+    return problems
+
+
 def check() -> list[str]:
     problems: list[str] = []
     edges: dict[str, set[str]] = {}
@@ -395,6 +534,8 @@ def check() -> list[str]:
         problems.extend(f"  {where[(a, b)]}" for a, b in itertools.pairwise(cycle))
     problems.extend(module_cycles())
     problems.extend(backends_importing_backends())
+    problems.extend(too_long())
+    problems.extend(processes_started_outside())
     return problems
 
 
@@ -413,7 +554,9 @@ def main(argv: list[str]) -> int:
     count = sum(1 for _ in project_files())
     print(f"layers ok: {count} modules, imports only point down, no cycle between "
           "subpackages or modules, no backend imports another, the process layer reached "
-          "through its face")
+          f"through its face and the only one to start processes, no module over "
+          f"{MAX_MODULE_LINES} lines or function over {MAX_FUNCTION_LINES} (but "
+          f"{len(TOO_LONG_ALLOWED)} not yet split)")
     return 0
 
 

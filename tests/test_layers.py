@@ -28,6 +28,7 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
         (root / package).mkdir(parents=True, exist_ok=True)
         (root / package / "__init__.py").write_text("", encoding="utf-8")
     for name, code in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(code, encoding="utf-8")
     return root
 
@@ -52,7 +53,12 @@ CLEAN = {
     # import each other.
     "pytest_gpucheck/mpi/spawn.py": "from ..processes import run_child_pytest\n",
     "pytest_gpucheck/processes/__init__.py": "from .controller import run_child_pytest\n",
-    "pytest_gpucheck/processes/controller.py": "from .guard import os\n",
+    "pytest_gpucheck/processes/controller.py": (
+        "from .guard import os\nimport subprocess\n\n\ndef start():\n"
+        "    return subprocess.Popen(['true'])\n"),
+    # A socket's framing starts nothing; a module and a function at their limits pass.
+    "pytest_gpucheck/wire_user.py": "from multiprocessing.connection import Connection\n",
+    "pytest_gpucheck/at_limits.py": "def f():\n" + "    x = 1\n" * 79 + "\n" * 520,
     "pytest_gpucheck/processes/guard.py": "import os\n",
     "reference_kernels/x.py": "import numpy\n",
 }
@@ -89,6 +95,27 @@ CLEAN = {
      "pytest_gpucheck.core -> pytest_gpucheck.processes.guard reaches inside"),
     ("core and a subpackage import each other", {"pytest_gpucheck/devices.py":
         "from .mpi.checks import x\n"}, "import cycle: "),
+    ("a module outside the process layer runs a command", {"pytest_gpucheck/core.py":
+        "import subprocess\nsubprocess.run(['git', 'rev-parse', 'HEAD'])\n"},
+     "pytest_gpucheck/core.py:2: subprocess.run starts a process outside the process layer"),
+    ("a feature starts a child under another name", {"pytest_gpucheck/mpi/checks.py":
+        "import subprocess as sp\n\n\ndef f():\n    return sp.Popen(['x'])\n"},
+     "pytest_gpucheck/mpi/checks.py:5: subprocess.Popen starts a process outside"),
+    ("a core module forks", {"pytest_gpucheck/core.py": "import os\npid = os.fork()\n"},
+     "os.fork starts a process outside the process layer"),
+    ("a core module imports multiprocessing's processes", {"pytest_gpucheck/core.py":
+        "from multiprocessing import Process\n"}, "multiprocessing.Process starts a process"),
+    ("a module over 600 lines", {"pytest_gpucheck/at_limits.py": "x = 1\n" * 601},
+     "pytest_gpucheck/at_limits.py: 601 lines, over 600; split it by role"),
+    ("a function over 80 lines", {"pytest_gpucheck/at_limits.py":
+        "def f():\n" + "    x = 1\n" * 80},
+     "pytest_gpucheck/at_limits.py:1: f is 81 lines, over 80; split it into steps"),
+    ("a module allowed past the limits is within them", {"pytest_gpucheck/plugin.py":
+        "x = 1\n"}, "pytest_gpucheck/plugin.py is allowed past the length limits but is "
+     "within them now; take it off TOO_LONG_ALLOWED"),
+    ("a module allowed to start processes starts none", {"pytest_gpucheck/mpi/gpu_aware.py":
+        "x = 1\n"}, "pytest_gpucheck/mpi/gpu_aware.py is allowed to start processes but "
+     "starts none now; take it off STARTS_ALLOWED"),
 ])
 def test_a_tree_that_breaks_a_rule_is_rejected(tmp_path: Path, name: str,
                                                files: dict[str, str], message: str) -> None:

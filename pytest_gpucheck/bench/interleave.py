@@ -42,12 +42,10 @@ import importlib.machinery
 import importlib.util
 import os
 import socket
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,10 +54,7 @@ import pytest
 
 from pytest_gpucheck.bench.measure import minor_faults
 from pytest_gpucheck.environment import (
-    CONFTESTS_VARIABLE,
     PARENT_VARIABLE,
-    REPORT_SINK_VARIABLE,
-    SERVE_VARIABLE,
 )
 from pytest_gpucheck.processes import start_orphan_guard
 
@@ -67,22 +62,6 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from pytest_gpucheck.backends.base import Backend
-
-#: Seconds the lead waits for the peer to end after asking it to: twenty peers (ten
-#: pairs) ending at once on a 2-core machine at load average 25 took more than 30 s
-#: for three of them, each after its last round.
-STOP_TIMEOUT = 120.0
-#: Lines of the peer's output quoted when it fails.
-LOG_TAIL = 12
-#: Environment variables of this process the peer must not inherit: xdist's, and those
-#: that make this process a child of the plugin (an isolation worker, the simulator
-#: child): a peer started there would write its reports into that child's report sink
-#: (the parent would take the baseline's results for the candidate's) and load the
-#: candidate's conftests in the baseline checkout.
-_DROPPED_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
-                "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS", REPORT_SINK_VARIABLE,
-                CONFTESTS_VARIABLE, PARENT_VARIABLE, SERVE_VARIABLE)
-
 
 @functools.cache
 def _libc() -> ctypes.CDLL | None:
@@ -265,182 +244,6 @@ def time_pair(base: Any, cand: Any, pair: int, per: int) -> tuple[list[float], l
         if timed:
             samples[side].append(seconds)
     return samples["baseline"], samples["candidate"]
-
-
-class PeerError(Exception):
-    """The baseline process failed; the message is one line naming what to do."""
-
-
-@dataclass
-class PeerStart:
-    """The peer's answer to ``run``: ready to time rounds, or why not."""
-
-    ready: bool
-    facts: dict[str, Any] = field(default_factory=dict)
-    #: Why there is no baseline for this benchmark ("" when ready).
-    reason: str = ""
-
-
-class BaselinePeer:
-    """The lead's handle on the peer process running in the baseline checkout."""
-
-    def __init__(self, config: pytest.Config, checkout: Path, nodeids: list[str],
-                 role: str = "baseline", files: list[str] | None = None,
-                 cpus: tuple[int, ...] | None = None,
-                 threads: int | None = None, placement_seed: int | None = None) -> None:
-        self.checkout = checkout
-        #: "baseline" (the other checkout) or "candidate" (this one, in a process of
-        #: its own so that both sides are timed alike).
-        self.role = role
-        self.rootdir = Path(config.rootpath)
-        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the peer
-            prefix="gpucheck-baseline-peer-", suffix=".log", delete=False)
-        lead, peer = socket.socketpair()
-        files_of_ids = sorted({nodeid.split("::")[0] for nodeid in nodeids})
-        # Files missing from the checkout are new benchmarks: asking for them would
-        # end the peer's collection with "file not found".
-        present = [f for f in files_of_ids if (checkout / f).exists()]
-        if files is not None:
-            # This checkout's own test files by path (the stored gate's fresh processes):
-            # a file outside the rootdir has no file part in its node id.
-            present = list(files)
-        # Through this module's main: it makes the checkout import its own code first.
-        args = [sys.executable, "-m", __name__, str(self.rootdir), "--",
-                f"--rootdir={checkout}", "-p", "no:cacheprovider",
-                f"--gpu-bench-peer={peer.fileno()}", "-q", *_passed_options(config), *present]
-        env = pinned_environment({k: v for k, v in os.environ.items()
-                                  if k not in _DROPPED_ENV}, cpus, threads, placement_seed)
-        try:
-            self.process = subprocess.Popen(args, cwd=checkout, env=env, stdout=self._log,
-                                            stderr=subprocess.STDOUT, pass_fds=(peer.fileno(),))
-        except OSError as exc:
-            lead.close()
-            raise PeerError(f"could not start the {role} process in {checkout}: {exc}") \
-                from None
-        finally:
-            peer.close()
-        self.conn = Connection(lead.detach())
-        self.collected: set[str] = set()
-        self.collection_errors = 0
-        #: Minor page faults per call of each round this process timed.
-        self.faults: list[float] = []
-        self.conn.send(("hello", str(self.rootdir)))
-
-    def wait_collected(self) -> None:
-        """Wait for the process to have collected its tests (processes started together
-        collect at the same time)."""
-        kind, *rest = self._receive(f"collect the {self.role} checkout's tests")
-        if kind != "collected":
-            raise self._failed(f"answered {kind!r} to its start")
-        self.collected = set(rest[0])
-        self.collection_errors = int(rest[1])
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def begin(self, nodeid: str, iterations: int) -> PeerStart:
-        """Ask the peer to run test ``nodeid`` up to its benchmark (``iterations`` calls
-        per round); it answers when its warm-up is done, or why it cannot."""
-        if nodeid not in self.collected:
-            errors = (f" ({self.collection_errors} collection error(s) there: see "
-                      f"{self._log.name})" if self.collection_errors else "")
-            return PeerStart(False, reason=f"{nodeid} is not a test in the {self.role} "
-                                           f"checkout {self.checkout}{errors}")
-        self.conn.send(("run", nodeid, int(iterations)))
-        kind, *rest = self._receive(f"start {nodeid}")
-        if kind == "ready":
-            return PeerStart(True, facts=dict(rest[0]))
-        outcome, message = rest
-        return PeerStart(False, reason=f"the {self.role}'s {nodeid} {outcome} before its "
-                                       f"benchmark: {message}")
-
-    def round(self) -> float:
-        """One timed round of the baseline: seconds per call (its page faults per call
-        go to :attr:`faults`)."""
-        self.conn.send(("round",))
-        kind, *rest = self._receive("time a round")
-        if kind != "sample":
-            raise self._failed(f"answered {kind!r} to a round")
-        self.faults.append(float(rest[1]) if len(rest) > 1 else 0.0)
-        return float(rest[0])
-
-    def end(self) -> tuple[str, str]:
-        """Let the baseline's test finish; its outcome and a one-line message."""
-        self.conn.send(("done",))
-        kind, *rest = self._receive("finish its test")
-        if kind != "finished":
-            raise self._failed(f"answered {kind!r} to the end of its benchmark")
-        return str(rest[0]), str(rest[1])
-
-    def release(self) -> None:
-        """Let the peer free the arrays of every replicate of the last benchmark."""
-        try:
-            self.conn.send(("release",))
-        except OSError as exc:
-            raise self._failed(f"closed its connection ({exc})") from None
-
-    def ask_to_stop(self) -> None:
-        """Tell the peer to end its session, without waiting (:meth:`close` waits)."""
-        if not self.conn.closed:
-            with contextlib.suppress(OSError):
-                self.conn.send(("stop",))
-
-    def close(self) -> str:
-        """Stop the peer and wait for it (killed after :data:`STOP_TIMEOUT`); "" or the
-        one line saying how it ended badly."""
-        with contextlib.suppress(OSError):
-            self.conn.send(("stop",))
-        self.conn.close()
-        try:
-            code = self.process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            return (f"gpucheck: the {self.role} process in {self.checkout} did not stop within "
-                    f"{STOP_TIMEOUT:g} s and was killed; its output: {self._log.name}")
-        self._log.close()
-        if code not in (0, 1, 5):
-            # 1: one of its tests failed (each verdict already says so); 5: none ran.
-            return (f"gpucheck: the {self.role} process in {self.checkout} exited with code "
-                    f"{code}; its output: {self._log.name}")
-        os.unlink(self._log.name)
-        return ""
-
-    # -- internals -----------------------------------------------------------------
-    def _receive(self, doing: str) -> tuple[Any, ...]:
-        """The peer's next message; a peer that died or closed its end raises."""
-        while not self.conn.poll(1.0):
-            if self.process.poll() is not None:
-                raise self._failed(f"exited with code {self.process.returncode} while asked "
-                                   f"to {doing}")
-        try:
-            message = self.conn.recv()
-        except (EOFError, OSError):
-            self.process.wait()
-            raise self._failed(f"exited with code {self.process.returncode} while asked to "
-                               f"{doing}") from None
-        return tuple(message)
-
-    def _failed(self, what: str) -> PeerError:
-        self._log.flush()
-        tail = Path(self._log.name).read_text(errors="replace").splitlines()[-LOG_TAIL:]
-        last = next((line.strip() for line in reversed(tail) if line.strip()), "no output")
-        return PeerError(f"the {self.role} process in {self.checkout} {what}: {last} (its whole "
-                         f"output: {self._log.name})")
-
-
-def _passed_options(config: pytest.Config) -> list[str]:
-    """The lead's options the peer needs to run the same items the same way."""
-    args = []
-    backends = config.getoption("gpu_backends", None)
-    if backends:
-        args.append(f"--gpu-backends={backends}")
-    if config.getoption("gpu_bench_l2_flush", False):
-        args.append("--gpu-bench-l2-flush")
-    if config.pluginmanager.hasplugin("xdist"):
-        args.append("-n0")  # an addopts "-n auto" of the checkout must not spread the peer
-    return args
 
 
 @contextmanager
@@ -688,7 +491,7 @@ def main(argv: list[str]) -> int:
     # The lead started this process directly: when the lead disappears (SIGKILL, a
     # crash, SIGTERM's default action), this process must not go on with a test or a
     # collection that may take minutes; the guard ends it within a quarter second.
-    # Its own variable (not inherited: _DROPPED_ENV) names the lead.
+    # Its own variable (not inherited: PEER_DROPPED_ENV, the process layer's) names the lead.
     start_orphan_guard({PARENT_VARIABLE: f"{os.getppid()}@{socket.gethostname()}"})
     sys.meta_path.insert(0, CheckoutImports(Path(lead), Path.cwd()))
     apply_pinning()

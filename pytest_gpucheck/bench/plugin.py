@@ -36,10 +36,10 @@ from pytest_gpucheck.bench.settings import (
 
 if TYPE_CHECKING:
     from pytest_gpucheck.bench.fixture import GpuBenchmark
-    from pytest_gpucheck.bench.gate import Verdict
     from pytest_gpucheck.bench.interleave import PeerServer
-    from pytest_gpucheck.bench.records import BenchmarkRecord
+    from pytest_gpucheck.bench.run import GateRun
     from pytest_gpucheck.bench.session import BenchSession
+    from pytest_gpucheck.bench.timed import Timing
     from pytest_gpucheck.hookspecs import ReportSection
 
 MARKER = ("gpu_bench(**settings): settings of this benchmark: rounds, warmup_rounds, "
@@ -47,12 +47,11 @@ MARKER = ("gpu_bench(**settings): settings of this benchmark: rounds, warmup_rou
           "keep_fraction, relative_min_effect (regression gate).")
 
 FEATURE_KEY: pytest.StashKey[BenchFeature] = pytest.StashKey()
-RECORD_KEY: pytest.StashKey[BenchmarkRecord] = pytest.StashKey()
-#: With --gpu-bench-against: the baseline checkout's record of the item, or why none.
-AGAINST_KEY: pytest.StashKey[BenchmarkRecord | str] = pytest.StashKey()
+#: A benchmark's way through the gate (bench/run.py): its settings, level, record,
+#: baseline and verdict, built once when its fixture is set up.
+RUN_KEY: pytest.StashKey[GateRun] = pytest.StashKey()
 #: In the baseline checkout's process (--gpu-bench-peer): the server of the lead.
 PEER_KEY: pytest.StashKey[PeerServer] = pytest.StashKey()
-VERDICT_KEY: pytest.StashKey[Verdict] = pytest.StashKey()
 #: Options that make a run use the feature from the start (and validate it up front).
 EAGER_OPTIONS = ("gpu_bench_save", "gpu_bench_compare", "gpu_bench_plot", "gpu_bench_baseline",
                  "gpu_bench_l2_flush", "gpu_bench_against", "gpu_bench_family_level",
@@ -337,66 +336,41 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
     the test body, and a significant regression fails the test.
     """
     from pytest_gpucheck.backends import get_backend
-    from pytest_gpucheck.bench.fixture import GpuBenchmark, marker_settings
+    from pytest_gpucheck.bench.fixture import GpuBenchmark
+    from pytest_gpucheck.bench.run import gate_run
 
     session = request.config.stash[FEATURE_KEY].session
     if "gpu_backend" in request.fixturenames:
         backend = request.getfixturevalue("gpu_backend")
     else:
         backend = get_backend("numpy")
-    from pytest_gpucheck.bench.gate import settings_for
-
-    measure, gate_kwargs = marker_settings(request.node)
-    item = request.node
-    try:
-        gate = settings_for(item.nodeid, session.gate, session.overrides, gate_kwargs)
-    except ValueError as exc:
-        pytest.fail(f"gpu_bench gate settings of {item.nodeid}: {exc}", pytrace=False)
-
-    def keep(record: BenchmarkRecord) -> None:
-        # Saved with the record: a stored baseline says which kind of process measured it.
-        record.extra["process_mode"] = session.process_mode
-        item.stash[RECORD_KEY] = record
-        session.local_records.append(record)
-
-    def keep_baseline(baseline: BenchmarkRecord | str) -> None:
-        item.stash[AGAINST_KEY] = baseline
-
     config = request.config
     disabled_by_user = bool(config.getoption("benchmark_disable", False)) and not bool(
         config.getoption("benchmark_enable", False))
-    against = progress = decide = None
-    if session.against is not None and not disabled_by_user:
-        def against(count: int) -> Any:
-            return session.peers(request.session, count)
+    interleaved = session.against is not None and not disabled_by_user
+    run = gate_run(request.node, session, lambda line: _write_now(config, line), interleaved)
+    request.node.stash[RUN_KEY] = run
+    return GpuBenchmark(benchmark, backend, run, session.measure,
+                        session.store if session.compare else None, disabled_by_user,
+                        timing=_timing(session, run, disabled_by_user),
+                        peer_server=config.stash.get(PEER_KEY, None))
 
-        number = session.started_benchmark()
 
-        def progress(done: int, pairs: int, baseline: list[float], current: list[float],
-                     per: int, share: float = 1.0) -> None:
-            from pytest_gpucheck.bench.gate import progress_line
+def _timing(session: BenchSession, run: GateRun, disabled_by_user: bool) -> Timing | None:
+    """How the benchmark's rounds are timed away from its own process: beside the
+    baseline checkout (``--gpu-bench-against``), or in fresh processes (``--gpu-bench-save``
+    / ``--gpu-bench-compare``); None: in its own process."""
+    if disabled_by_user:
+        return None
+    if session.against is not None:
+        from pytest_gpucheck.bench.paired import Interleaved
 
-            family = session.family_size(request.session)
-            _write_now(config, progress_line(item.nodeid, number, family, done, pairs,
-                                             baseline, current, per,
-                                             session.family_level / family, share))
+        return Interleaved(run)
+    if session.in_processes:
+        from pytest_gpucheck.bench.fresh import InFreshProcesses
 
-        def decide(figures: list[float], share: float) -> bool:
-            # At the level the benchmark's test is judged at (bench/session.py: the
-            # family's over the benchmarks collected), this look's share of it.
-            from pytest_gpucheck.bench.gate import look_decides
-
-            return look_decides(figures, gate, session.family_level
-                                / session.family_size(request.session), share)
-    processes = None
-    if session.in_processes and not disabled_by_user:
-        def processes() -> Any:
-            return session.fresh_processes(request.session)
-    return GpuBenchmark(benchmark, backend, item.nodeid, session.measure, measure,
-                        session.store if session.compare else None, keep, disabled_by_user,
-                        gate, against=against, on_baseline=keep_baseline,
-                        peer_server=config.stash.get(PEER_KEY, None), progress=progress,
-                        processes=processes, decide=decide)
+        return InFreshProcesses(run)
+    return None
 
 
 def _write_now(config: pytest.Config, line: str) -> None:
@@ -427,11 +401,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         if feature._session is not None and feature._session.pairs:
             # The pairs a later look added end now, not with the session.
             feature._session.retire_extra_pairs()
-    record = item.stash.get(RECORD_KEY, None)
-    session = item.config.stash[FEATURE_KEY].session if record is not None else None
-    if record is not None and session is not None and session.gating:
-        verdict = session.judge(item, record, item.stash.get(AGAINST_KEY, None))
-        item.stash[VERDICT_KEY] = verdict
+    run = item.stash.get(RUN_KEY, None)
+    record = run.record if run is not None else None
+    if run is not None and record is not None and run.session.gating:
+        verdict = run.judge()
         # Saved with the record, so the baseline history shows the gate's decisions.
         record.extra["gate"] = verdict.status
         if verdict.status == "regression" and not verdict.advisory:
@@ -446,9 +419,10 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    record = item.stash.get(RECORD_KEY, None)
-    if call.when == "call" and record is not None:
-        verdict = item.stash.get(VERDICT_KEY, None)
+    run = item.stash.get(RUN_KEY, None)
+    record = run.record if run is not None else None
+    if call.when == "call" and run is not None and record is not None:
+        verdict = run.verdict
         # A plain attribute: pytest-xdist and the simulator child serialize it.
         report.gpucheck_bench = {  # type: ignore[attr-defined]
             "record": record.as_dict(),

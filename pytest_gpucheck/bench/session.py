@@ -6,9 +6,9 @@ Imported when pytest configures, not when it loads the plugin, so a plain
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_gpucheck.bench.baseline import BaselineError, BaselineStore
-from pytest_gpucheck.bench.fixture import MeasureDefaults, marker_settings
+from pytest_gpucheck.bench.fixture import MeasureDefaults
 from pytest_gpucheck.bench.gate import (
     INTERLEAVED,
     GateSettings,
@@ -24,29 +24,30 @@ from pytest_gpucheck.bench.gate import (
     compare,
     compare_interleaved,
     cross_mode_refusal,
-    format_verdict,
     judge_family,
     judge_stored_family,
-    parse_override_line,
-    settings_for,
     stored_first_step,
 )
-from pytest_gpucheck.bench.interleave import BaselinePeer
+from pytest_gpucheck.bench.gate.settings import (
+    float_ini,
+    gate_from_config,
+    read_against_folder,
+    read_budget,
+    read_family_level,
+    read_inconclusive,
+    read_pin,
+    read_placement_seed,
+    stored_fails,
+)
+from pytest_gpucheck.bench.peers import BaselinePeer, start_collected
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.session_ceiling import apply_session_ceilings
 from pytest_gpucheck.bench.settings import (
-    DEFAULT_ALPHA,
     DEFAULT_BASELINE_DIR,
-    DEFAULT_BUDGET,
-    DEFAULT_DETECT_EFFECT,
     DEFAULT_FAMILY_LEVEL,
-    DEFAULT_INCONCLUSIVE,
     DEFAULT_PIN,
-    DEFAULT_POWER,
     DEFAULT_PROCESSES,
     DEFAULT_REPLICATES,
-    INCONCLUSIVE_CHOICES,
-    PIN_CHOICES,
 )
 from pytest_gpucheck.bench.stored import (
     MEETS_TARGETS,
@@ -54,7 +55,7 @@ from pytest_gpucheck.bench.stored import (
     judge_stored_processes,
     summaries_of,
 )
-from pytest_gpucheck.bench.summary import gate_markdown, gate_terminal_lines
+from pytest_gpucheck.bench.summary import publish, some_of
 from pytest_gpucheck.bench.timing import CPU_CLOCK_CHOICES
 from pytest_gpucheck.hookspecs import ReportSection
 
@@ -145,22 +146,14 @@ class BenchSession:
         if len(self.pairs) < wanted:
             nodeids = [item.nodeid for item in session.items
                        if "gpu_benchmark" in getattr(item, "fixturenames", ())]
-            started = []
-            try:
-                for index in range(len(self.pairs), wanted):
-                    base = BaselinePeer(session.config, self.against, nodeids,
-                                        **self.peer_placement(index, "baseline"))
-                    started.append(base)
-                    cand = BaselinePeer(session.config, Path(session.config.rootpath), nodeids,
-                                        role="candidate",
-                                        **self.peer_placement(index, "candidate"))
-                    started.append(cand)
-                for peer in started:
-                    peer.wait_collected()
-            except BaseException:
-                for peer in started:
-                    peer.close()
-                raise
+            against, here = self.against, Path(session.config.rootpath)
+            started = start_collected([
+                starter for index in range(len(self.pairs), wanted) for starter in (
+                    functools.partial(BaselinePeer, session.config, against, nodeids,
+                                      **self.peer_placement(index, "baseline")),
+                    functools.partial(BaselinePeer, session.config, here, nodeids,
+                                      role="candidate",
+                                      **self.peer_placement(index, "candidate")))])
             first = not self.pairs
             self.pairs += list(zip(started[::2], started[1::2], strict=True))
             if first:
@@ -204,19 +197,9 @@ class BenchSession:
 
             plan = pinning_plan(self.pin)
             threads = plan.threads if plan is not None else None
-            started: list[BaselinePeer] = []
-            try:
-                for _ in range(self.measure.processes):
-                    started.append(BaselinePeer(session.config, Path(session.config.rootpath),
-                                                nodeids, role="fresh", files=files,
-                                                threads=threads))
-                for peer in started:
-                    peer.wait_collected()
-            except BaseException:
-                for peer in started:
-                    peer.close()
-                raise
-            self.fresh = started
+            self.fresh = start_collected([functools.partial(
+                BaselinePeer, session.config, Path(session.config.rootpath), nodeids,
+                role="fresh", files=files, threads=threads)] * self.measure.processes)
         return self.fresh
 
     def peer_placement(self, index: int, role: str) -> dict[str, Any]:
@@ -234,40 +217,34 @@ class BenchSession:
                 "placement_seed": seed}
 
     def judge(self, item: pytest.Item, record: BenchmarkRecord,
-              against: BenchmarkRecord | str | None = None) -> Verdict:
-        _, marker_gate = marker_settings(item)
-        try:
-            settings = settings_for(record.name, self.gate, self.overrides, marker_gate)
-        except ValueError as exc:
-            pytest.fail(f"gpu_bench gate settings of {record.name}: {exc}", pytrace=False)
+              against: BenchmarkRecord | str | None, *, settings: GateSettings, level: float,
+              family: int) -> Verdict:
+        """The verdict of ``record`` as its test ends, with the benchmark's ``settings``
+        at its two-sided ``level`` over the ``family`` of benchmarks collected (its
+        :class:`~.run.GateRun`'s: Bonferroni now, Holm over the run at its end)."""
         env = record.environment
         if self.against is not None:
             if isinstance(against, BenchmarkRecord):
-                # Each benchmark's test is judged as it ends, at the family's level over
-                # every benchmark collected (Bonferroni): a regression found now is one
-                # Holm's method over the run confirms at its end, whatever the others.
-                family = self.family_size(item.session)
-                return compare_interleaved(against, record, settings,
-                                           level=self.family_level / family, family=family)
+                # At the family's level over every benchmark collected: a regression
+                # found now is one Holm's method over the run confirms at its end.
+                return compare_interleaved(against, record, settings, level=level,
+                                           family=family)
             return Verdict(record.name, record.backend, env.device_model, "no-baseline",
                            new_median=record.median, settings=settings,
                            relative_to=INTERLEAVED, reason=against or (
                                f"the baseline checkout {self.against} did not time it"))
         baseline = self.store.baseline(record.name, env.device_model, record.backend)
         if baseline is not None and summaries_of(baseline) and summaries_of(record):
-            # Process against process, at the family's level over every benchmark
-            # collected (Holm's first step; the step-down at the run's end).
-            family = self.family_size(item.session)
-            verdict = compare_processes(baseline, record, settings, self.family_level / family,
-                                        family, cross_mode=self.cross_mode)
+            # Process against process (Holm's first step; the step-down at the run's end).
+            verdict = compare_processes(baseline, record, settings, level, family,
+                                        cross_mode=self.cross_mode)
             return replace(verdict, advisory=verdict.status == "regression"
                            and not self.stored_fails)
         verdict = compare(baseline, record, settings, cross_mode=self.cross_mode)
         if self.stored_fails:
             # Failing, the stored comparisons are one family too (Holm's first step now,
             # the step-down at the run's end: judge_the_family).
-            family = self.family_size(item.session)
-            verdict = stored_first_step(verdict, self.family_level / family, family)
+            verdict = stored_first_step(verdict, level, family)
         elif verdict.status == "regression":
             verdict = replace(verdict, advisory=True)
         if verdict.status == "no-baseline":
@@ -326,7 +303,7 @@ class BenchSession:
             raise pytest.UsageError(foreign_checkout_line(
                 str(config.getoption("gpu_bench_against")), self.against,
                 f"none of this run's {len(files)} benchmark file(s) is there (looked for "
-                f"{_some(files)})"))
+                f"{some_of(files)})"))
 
     def check_baseline_tests(self, session: pytest.Session, collected: set[str]) -> None:
         """Once the first baseline process collected its tests (before any timing): none of
@@ -341,7 +318,7 @@ class BenchSession:
             pytest.exit(foreign_checkout_line(
                 str(session.config.getoption("gpu_bench_against")), self.against,
                 f"none of this run's {len(wanted)} benchmark(s) is a test there (looked for "
-                f"{_some(wanted)})"), returncode=pytest.ExitCode.USAGE_ERROR)
+                f"{some_of(wanted)})"), returncode=pytest.ExitCode.USAGE_ERROR)
 
     def started_benchmark(self) -> int:
         """Count a benchmark that starts its interleaved timing; its number in the run."""
@@ -390,7 +367,7 @@ class BenchSession:
         if not data or report.when != "call":
             return
         record = BenchmarkRecord.from_dict(data["record"])
-        verdict = _verdict_from_dict(data["verdict"]) if data.get("verdict") else None
+        verdict = Verdict.from_dict(data["verdict"]) if data.get("verdict") else None
         self.results.append((record, verdict))
 
     def worker_done(self, workeroutput: dict[str, Any]) -> None:
@@ -442,7 +419,7 @@ class BenchSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not self.is_worker and (self.results or self.save_error or self.worker_saves
                                    or self.peer_error):
-            _publish(session.config, self)
+            publish(session.config, self)
 
 
 def benchmark_ids(session: pytest.Session) -> list[str]:
@@ -455,12 +432,6 @@ def benchmark_files(session: pytest.Session) -> list[str]:
     """The files of this run's benchmarks, as their node ids name them (relative to the
     rootdir, the path a baseline checkout has them at)."""
     return sorted({nodeid.split("::")[0] for nodeid in benchmark_ids(session)})
-
-
-def _some(names: list[str], shown: int = 3) -> str:
-    """``a, b, c and 4 more``."""
-    more = len(names) - shown
-    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def foreign_checkout_line(value: str, folder: Path, what: str) -> str:
@@ -502,15 +473,6 @@ def local_device_models(backends: list[str]) -> list[str]:
     return models
 
 
-def _float_ini(config: pytest.Config, name: str) -> float:
-    value = config.getini(name)
-    try:
-        return float(value)
-    except ValueError:
-        raise pytest.UsageError(f"ini {name} = {value!r} is not a number; "
-                                f"set it to a number such as {DEFAULT_ALPHA}") from None
-
-
 def session_from_config(config: pytest.Config) -> BenchSession:
     folder = (config.getoption("gpu_bench_baseline") or config.getini("gpu_bench_baseline")
               or str(config.rootpath / DEFAULT_BASELINE_DIR))
@@ -518,30 +480,15 @@ def session_from_config(config: pytest.Config) -> BenchSession:
     if plot and not str(plot).endswith(".html"):
         raise pytest.UsageError(f"--gpu-bench-plot={plot}: the plot is HTML; "
                                 "give a path ending in .html")
-    try:
-        gate = GateSettings(
-            alpha=_float_ini(config, "gpu_bench_alpha"),
-            min_effect=_float_ini(config, "gpu_bench_min_effect"),
-            min_rounds=int(_float_ini(config, "gpu_bench_min_rounds")),
-            keep_fraction=_float_ini(config, "gpu_bench_keep_fraction"),
-            relative_min_effect=_float_ini(config, "gpu_bench_relative_min_effect"),
-            detect_effect=_float_ini(config, "gpu_bench_detect_effect"),
-            power=_float_ini(config, "gpu_bench_power"),
-        )
-        gate.validate()
-        overrides = [line for line in config.getini("gpu_bench_overrides") if line.strip()]
-        for line in overrides:
-            gate.with_overrides(parse_override_line(line)[1])
-    except ValueError as exc:
-        raise pytest.UsageError(f"gpucheck benchmark gate settings: {exc}") from None
+    gate, overrides = gate_from_config(config)
     measure = MeasureDefaults(
-        rounds=int(_float_ini(config, "gpu_bench_rounds")),
-        max_rounds=int(_float_ini(config, "gpu_bench_max_rounds")),
-        warmup_rounds=int(_float_ini(config, "gpu_bench_warmup_rounds")),
+        rounds=int(float_ini(config, "gpu_bench_rounds")),
+        max_rounds=int(float_ini(config, "gpu_bench_max_rounds")),
+        warmup_rounds=int(float_ini(config, "gpu_bench_warmup_rounds")),
         l2_flush=bool(config.getoption("gpu_bench_l2_flush")),
         cpu_clock=str(config.getini("gpu_bench_cpu_clock")).strip(),
-        replicates=int(_float_ini(config, "gpu_bench_replicates")),
-        processes=int(_float_ini(config, "gpu_bench_processes")),
+        replicates=int(float_ini(config, "gpu_bench_replicates")),
+        processes=int(float_ini(config, "gpu_bench_processes")),
     )
     if measure.cpu_clock not in CPU_CLOCK_CHOICES:
         raise pytest.UsageError(f"ini gpu_bench_cpu_clock = {measure.cpu_clock!r}; "
@@ -559,16 +506,16 @@ def session_from_config(config: pytest.Config) -> BenchSession:
                                 "gate compares one summary per process and needs at least 2 "
                                 "processes a side to see how far they spread; set it to 2 or "
                                 f"more ({DEFAULT_PROCESSES} by default)")
-    against = _against_folder(config)
-    family_level = _family_level(config)
-    measure.budget = _budget(config)
-    pin = _pin(config)
-    inconclusive = _inconclusive(config)
+    against = read_against_folder(config)
+    family_level = read_family_level(config)
+    measure.budget = read_budget(config)
+    pin = read_pin(config)
+    inconclusive = read_inconclusive(config)
     if against is not None:
         from pytest_gpucheck.bench.interleave import pinning_plan
 
         measure.pin, measure.pin_plan = pin, pinning_plan(pin)
-        measure.placement_seed = _placement_seed(config)
+        measure.placement_seed = read_placement_seed(config)
     workerinput = getattr(config, "workerinput", None)
     session = BenchSession(
         store=BaselineStore(Path(folder)),
@@ -588,8 +535,7 @@ def session_from_config(config: pytest.Config) -> BenchSession:
         cross_mode=bool(config.getoption("gpu_bench_cross_mode", False)),
         inconclusive_fails=inconclusive == "fail",
         # Failing by default only where the stored mode's measured rates meet the targets.
-        stored_fails=MEETS_TARGETS or bool(config.getoption("gpu_bench_compare_fails", False))
-        or str(config.getini("gpu_bench_stored_fails")).strip().lower() in _TRUE,
+        stored_fails=stored_fails(config, MEETS_TARGETS),
     )
     try:
         session.store.check_folder()
@@ -602,31 +548,6 @@ def session_from_config(config: pytest.Config) -> BenchSession:
     except BaselineError as exc:
         raise pytest.UsageError(str(exc)) from None
     return session
-
-
-#: Ini values that switch a flag on.
-_TRUE = ("1", "true", "yes", "on")
-
-
-def _against_folder(config: pytest.Config) -> Path | None:
-    """``--gpu-bench-against=DIR``, checked before collection: a folder other than this
-    checkout, and not combined with stored baselines."""
-    value = config.getoption("gpu_bench_against", None)
-    if value is None:
-        return None
-    folder = Path(value).resolve()
-    if not folder.is_dir():
-        raise pytest.UsageError(f"--gpu-bench-against={value}: no such folder; check the "
-                                "baseline out there first (git worktree add "
-                                f"{value} origin/main)")
-    if folder == Path(config.rootpath).resolve():
-        raise pytest.UsageError(f"--gpu-bench-against={value} is this checkout itself; give "
-                                "a checkout of the baseline code (git worktree add ../base "
-                                "origin/main)")
-    if config.getoption("gpu_bench_compare", False):
-        raise pytest.UsageError("--gpu-bench-against and --gpu-bench-compare are two gates; "
-                                "use one (--gpu-bench-against on shared CI runners)")
-    return folder
 
 
 def process_mode(config: pytest.Config) -> str:
@@ -648,166 +569,9 @@ def process_mode(config: pytest.Config) -> str:
     return "in-process"
 
 
-def _number_setting(config: pytest.Config, name: str, valid: Callable[[float], bool],
-                    needs: str) -> float:
-    """The option ``--<name>`` (else ini ``<name>`` with underscores) as a number that
-    ``valid`` accepts; otherwise one usage line ending in what it ``needs``."""
-    key = name.replace("-", "_")
-    value = config.getoption(key, None)
-    where = f"--{name}"
-    if value is None:
-        value, where = config.getini(key), f"ini {key}"
-    try:
-        number = float(value)
-    except ValueError:
-        number = float("nan")
-    if not valid(number):
-        # The house's shape: an option as typed (--opt='value'), an ini key spaced.
-        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
-        raise pytest.UsageError(f"{shown}: {needs}")
-    return number
-
-
-def _family_level(config: pytest.Config) -> float:
-    """``--gpu-bench-family-level`` (else ini ``gpu_bench_family_level``), in (0, 1)."""
-    return _number_setting(config, "gpu-bench-family-level", lambda level: 0.0 < level < 1.0,
-                           "the chance that identical code fails the run must be a number "
-                           f"in (0, 1), such as {DEFAULT_FAMILY_LEVEL}")
-
-
-def _budget(config: pytest.Config) -> float:
-    """``--gpu-bench-budget`` (else ini ``gpu_bench_budget``): seconds per benchmark, > 0."""
-    return _number_setting(config, "gpu-bench-budget",
-                           lambda budget: 0.0 < budget < float("inf"),
-                           "the seconds a benchmark may take to decide must be a number "
-                           f"above 0, such as {DEFAULT_BUDGET:g}")
-
-
-def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], why: str) -> str:
-    """``--NAME`` (else ini ``name``, NAME with dashes) as one of ``choices``; another value
-    is one line naming the choices and ``why`` they matter."""
-    flag = "--" + name.replace("_", "-")
-    value = config.getoption(name, None)
-    where = flag
-    if value is None:
-        value, where = config.getini(name), f"ini {name}"
-    choice = str(value).strip().lower()
-    if choice not in choices:
-        shown = f"{where}={value!r}" if where.startswith("--") else f"{where} = {value!r}"
-        raise pytest.UsageError(f"{shown}: use {' or '.join(choices)} ({why})")
-    return choice
-
-
-def _pin(config: pytest.Config) -> str:
-    """``--gpu-bench-pin`` (else ini ``gpu_bench_pin``): split or off."""
-    return _choice(config, "gpu_bench_pin", PIN_CHOICES,
-                   "each side's own CPUs and thread pools, or as they are")
-
-
-def _inconclusive(config: pytest.Config) -> str:
-    """``--gpu-bench-inconclusive`` (else ini ``gpu_bench_inconclusive``): pass or fail."""
-    return _choice(config, "gpu_bench_inconclusive", INCONCLUSIVE_CHOICES,
-                   "whether a benchmark the gate could not decide fails the run; "
-                   f"{DEFAULT_INCONCLUSIVE} by default")
-
-
-def _placement_seed(config: pytest.Config) -> int:
-    """Ini ``gpu_bench_placement_seed``, else a fresh one (printed in every verdict, so a
-    run can be repeated with the same placement offsets)."""
-    value = str(config.getini("gpu_bench_placement_seed")).strip()
-    if not value:
-        return int.from_bytes(os.urandom(4), "little")
-    try:
-        return int(value)
-    except ValueError:
-        raise pytest.UsageError(f"ini gpu_bench_placement_seed = {value!r}: give a whole "
-                                "number, or leave it empty for a fresh seed") from None
-
-
 def hash_seed(seed: int, index: int, role: str) -> int:
     """The placement seed of pair ``index``'s process of ``role``, from the run's seed."""
     import hashlib
 
     digest = hashlib.sha256(f"{seed}:{index}:{role}".encode()).digest()
     return int.from_bytes(digest[:4], "little")
-
-
-def _verdict_from_dict(data: dict[str, Any]) -> Verdict:
-    settings = GateSettings(alpha=float(data["alpha"]), min_effect=float(data["min_effect"]),
-                            keep_fraction=float(data.get("keep_fraction", 1.0)),
-                            relative_min_effect=float(data.get("relative_min_effect", 0.05)),
-                            detect_effect=float(data.get("detect_effect", DEFAULT_DETECT_EFFECT)),
-                            power=float(data.get("power_target", DEFAULT_POWER)))
-    return Verdict(name=data["name"], backend=data["backend"], device=data["device"],
-                   status=data["status"], baseline_median=data["baseline_median"],
-                   new_median=data["new_median"], pvalue=data["pvalue"], settings=settings,
-                   reason=data.get("reason", ""), relative_to=data.get("relative_to", ""),
-                   relative_change=data.get("relative_change"), noise=data.get("noise"),
-                   power=data.get("power"),
-                   pair_figures=tuple(data["pair_figures"]) if data.get("pair_figures")
-                   else None,
-                   pair_blocks=tuple(tuple(b) for b in data["pair_blocks"])
-                   if data.get("pair_blocks") else None,
-                   interval=tuple(data["interval"]) if data.get("interval") else None,
-                   level=data.get("level"), family=data.get("family"),
-                   adjusted_p=data.get("adjusted_p"), advisory=bool(data.get("advisory")),
-                   process_figures=(tuple(data["process_figures"][0]),
-                                    tuple(data["process_figures"][1]))
-                   if data.get("process_figures") else None,
-                   looks=tuple(data["looks"]) if data.get("looks") else None,
-                   look_share=float(data.get("look_share") or 1.0),
-                   stopped=str(data.get("stopped") or ""), schedule=data.get("schedule"),
-                   budget=data.get("budget"), pinning=str(data.get("pinning") or ""),
-                   placement_seed=data.get("placement_seed"))
-
-
-def _publish(config: pytest.Config, state: BenchSession) -> None:
-    lines = gate_terminal_lines(state.results, compared=state.gating,
-                                family_level=state.family_level
-                                if state.against is not None or state.stored_fails else None,
-                                interleaved=state.against is not None)
-    errors = [state.save_error] if state.save_error else []
-    errors += [f"gpucheck benchmark gate: the run fails: Holm's step-down over the run's "
-               f"benchmarks found {format_verdict(verdict)}" for verdict in
-               state.family_regressions]
-    errors += [state.peer_error] if state.peer_error else []
-    if state.undecided:
-        names = _some([f"{v.name} [{v.backend}]" for v in state.undecided], 5)
-        compared = sum(v is not None and v.status in ("regression", "improvement", "unchanged",
-                                                      "inconclusive")
-                       for _, v in state.results)
-        line = (f"gpucheck benchmark gate: {len(state.undecided)} of {compared} compared "
-                f"benchmark(s) could not be decided (INCONCLUSIVE: {names}); this run does not "
-                "show that they did not slow down")
-        if state.inconclusive_fails:
-            errors.append(f"{line}; the run fails (--gpu-bench-inconclusive=fail)")
-        else:
-            lines.append(f"{line}; --gpu-bench-inconclusive=fail makes a required check fail "
-                         "on it")
-    if state.missing_in_baseline and state.against is not None:
-        missing = state.missing_in_baseline
-        lines.append(f"gpucheck benchmark gate: {len(missing)} benchmark(s) of this run are "
-                     f"not tests in the baseline checkout {state.against}, so nothing judged "
-                     f"them (new benchmarks, or a checkout of other code): {_some(missing, 5)}")
-    errors += [w["error"] for w in state.worker_saves if w.get("error")]
-    lines += errors
-    saved = (len(state.local_records) if state.saved else 0) + sum(
-        int(w.get("records", 0)) for w in state.worker_saves if not w.get("error"))
-    if saved and not errors:
-        lines.append(f"gpucheck: saved {saved} benchmark result(s) to {state.store.root}")
-    if state.plot is not None:
-        from pytest_gpucheck.bench.plot import write_plot
-
-        write_plot(state.plot, state.results, state.store)
-        lines.append(f"gpucheck: benchmark plot written to {state.plot}")
-    data = {
-        "compared": state.gating,
-        "against": str(state.against) if state.against is not None else None,
-        "baseline_dir": str(state.store.root),
-        "results": [{"record": record.as_dict(),
-                     "verdict": verdict.as_dict() if verdict else None}
-                    for record, verdict in state.results],
-    }
-    # The report asks for it (pytest_gpucheck_report_sections, bench/plugin.py).
-    state.section = ReportSection("benchmarks", data,
-                                  gate_markdown(state.results, compared=state.gating), lines)

@@ -317,6 +317,10 @@ def normal_sf(z: np.ndarray) -> np.ndarray:
     return 0.5 * np.where(x >= 0.0, erfc, 2.0 - erfc)
 
 
+# A pure function of numbers, asked the same question by a look, the test's verdict,
+# the run's family at the same level and the advice of an inconclusive one: computed
+# once per question.
+@functools.lru_cache(maxsize=4096)
 def pair_power(sigma: float, pairs: int, shift: float, level: float, floor: float) -> float:
     """Probability that the pair test flags a regression of ``shift`` (log units): the
     lower end of the (1 - ``level``) interval above 0 *and* the mean above ``floor``,

@@ -46,7 +46,11 @@ from pytest_gpucheck.bench.gate import (
     Verdict,
     as_change,
     compare,
+    decide,
     holm_members,
+    mismatch,
+    record_notes,
+    undecided,
 )
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.stats import t_power, two_sample_test
@@ -85,13 +89,11 @@ def compare_processes(baseline: BenchmarkRecord | None, current: BenchmarkRecord
     benchmarks, Holm's first step).  Refusals (no baseline, another device or process
     mode) are :func:`~.gate.compare`'s; a side without per-process summaries falls
     back to its round-level comparison (advisory, with that mode's measured rates)."""
-    from pytest_gpucheck.bench.gate import _faults_note, _mismatch, _mode_note, _version_note
-
     old = summaries_of(baseline) if baseline is not None else None
     new = summaries_of(current)
     modes = (baseline.extra.get("process_mode"), current.extra.get("process_mode")) \
         if baseline is not None else (None, None)
-    if baseline is None or old is None or new is None or _mismatch(baseline, current) or (
+    if baseline is None or old is None or new is None or mismatch(baseline, current) or (
             not cross_mode and modes[0] and modes[1] and modes[0] != modes[1]):
         # No baseline, a refusal, or a record of one process: the round-level comparison.
         return compare(baseline, current, settings, cross_mode=cross_mode)
@@ -99,10 +101,7 @@ def compare_processes(baseline: BenchmarkRecord | None, current: BenchmarkRecord
     verdict = Verdict(current.name, current.backend, env.device_model, "unchanged",
                       settings=settings)
 
-    note = "; ".join(n for n in (_version_note(baseline, current),
-                                 _mode_note(baseline, current),
-                                 _faults_note(baseline, current)) if n)
-    start = replace(verdict, process_figures=(old, new), reason=note)
+    start = replace(verdict, process_figures=(old, new), reason=record_notes(baseline, current))
     return judge_processes(start, level, family)
 
 
@@ -126,17 +125,13 @@ def judge_processes(verdict: Verdict, level: float, family: int) -> Verdict:
                      new_median=math.exp(float(np.mean(new))),
                      interval=(as_change(test.low), as_change(test.high)), level=level,
                      family=family, noise=test.sd, power=power, reason=note)
-    if test.low > 0.0 and test.mean > floor:
-        return replace(judged, status="regression")
-    if test.high < 0.0 and test.mean < -floor:
-        return replace(judged, status="improvement")
-    if power < settings.power:
-        why = (f"the between-process SD {test.sd:.1%} over {len(old)} + {len(new)} "
-               f"processes leaves {power:.0%} power to catch "
-               f"+{settings.design_effect(False):.0%} at this level (target "
-               f"{settings.power:.0%}); {_RAISE_PROCESSES}")
-        return replace(judged, status="inconclusive", reason=f"{why}; {note}" if note else why)
-    return judged
+    status = decide(test.low, test.mean, test.high, floor, power, settings.power)
+    if status != "inconclusive":
+        return replace(judged, status=status)
+    return undecided(judged, f"the between-process SD {test.sd:.1%} over {len(old)} + "
+                     f"{len(new)} processes leaves {power:.0%} power to catch "
+                     f"+{settings.design_effect(False):.0%} at this level (target "
+                     f"{settings.power:.0%}); {_RAISE_PROCESSES}", note)
 
 
 def judge_stored_processes(verdicts: list[Verdict], family_level: float,

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
+
+import pytest
 
 from pytest_gpucheck.bench.gate import (
     Verdict,
@@ -13,6 +16,10 @@ from pytest_gpucheck.bench.gate import (
 )
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.session_ceiling import contention_lines, device_timed
+from pytest_gpucheck.hookspecs import ReportSection
+
+if TYPE_CHECKING:
+    from pytest_gpucheck.bench.session import BenchSession
 
 Result = tuple[BenchmarkRecord, "Verdict | None"]
 
@@ -165,3 +172,63 @@ def gate_markdown(results: list[Result], *, compared: bool) -> str:
     if contention:
         lines += ["", *contention]
     return "\n".join(lines) + "\n"
+
+
+def some_of(names: list[str], shown: int = 3) -> str:
+    """``a, b, c and 4 more``."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def publish(config: pytest.Config, state: BenchSession) -> None:
+    """The gate's section of the report (:attr:`BenchSession.section`): the summary's
+    lines, the run's errors and notes, the plot, and the data the report file keeps."""
+    lines = gate_terminal_lines(state.results, compared=state.gating,
+                                family_level=state.family_level
+                                if state.against is not None or state.stored_fails else None,
+                                interleaved=state.against is not None)
+    errors = [state.save_error] if state.save_error else []
+    errors += [f"gpucheck benchmark gate: the run fails: Holm's step-down over the run's "
+               f"benchmarks found {format_verdict(verdict)}" for verdict in
+               state.family_regressions]
+    errors += [state.peer_error] if state.peer_error else []
+    if state.undecided:
+        names = some_of([f"{v.name} [{v.backend}]" for v in state.undecided], 5)
+        compared = sum(v is not None and v.status in ("regression", "improvement", "unchanged",
+                                                      "inconclusive")
+                       for _, v in state.results)
+        line = (f"gpucheck benchmark gate: {len(state.undecided)} of {compared} compared "
+                f"benchmark(s) could not be decided (INCONCLUSIVE: {names}); this run does not "
+                "show that they did not slow down")
+        if state.inconclusive_fails:
+            errors.append(f"{line}; the run fails (--gpu-bench-inconclusive=fail)")
+        else:
+            lines.append(f"{line}; --gpu-bench-inconclusive=fail makes a required check fail "
+                         "on it")
+    if state.missing_in_baseline and state.against is not None:
+        missing = state.missing_in_baseline
+        lines.append(f"gpucheck benchmark gate: {len(missing)} benchmark(s) of this run are "
+                     f"not tests in the baseline checkout {state.against}, so nothing judged "
+                     f"them (new benchmarks, or a checkout of other code): {some_of(missing, 5)}")
+    errors += [w["error"] for w in state.worker_saves if w.get("error")]
+    lines += errors
+    saved = (len(state.local_records) if state.saved else 0) + sum(
+        int(w.get("records", 0)) for w in state.worker_saves if not w.get("error"))
+    if saved and not errors:
+        lines.append(f"gpucheck: saved {saved} benchmark result(s) to {state.store.root}")
+    if state.plot is not None:
+        from pytest_gpucheck.bench.plot import write_plot
+
+        write_plot(state.plot, state.results, state.store)
+        lines.append(f"gpucheck: benchmark plot written to {state.plot}")
+    data = {
+        "compared": state.gating,
+        "against": str(state.against) if state.against is not None else None,
+        "baseline_dir": str(state.store.root),
+        "results": [{"record": record.as_dict(),
+                     "verdict": verdict.as_dict() if verdict else None}
+                    for record, verdict in state.results],
+    }
+    # The report asks for it (pytest_gpucheck_report_sections, bench/plugin.py).
+    state.section = ReportSection("benchmarks", data,
+                                  gate_markdown(state.results, compared=state.gating), lines)

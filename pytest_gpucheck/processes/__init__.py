@@ -11,7 +11,8 @@ processes, laid out as pytest-xdist's.
   (a child's command line and environment), ``batch.py`` (a list of items in one
   child), ``pool.py`` (long-lived workers, replaced after a crash or a poisoned
   context), ``replaying.py`` (a child's reports logged here as the item's outcome),
-  ``deaths.py`` (one honest outcome per item when a child dies);
+  ``deaths.py`` (one honest outcome per item when a child dies), ``peers.py``
+  (long-lived children talked to over a socket pair: the benchmark gate's peers);
 - the worker side, what runs inside a child (pytest-xdist's ``remote.py``):
   ``worker.py`` (the report sink, the live output under ``-s``, the item server); it
   imports nothing of the controller side (``scripts/check_layers.py`` keeps it so);
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         write_deaths,
     )
     from pytest_gpucheck.processes.guard import start_orphan_guard
+    from pytest_gpucheck.processes.peers import PEER_DROPPED_ENV, PeerProcess, peer_environment
     from pytest_gpucheck.processes.pool import Worker
     from pytest_gpucheck.processes.replaying import items_ahead, replay, tear_down_towards
     from pytest_gpucheck.processes.routers import configure_routers
@@ -94,6 +96,10 @@ _FACE = {
     "hand_over_deaths": "deaths",
     "missing_report": "deaths",
     "write_deaths": "deaths",
+    # long-lived peers talked to over a socket pair (the benchmark gate's)
+    "PEER_DROPPED_ENV": "peers",
+    "PeerProcess": "peers",
+    "peer_environment": "peers",
     # the worker side: set up inside a child
     "install_report_sink": "worker",
     "load_parent_conftests": "worker",
@@ -112,9 +118,11 @@ def __getattr__(name: str) -> Any:
 # Spelled out for the linters; the same names as _FACE's, and the hook.
 __all__ = [
     "ORDER",
+    "PEER_DROPPED_ENV",
     "REFUSE",
     "ChildRun",
     "KeepsChildDeaths",
+    "PeerProcess",
     "Router",
     "SimulatorRouter",
     "Worker",
@@ -135,6 +143,7 @@ __all__ = [
     "load_parent_conftests",
     "missing_report",
     "needs_simulator",
+    "peer_environment",
     "record_args",
     "replay",
     "router_for",

@@ -1,0 +1,212 @@
+"""The lead's handle on a peer of the benchmark gate (``--gpu-bench-against``'s pairs,
+the stored gate's fresh processes): the protocol of :mod:`.interleave` spoken from the
+lead's side over a :class:`~pytest_gpucheck.processes.PeerProcess` (the process layer
+starts the peer, keeps its log and its environment, and ends or kills it).  A peer
+that dies, cannot start or fails its test is never a pass: the lead's test errors, or
+its verdict says why the baseline is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_gpucheck.bench.interleave import pinned_environment
+from pytest_gpucheck.processes import PeerProcess, peer_environment
+
+#: The module whose ``main`` a peer runs (it makes the checkout import its own code).
+PEER_MODULE = "pytest_gpucheck.bench.interleave"
+#: Seconds the lead waits for the peer to end after asking it to: twenty peers (ten
+#: pairs) ending at once on a 2-core machine at load average 25 took more than 30 s
+#: for three of them, each after its last round.
+STOP_TIMEOUT = 120.0
+#: The peer's option that names its end of the socket pair (the descriptor follows).
+PEER_OPTION = "--gpu-bench-peer="
+#: Lines of the peer's output quoted when it fails.
+LOG_TAIL = 12
+
+
+class PeerError(Exception):
+    """The baseline process failed; the message is one line naming what to do."""
+
+
+@dataclass
+class PeerStart:
+    """The peer's answer to ``run``: ready to time rounds, or why not."""
+
+    ready: bool
+    facts: dict[str, Any] = field(default_factory=dict)
+    #: Why there is no baseline for this benchmark ("" when ready).
+    reason: str = ""
+
+
+class BaselinePeer:
+    """The lead's handle on the peer process running in the baseline checkout."""
+
+    def __init__(self, config: pytest.Config, checkout: Path, nodeids: list[str],
+                 role: str = "baseline", files: list[str] | None = None,
+                 cpus: tuple[int, ...] | None = None,
+                 threads: int | None = None, placement_seed: int | None = None) -> None:
+        self.checkout = checkout
+        #: "baseline" (the other checkout) or "candidate" (this one, in a process of
+        #: its own so that both sides are timed alike).
+        self.role = role
+        self.rootdir = Path(config.rootpath)
+        files_of_ids = sorted({nodeid.split("::")[0] for nodeid in nodeids})
+        # Files missing from the checkout are new benchmarks: asking for them would
+        # end the peer's collection with "file not found".
+        present = [f for f in files_of_ids if (checkout / f).exists()]
+        if files is not None:
+            # This checkout's own test files by path (the stored gate's fresh processes):
+            # a file outside the rootdir has no file part in its node id.
+            present = list(files)
+        # Through this module's main: it makes the checkout import its own code first.
+        args = [sys.executable, "-m", PEER_MODULE, str(self.rootdir), "--",
+                f"--rootdir={checkout}", "-p", "no:cacheprovider", PEER_OPTION, "-q",
+                *_passed_options(config), *present]
+        env = pinned_environment(peer_environment(), cpus, threads, placement_seed)
+        try:
+            self.peer = PeerProcess(args, PEER_OPTION, checkout, env, "gpucheck-baseline-peer-")
+        except OSError as exc:
+            raise PeerError(f"could not start the {role} process in {checkout}: {exc}") \
+                from None
+        self.conn = self.peer.conn
+        self.collected: set[str] = set()
+        self.collection_errors = 0
+        #: Minor page faults per call of each round this process timed.
+        self.faults: list[float] = []
+        self.conn.send(("hello", str(self.rootdir)))
+
+    def wait_collected(self) -> None:
+        """Wait for the process to have collected its tests (processes started together
+        collect at the same time)."""
+        kind, *rest = self._receive(f"collect the {self.role} checkout's tests")
+        if kind != "collected":
+            raise self._failed(f"answered {kind!r} to its start")
+        self.collected = set(rest[0])
+        self.collection_errors = int(rest[1])
+
+    @property
+    def pid(self) -> int:
+        return self.peer.pid
+
+    def begin(self, nodeid: str, iterations: int) -> PeerStart:
+        """Ask the peer to run test ``nodeid`` up to its benchmark (``iterations`` calls
+        per round); it answers when its warm-up is done, or why it cannot."""
+        if nodeid not in self.collected:
+            errors = (f" ({self.collection_errors} collection error(s) there: see "
+                      f"{self.peer.log_name})" if self.collection_errors else "")
+            return PeerStart(False, reason=f"{nodeid} is not a test in the {self.role} "
+                                           f"checkout {self.checkout}{errors}")
+        self.conn.send(("run", nodeid, int(iterations)))
+        kind, *rest = self._receive(f"start {nodeid}")
+        if kind == "ready":
+            return PeerStart(True, facts=dict(rest[0]))
+        outcome, message = rest
+        return PeerStart(False, reason=f"the {self.role}'s {nodeid} {outcome} before its "
+                                       f"benchmark: {message}")
+
+    def round(self) -> float:
+        """One timed round of the baseline: seconds per call (its page faults per call
+        go to :attr:`faults`)."""
+        self.conn.send(("round",))
+        kind, *rest = self._receive("time a round")
+        if kind != "sample":
+            raise self._failed(f"answered {kind!r} to a round")
+        self.faults.append(float(rest[1]) if len(rest) > 1 else 0.0)
+        return float(rest[0])
+
+    def end(self) -> tuple[str, str]:
+        """Let the baseline's test finish; its outcome and a one-line message."""
+        self.conn.send(("done",))
+        kind, *rest = self._receive("finish its test")
+        if kind != "finished":
+            raise self._failed(f"answered {kind!r} to the end of its benchmark")
+        return str(rest[0]), str(rest[1])
+
+    def release(self) -> None:
+        """Let the peer free the arrays of every replicate of the last benchmark."""
+        try:
+            self.conn.send(("release",))
+        except OSError as exc:
+            raise self._failed(f"closed its connection ({exc})") from None
+
+    def ask_to_stop(self) -> None:
+        """Tell the peer to end its session, without waiting (:meth:`close` waits)."""
+        if not self.conn.closed:
+            with contextlib.suppress(OSError):
+                self.conn.send(("stop",))
+
+    def close(self) -> str:
+        """Stop the peer and wait for it (killed after :data:`STOP_TIMEOUT`); "" or the
+        one line saying how it ended badly."""
+        with contextlib.suppress(OSError):
+            self.conn.send(("stop",))
+        code = self.peer.end(STOP_TIMEOUT)
+        if code is None:
+            self.peer.log.close()
+            return (f"gpucheck: the {self.role} process in {self.checkout} did not stop within "
+                    f"{STOP_TIMEOUT:g} s and was killed; its output: {self.peer.log_name}")
+        if code not in (0, 1, 5):
+            # 1: one of its tests failed (each verdict already says so); 5: none ran.
+            self.peer.log.close()
+            return (f"gpucheck: the {self.role} process in {self.checkout} exited with code "
+                    f"{code}; its output: {self.peer.log_name}")
+        self.peer.remove_log()
+        return ""
+
+    # -- internals -----------------------------------------------------------------
+    def _receive(self, doing: str) -> tuple[Any, ...]:
+        """The peer's next message; a peer that died or closed its end raises."""
+        while not self.conn.poll(1.0):
+            if self.peer.poll() is not None:
+                raise self._failed(f"exited with code {self.peer.returncode} while asked "
+                                   f"to {doing}")
+        try:
+            message = self.conn.recv()
+        except (EOFError, OSError):
+            self.peer.wait()
+            raise self._failed(f"exited with code {self.peer.returncode} while asked to "
+                               f"{doing}") from None
+        return tuple(message)
+
+    def _failed(self, what: str) -> PeerError:
+        last = self.peer.last_line(LOG_TAIL)
+        return PeerError(f"the {self.role} process in {self.checkout} {what}: {last} (its whole "
+                         f"output: {self.peer.log_name})")
+
+
+def _passed_options(config: pytest.Config) -> list[str]:
+    """The lead's options the peer needs to run the same items the same way."""
+    args = []
+    backends = config.getoption("gpu_backends", None)
+    if backends:
+        args.append(f"--gpu-backends={backends}")
+    if config.getoption("gpu_bench_l2_flush", False):
+        args.append("--gpu-bench-l2-flush")
+    if config.pluginmanager.hasplugin("xdist"):
+        args.append("-n0")  # an addopts "-n auto" of the checkout must not spread the peer
+    return args
+
+
+def start_collected(starters: Sequence[Callable[[], BaselinePeer]]) -> list[BaselinePeer]:
+    """Start a peer with each of ``starters``, in order, then wait for each to have
+    collected its tests (started together, they collect at the same time); if one
+    cannot start or collect, every one started is closed and the error raised."""
+    started: list[BaselinePeer] = []
+    try:
+        for start in starters:
+            started.append(start())
+        for peer in started:
+            peer.wait_collected()
+    except BaseException:
+        for peer in started:
+            peer.close()
+        raise
+    return started

@@ -1,0 +1,113 @@
+"""Long-lived child pytest processes the plugin talks to over a socket pair: the
+benchmark gate's peers (``bench/interleave.py`` speaks their protocol; this module
+owns their processes).
+
+A peer is started here with its log file, its environment (this process's, without
+what would make it a child of another part of the plugin, :data:`PEER_DROPPED_ENV`)
+and one end of a socket pair; it is polled while the other side waits for it, asked
+to end by closing the connection, and killed when it does not end in time.  Its
+return code is read here (:attr:`PeerProcess.returncode`), so a peer that dies is
+always seen by the side that started it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from pytest_gpucheck.environment import (
+    CONFTESTS_VARIABLE,
+    PARENT_VARIABLE,
+    REPORT_SINK_VARIABLE,
+    SERVE_VARIABLE,
+)
+
+#: Environment variables of this process a peer must not inherit: xdist's, and those
+#: that make this process a child of the plugin (an isolation worker, the simulator
+#: child): a peer started there would write its reports into that child's report sink
+#: (the parent would take the baseline's results for the candidate's) and load the
+#: candidate's conftests in the baseline checkout.
+PEER_DROPPED_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT",
+                    "PYTEST_XDIST_TESTRUNUID", "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS",
+                    REPORT_SINK_VARIABLE, CONFTESTS_VARIABLE, PARENT_VARIABLE, SERVE_VARIABLE)
+
+
+def peer_environment() -> dict[str, str]:
+    """A peer's environment: this process's without :data:`PEER_DROPPED_ENV`."""
+    return {k: v for k, v in os.environ.items() if k not in PEER_DROPPED_ENV}
+
+
+class PeerProcess:
+    """One peer process: ``args`` started in ``cwd`` with ``env``, the argument equal to
+    ``fd_option`` given the descriptor of the peer's end of the socket pair (passed to
+    it: ``--gpu-bench-peer=`` becomes ``--gpu-bench-peer=7``), its output in a log file
+    of its own; :attr:`conn` is this side's end of the connection.  ``OSError`` when it
+    cannot start (nothing is left open then)."""
+
+    def __init__(self, args: Sequence[str], fd_option: str, cwd: Path, env: dict[str, str],
+                 log_prefix: str) -> None:
+        self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the peer
+            prefix=log_prefix, suffix=".log", delete=False)
+        lead, peer = socket.socketpair()
+        command = [f"{arg}{peer.fileno()}" if arg == fd_option else arg for arg in args]
+        try:
+            self.process = subprocess.Popen(command, cwd=cwd, env=env,
+                                            stdout=self.log, stderr=subprocess.STDOUT,
+                                            pass_fds=(peer.fileno(),))
+        except OSError:
+            lead.close()
+            self.log.close()
+            os.unlink(self.log.name)
+            raise
+        finally:
+            peer.close()
+        self.conn = Connection(lead.detach())
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def log_name(self) -> str:
+        return self.log.name
+
+    def poll(self) -> int | None:
+        """The return code once the peer has ended, else None."""
+        return self.process.poll()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def wait(self) -> int:
+        """Wait for a peer that has ended or is ending (its connection is gone)."""
+        return self.process.wait()
+
+    def end(self, timeout: float) -> int | None:
+        """Close the connection (the peer ends with it) and wait up to ``timeout``
+        seconds; a peer still alive then is killed and None returned."""
+        self.conn.close()
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            return None
+
+    def last_line(self, lines: int) -> str:
+        """The last non-empty line among the last ``lines`` of the peer's output."""
+        self.log.flush()
+        tail = Path(self.log.name).read_text(errors="replace").splitlines()[-lines:]
+        return next((line.strip() for line in reversed(tail) if line.strip()), "no output")
+
+    def remove_log(self) -> None:
+        """Close and delete the log (a peer that ended well)."""
+        self.log.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.log.name)
