@@ -447,9 +447,10 @@ def predicted_mode(item: pytest.Item) -> str:
     the user started knows it once the items are collected: MPI ranks for an ``mpi``
     item, the simulator's child for one on numba-cudasim, an isolation worker for one a
     router runs in a child (``--gpu-isolate``, ``--gpu-sanitize``), else this process."""
+    from pytest_gpucheck.mpi.marker import our_mark
     from pytest_gpucheck.processes import Router, SimulatorRouter
 
-    if item.get_closest_marker("mpi") is not None:
+    if our_mark(item) is not None:  # pytest-mpi's shapes run in this process
         return "MPI rank"
     for router in item.config.pluginmanager.get_plugins():
         if isinstance(router, Router) and router.claims(item):
