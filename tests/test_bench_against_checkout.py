@@ -145,3 +145,19 @@ def test_the_measured_processes_keep_the_allocator_users_run(tmp_path: Path) -> 
     assert "NO-BASELINE" not in run.stdout, run.stdout
     assert "a fixed mmap threshold" not in run.stdout + run.stderr
     assert "gpucheck benchmark gate: 1 " in run.stdout
+
+
+def test_gate_settings_given_with_o_reach_both_sides(pytester: pytest.Pytester) -> None:
+    """A gate setting on the command line (``-o gpu_bench_cpu_clock=process``) is passed
+    to the baseline's processes as to the candidate's: each peer reads its own
+    checkout's ini, so before, only the candidate's processes timed process CPU time,
+    the baseline's wall time, and every verdict was NOT-COMPARABLE.  Other ``-o``
+    settings are the user's business in each checkout and are not passed."""
+    from pytest_gpucheck.bench.peers import _passed_options
+
+    config = pytester.parseconfig("-o", "gpu_bench_cpu_clock=process", "-o",
+                                  "gpu_bench_rounds=12", "-o", "console_output_style=classic")
+    args = _passed_options(config)
+    overrides = [args[i + 1] for i, arg in enumerate(args) if arg == "-o"]
+    assert overrides == ["gpu_bench_cpu_clock=process", "gpu_bench_rounds=12"], args
+    assert "console_output_style=classic" not in args

@@ -190,6 +190,13 @@ def _passed_options(config: pytest.Config) -> list[str]:
         args.append(f"--gpu-backends={backends}")
     if config.getoption("gpu_bench_l2_flush", False):
         args.append("--gpu-bench-l2-flush")
+    # The gate's ini settings given with -o on the command line, to both sides: each
+    # peer reads its own checkout's ini, so `-o gpu_bench_cpu_clock=process` reached the
+    # candidate's processes only, the baseline's timed wall time, and every verdict was
+    # NOT-COMPARABLE (issue 43's measurements).
+    for override in getattr(config.option, "override_ini", None) or ():
+        if override.startswith("gpu_bench_"):
+            args += ["-o", override]
     if config.pluginmanager.hasplugin("xdist"):
         args.append("-n0")  # an addopts "-n auto" of the checkout must not spread the peer
     return args
