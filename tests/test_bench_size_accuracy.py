@@ -34,7 +34,8 @@ import pytest
 from user_runs import run_pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "measure_accuracy.py"
-#: Nine extra allocating passes over 30: about 2.2x here (the table's "alloc 3" row).
+#: Nine extra allocating passes over 30: about 2.2x at load 6 to 14, 1.43x at rest (the
+#: table's "alloc 3" row).
 EXTRA = {("alloc", "3"): 9}
 NODE = "test_kernels.py::test_kernel[numpy-alloc-3]"
 
@@ -62,7 +63,10 @@ def test_an_allocating_slowdown_is_sized_within_20_percent(tmp_path: Path) -> No
     true = accuracy.true_ratio(lambda: fast.run("numpy", "alloc", "3", x, outs[0]),
                                lambda: slow.run("numpy", "alloc", "3", x, outs[1]),
                                seconds=5.0, clock=time.process_time)
-    assert true.median > 1.5, true  # the slowdown is there, in this process
+    # The slowdown is there, in this process.  Its size moves with the machine's load
+    # (allocation costs more on a busy machine): about 2.2x at load 6 to 14, 1.43x at rest;
+    # the check is the gate's reading against whatever it is now.
+    assert true.median > 1.25, true
 
     report = tmp_path / "report.json"
     run = run_pytest(project, NODE, "-q", "--gpu-bench-against=../base",

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from bench_projects import WITHOUT_HYPOTHESIS
+from bench_projects import SMALL_GATE_INI
 from test_routed_trip import trip
 from user_runs import run_pytest
 
@@ -122,14 +122,8 @@ def pytest_sessionfinish(session):
             json.dump(TRACE, out)
 '''
 
-INI = textwrap.dedent("""\
-    [pytest]
-    gpu_backends = numpy
-    gpu_bench_rounds = 10
-    gpu_bench_max_rounds = 10
-    gpu_bench_replicates = 2
-    gpu_bench_budget = 1
-    """) + WITHOUT_HYPOTHESIS
+#: The smallest gate a run can have: the trip, not the gate's power, is what is held.
+INI = SMALL_GATE_INI
 
 BENCH = textwrap.dedent("""\
     import numpy as np
