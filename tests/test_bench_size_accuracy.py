@@ -22,7 +22,6 @@ kernel 2-3x too high and fails it.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import time
@@ -31,9 +30,8 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from user_runs import run_pytest
+from user_runs import load_script, run_pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "measure_accuracy.py"
 #: Nine extra allocating passes over 30: about 2.2x at load 6 to 14, 1.43x at rest (the
 #: table's "alloc 3" row).
 EXTRA = {("alloc", "3"): 9}
@@ -41,14 +39,7 @@ NODE = "test_kernels.py::test_kernel[numpy-alloc-3]"
 
 
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("measure_accuracy_for_size", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Registered before it runs: its dataclasses look their module up by name.
-    sys.modules["measure_accuracy_for_size"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("measure_accuracy", "measure_accuracy_for_size")
 
 
 @pytest.mark.slow

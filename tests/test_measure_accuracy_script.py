@@ -14,9 +14,7 @@ without timing anything.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 import tracemalloc
 from pathlib import Path
 from types import ModuleType
@@ -24,19 +22,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "measure_accuracy.py"
+from user_runs import load_script
 
 
 @pytest.fixture(scope="module")
 def accuracy() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("measure_accuracy", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["measure_accuracy"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("measure_accuracy")
 
 
 class FakeClock:

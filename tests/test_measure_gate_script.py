@@ -14,7 +14,6 @@ its figures mean, checked without running a session.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -25,19 +24,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from user_runs import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "measure_gate.py"
 
 
 @pytest.fixture(scope="module")
 def measure_gate() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("measure_gate", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["measure_gate"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("measure_gate")
 
 
 def test_a_plant_below_the_wrappers_fixed_cost_is_refused(measure_gate: ModuleType) -> None:

@@ -236,12 +236,16 @@ def saxpy(x, y):
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
-def load_script(name: str) -> ModuleType:
-    """``scripts/NAME.py`` imported as a module (its functions checked one by one; the
-    script as a user runs it is a subprocess of :func:`run_command`)."""
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+def load_script(name: str, as_name: str | None = None) -> ModuleType:
+    """``scripts/NAME.py`` imported as a module named ``as_name`` (default ``name``; its
+    functions checked one by one; the script as a user runs it is a subprocess of
+    :func:`run_command`).  Registered in ``sys.modules`` before it runs: a script's
+    dataclasses look their module up by name."""
+    module_name = as_name or name
+    spec = importlib.util.spec_from_file_location(module_name, SCRIPTS / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
