@@ -179,6 +179,28 @@ def test_clock_choice_per_backend() -> None:
         host_clock_for(get_backend("numpy"), "tsc")
 
 
+def test_one_thread_pools_of_the_gate_are_timed_in_cpu_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a process the gate measures with one-thread pools (its lead's variable),
+    numba-cpu and torch-cpu run on the calling thread: CPU time, as NumPy.  JAX's
+    runtime keeps threads of its own (not claimed); a user's own OMP_NUM_THREADS=1 is
+    not the gate's and changes nothing (a plain run's records keep their clock)."""
+    from pytest_gpucheck.backends import get_backend
+    from pytest_gpucheck.bench.timing import THREADS_VARIABLE
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    for name in ("torch-cpu", "numba-cpu", "jax-cpu"):
+        assert host_clock_for(get_backend(name)) == "wall"
+    monkeypatch.setenv(THREADS_VARIABLE, "1")
+    for name in ("torch-cpu", "numba-cpu", "numpy"):
+        assert host_clock_for(get_backend(name)) == "process"
+        assert host_clock_for(get_backend(name), "wall") == "wall"
+    assert host_clock_for(get_backend("jax-cpu")) == "wall"
+    monkeypatch.setenv(THREADS_VARIABLE, "2")  # pools of two: idle workers spin
+    assert host_clock_for(get_backend("torch-cpu")) == "wall"
+
+
 def test_process_clock_ignores_time_spent_waiting() -> None:
     """Why CPU time is robust to neighbours, and what it cannot see (documented)."""
     elapsed, _ = RoundTimer(NumpyBackend(), "process").time_round(lambda: time.sleep(0.05), 1)

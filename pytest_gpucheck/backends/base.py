@@ -101,6 +101,11 @@ class Backend:
     #: True where the work runs on the calling thread, so the process's CPU time
     #: measures it honestly (NumPy, the simulator); pools that spin-wait are not.
     single_threaded: ClassVar[bool] = False
+    #: True where the work runs on one thread once the framework's pools are limited to
+    #: one (``OMP_NUM_THREADS=1`` and the like, as the gate's measured processes run on
+    #: two CPUs: numba-cpu's ``prange``, torch-cpu's intra-op pool): a pool of one thread
+    #: has no idle workers to spin, so the process's CPU time is honest there too.
+    single_threaded_in_one_thread_pools: ClassVar[bool] = False
 
     def __init__(self, device_index: int = 0) -> None:
         self.device_index = device_index

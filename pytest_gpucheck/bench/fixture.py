@@ -233,7 +233,8 @@ class GpuBenchmark:
         assert self._environment is not None
         ceiling = timed.ceiling
         self.record = BenchmarkRecord(
-            name=self.name, environment=self._environment, method=prepared.timer.method,
+            name=self.name, environment=self._environment,
+            method=timed.method or prepared.timer.method,
             samples=list(timed.samples), iterations=prepared.iterations,
             warmup_rounds=prepared.warmup, first_call_seconds=prepared.first_call,
             l2_flushed=timed.l2_flushed, bytes=self.bytes, flops=self.flops,

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_gpucheck.bench.measure import minor_faults
+from pytest_gpucheck.bench.timing import THREADS_VARIABLE
 from pytest_gpucheck.environment import (
     PARENT_VARIABLE,
 )
@@ -147,6 +148,8 @@ def pinned_environment(env: dict[str, str], cpus: tuple[int, ...] | None,
     if threads is not None:
         for name in THREAD_VARIABLES:
             env[name] = str(threads)
+        # What the process's clock follows (bench/timing.py host_clock_for).
+        env[THREADS_VARIABLE] = str(threads)
         if threads == 1 and XLA_ONE_THREAD not in env.get("XLA_FLAGS", ""):
             env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {XLA_ONE_THREAD}".strip()
     if cpus:

@@ -92,6 +92,8 @@ class _Progress:
     faults: dict[str, list[float]] = field(
         default_factory=lambda: {"baseline": [], "candidate": []})
     facts: dict[str, Any] = field(default_factory=dict)
+    #: How the candidate's process timed its rounds (its facts' method).
+    candidate_method: str = ""
     looks: list[int] = field(default_factory=list)
     stopped: str = "decided"
     done: int = 0
@@ -176,6 +178,7 @@ class Interleaved:
                             f"{state.done} time(s), then not: {base.checkout}", pytrace=False)
             return False
         state.facts = dict(begun["baseline"] or {})
+        state.candidate_method = str((begun.get("candidate") or {}).get("method", ""))
         self._time_pair(bench, base, cand, state)
         state.outcome = base.end()
         cand_outcome, cand_message = cand.end()
@@ -253,7 +256,7 @@ class Interleaved:
             bench.extra["placement_seed"] = bench.defaults.placement_seed
         bench.extra["page_faults_per_call"] = float(np.median(state.faults["candidate"]))
         facts, (outcome, message) = state.facts, state.outcome
-        timed = Timed(state.cand, result, ceiling)
+        timed = Timed(state.cand, result, ceiling, method=state.candidate_method or None)
         baseline = BenchmarkRecord(
             name=bench.name, environment=environment_from_dict(dict(facts["environment"])),
             method=str(facts["method"]), samples=state.base, iterations=prepared.iterations,

@@ -93,6 +93,10 @@ class Timed:
     reference: str = ""
     reference_samples: list[float] = field(default_factory=list)
     dispatch_samples: list[float] = field(default_factory=list)
+    #: How the samples were timed, where another process timed them (its timer's
+    #: method, which its clock rule chose there: bench/timing.py); ``None``: this
+    #: process's timer.
+    method: str | None = None
 
 
 class Timing(Protocol):

@@ -20,7 +20,10 @@ On the CPU tier the host clock is chosen per backend (``gpu_bench_cpu_clock =
 auto``, the default): NumPy and the CUDA simulator, whose work runs on the
 calling thread, are timed in *CPU time of the process* (``time.process_time``);
 backends with thread pools (``numba-cpu`` with ``prange``, ``jax-cpu``,
-``torch-cpu``) in wall time.  On a shared CI machine the wall time of a round
+``torch-cpu``) in wall time, except in the gate's measured processes where their pools
+are one thread (:data:`THREADS_VARIABLE`, set by the gate's lead: numba-cpu and
+torch-cpu then run on the calling thread, and CPU time is honest).  On a shared CI
+machine the wall time of a round
 is mostly the neighbours: with a load of 7 on 2 cores the median of identical
 windows moved by -60%..+60% in wall time and by +-7% in CPU time.  But idle
 pool threads spin-wait, and spinning is CPU time (a 0.5 ms ``torch.add``
@@ -39,6 +42,7 @@ chooses the host clock.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from pytest_gpucheck.backends.timing import HOST_CLOCKS, CudaEventTimer, RoundTimer
@@ -48,15 +52,37 @@ if TYPE_CHECKING:
 
 CPU_CLOCK_CHOICES = ("auto", *HOST_CLOCKS)
 
+#: The framework thread pools' size the gate's lead gave this measured process
+#: (bench/interleave.py ``pinned_environment``: the interleaved pairs' processes and
+#: the stored gate's fresh ones); absent in a user's own process.
+THREADS_VARIABLE = "PYTEST_GPUCHECK_BENCH_THREADS"
+
+
+def in_one_thread_pools() -> bool:
+    """Whether this process is one the gate measures with one-thread framework pools.
+
+    Read from the variable its lead set, not from ``OMP_NUM_THREADS`` itself: a user's
+    own ``OMP_NUM_THREADS=1`` must not change the clock of the records a plain run
+    saves (a saved record and a later one must be timed alike to compare)."""
+    return os.environ.get(THREADS_VARIABLE) == "1"
+
 
 def host_clock_for(backend: Backend, cpu_clock: str = "auto") -> str:
-    """The host clock (``wall`` or ``process``) that times ``backend``."""
+    """The host clock (``wall`` or ``process``) that times ``backend``.
+
+    ``auto``: process CPU time for work on the calling thread (single-threaded
+    backends, and numba-cpu and torch-cpu in the gate's one-thread pools: timed in wall
+    time there, identical code's pairs disagreed by 23% to 81% on a loaded 2-core
+    machine and 5 of 12 sizes were off by more than 20%, docs/benchmark-accuracy.md);
+    wall time for thread pools, whose idle workers spin."""
     if cpu_clock not in CPU_CLOCK_CHOICES:
         raise ValueError(f"unknown CPU clock {cpu_clock!r}; use {', '.join(CPU_CLOCK_CHOICES)}")
     if backend.is_gpu:
         return "wall"
     if cpu_clock == "auto":
-        return "process" if backend.single_threaded else "wall"
+        one_thread = backend.single_threaded or (
+            backend.single_threaded_in_one_thread_pools and in_one_thread_pools())
+        return "process" if one_thread else "wall"
     return cpu_clock
 
 
@@ -70,5 +96,5 @@ def timer_for(backend: Backend, cpu_clock: str = "auto") -> RoundTimer:
     return backend.event_timer(host_clock_for(backend, cpu_clock))
 
 
-__all__ = ["CPU_CLOCK_CHOICES", "HOST_CLOCKS", "CudaEventTimer", "RoundTimer", "host_clock_for",
-           "timer_for"]
+__all__ = ["CPU_CLOCK_CHOICES", "HOST_CLOCKS", "THREADS_VARIABLE", "CudaEventTimer", "RoundTimer",
+           "host_clock_for", "in_one_thread_pools", "timer_for"]

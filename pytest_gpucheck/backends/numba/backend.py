@@ -53,6 +53,7 @@ class NumbaCpuBackend(HostArrays):
     name = "numba-cpu"
     tier = "cpu"
     distribution = "numba"
+    single_threaded_in_one_thread_pools = True
     install_hint = "pip install 'pytest-gpucheck[cpu]'"
     # @njit code indexes without bounds checks (unless boundscheck=True): an out-of-bounds
     # write corrupts the heap or kills the process with SIGSEGV.

@@ -69,6 +69,7 @@ class TorchCpuBackend(_TorchBackend):
 
     name = "torch-cpu"
     tier = "cpu"
+    single_threaded_in_one_thread_pools = True
     install_hint = "pip install 'pytest-gpucheck[cpu]'"
 
     def _probe(self) -> Probe:
