@@ -560,7 +560,9 @@ def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
     # was loaded or a feature has a section: a plain run ends without importing it.
     if not path and not sections and "pytest_gpucheck.reporting.report" not in sys.modules:
         return
-    from pytest_gpucheck.reporting.report import MATRIX_KEY, get_matrix, run_facts, write_report
+    from pytest_gpucheck.reporting.report import MATRIX_KEY, get_matrix
+    from pytest_gpucheck.reporting.report_files import write_report
+    from pytest_gpucheck.run_facts import run_facts
 
     recorded = config.stash.get(MATRIX_KEY, None)
     # A run without items of the plugin's (a project that does not use it) gets nothing
