@@ -3,7 +3,7 @@
 The report's files (JSON, Markdown, the job summary) are made from it in
 :mod:`pytest_gpucheck.reporting.report_files`, a failure's one-line reason and rerun
 command in :mod:`pytest_gpucheck.reporting.failures`, the run's facts (time, commit,
-versions) in :mod:`pytest_gpucheck.run_facts`.
+versions) in :mod:`pytest_gpucheck.run_summary`.
 
 Each test report carries its cell (``report.gpucheck_cell``, a dict of
 strings), set from the item when the report is made, so the matrix is also
@@ -107,7 +107,8 @@ class Matrix:
     #: The features' own parts (``pytest_gpucheck_report_sections``), by key.
     sections: dict[str, ReportSection] = field(default_factory=dict)
     backends_info: dict[str, dict[str, str]] = field(default_factory=dict)
-    #: When, where and with what the run was made (see :func:`pytest_gpucheck.run_facts.run_facts`).
+    #: When, where and with what the run was made
+    #: (see :func:`pytest_gpucheck.run_summary.run_facts`).
     run: dict[str, Any] = field(default_factory=dict)
     #: Options a rerun needs besides the node id (``--gpu-conformance`` ...).
     rerun_options: tuple[str, ...] = ()
