@@ -15,10 +15,7 @@ at a time, are :class:`~pytest_gpucheck.processes.pool.Worker`.
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,19 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpucheck.environment import (
-    CONFTESTS_VARIABLE,
-    JUNIT_VARIABLE,
-    PARENT_VARIABLE,
-    REPORT_SINK_VARIABLE,
-    SERVE_VARIABLE,
-    STREAM_VARIABLE,
-)
 from pytest_gpucheck.processes.child_options import (
+    child_environment,
     forwarded_options,
-    hypothesis_env,
-    junit_env,
-    loaded_conftests,
     output_stream,
     plugin_options,
     stop_options,
@@ -94,7 +81,7 @@ def run_child_pytest(
             *plugin_options(config),
             f"@{args_file}",
         ]
-        child_env = _child_environment(config, env, stream_env, sink)
+        child_env = child_environment(config, env, stream_env, sink)
         output_path = Path(sink) / "output.txt"
         with sigterm_raises(), output_path.open("w+", encoding="utf-8") as output_file:
             process = subprocess.Popen(
@@ -114,31 +101,6 @@ def run_child_pytest(
         read_reports(config, sink, targets, run)
         apply_session_output(config, run.session_output)
         return run
-
-
-def _child_environment(config: pytest.Config, env: Mapping[str, str] | None,
-                       stream_env: Mapping[str, str], sink: str) -> dict[str, str]:
-    """The child's environment: this process's with ``env`` added, the live output's and
-    the JUnit file's entries, the report sink and the parent; without what would make it
-    an xdist worker, read the user's ``PYTEST_ADDOPTS`` twice or serve a worker's pipes."""
-    child_env = {
-        **os.environ,
-        **(env or {}),
-        **stream_env,
-        **junit_env(config),
-        **hypothesis_env(config),
-        REPORT_SINK_VARIABLE: sink,
-        PARENT_VARIABLE: f"{os.getpid()}@{socket.gethostname()}",
-        CONFTESTS_VARIABLE: json.dumps(loaded_conftests(config)),
-    }
-    child_env.pop("PYTEST_XDIST_WORKER", None)
-    child_env.pop("PYTEST_ADDOPTS", None)
-    child_env.pop(SERVE_VARIABLE, None)  # a worker's pipes are its own, not its jobs'
-    if not stream_env:
-        child_env.pop(STREAM_VARIABLE, None)
-    if not junit_env(config):
-        child_env.pop(JUNIT_VARIABLE, None)
-    return child_env
 
 
 def _watch(process: subprocess.Popen[str], config: pytest.Config, sink: str,
