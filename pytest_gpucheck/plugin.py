@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_gpucheck import fixtures
-from pytest_gpucheck.backends import BACKENDS, GPU_BACKENDS
+from pytest_gpucheck.backends import GPU_BACKENDS
 from pytest_gpucheck.environment import (
     CONFTESTS_VARIABLE,
     REPORT_SINK_VARIABLE,
@@ -26,6 +25,7 @@ from pytest_gpucheck.environment import (
 from pytest_gpucheck.options import add_options, selected_names
 from pytest_gpucheck.reporting import ci
 from pytest_gpucheck.reporting.terminal_width import fit, terminal_width
+from pytest_gpucheck.run_summary import COV_NOTE, MatrixRecorder, write_summary
 from pytest_gpucheck.selection import (
     BACKEND_OUTCOME_MARKERS,
     backend_outcome_marks,
@@ -278,12 +278,6 @@ def _header_lines(config: pytest.Config) -> list[str]:
 
 #: The header of a run that selects no backend, within 80 columns (one line).
 DEFAULT_HEADER = "gpucheck: backends numpy (default; more with --gpu-backends=all)"
-#: pytest-cov combines its data when the test loop ends, while the plugin's children are
-#: still up: what they run would be missing without a word.  In the header of a run that
-#: selects backends, else at the end of a run with items of the plugin's.
-COV_NOTE = ("gpucheck: --cov measures this process only: code run in isolation workers, the "
-            "numba-cudasim child and MPI ranks is not covered (--gpu-isolate=none runs "
-            "backend items here)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -501,125 +495,17 @@ def pytest_runtest_makereport(
     return report
 
 
-class MatrixRecorder:
-    """Counts every logged report (local, from xdist workers, or replayed) in the matrix."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # Only the plugin's items: a project's own tests are pytest's to report.  Their
-        # failures outside the matrix (a benchmark, a test on gpu_device) are kept too.
-        if not getattr(report, "gpucheck_ours", False):
-            return
-        from pytest_gpucheck.reporting.report import get_matrix
-
-        matrix = get_matrix(self.config)
-        matrix.ours = True
-        if getattr(report, "gpucheck_cell", None) or report.failed:
-            matrix.record(report)
-
-
 @pytest.hookimpl(trylast=True)  # after the other plugins' summaries (pytest-benchmark's table)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if get_selection(config).in_simulator_child:
         return
-    _write_summary(terminalreporter, config)
+    write_summary(terminalreporter, config)
     from pytest_gpucheck.selection import nothing_could_run
 
     # Last, where the eye lands: a green run that checked nothing it was asked to.
     line = nothing_could_run(config)
     if line is not None:
         terminalreporter.write_line(fit(line, terminal_width(config)), yellow=True)
-
-
-def _write_failures(terminalreporter: Any, matrix: Any, width: int | None) -> None:
-    """What pytest's short test summary lacks of each failure: its ``rerun:`` command, and
-    its one-line reason where pytest's summary does not show it."""
-    # -r's characters: pytest's summary lists call failures under 'f', errors under 'E'.
-    reportchars = str(getattr(terminalreporter, "reportchars", "") or "")
-    config = terminalreporter.config
-    # pytest cuts its summary's messages to the terminal's width, except on CI (its
-    # running_on_ci: CI or BUILD_NUMBER set) and under -vv.
-    whole = ((any(name in os.environ for name in ("CI", "BUILD_NUMBER"))
-              or config.get_verbosity() >= 2)
-             and not getattr(config.option, "force_short_summary", False))
-    for line in matrix.failure_lines(reportchars, None if whole else (width or 80)):
-        # A rerun command stays one line, to be copied from the terminal whole.
-        terminalreporter.write_line(line if line.startswith("  rerun: ") else fit(line, width))
-
-
-def _write_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """The matrix, the features' sections, the failures, the report and the job summary."""
-    selection = get_selection(config)
-    path = config.getoption("gpu_report")
-    from pytest_gpucheck.hookspecs import report_sections
-
-    sections = report_sections(config)
-    # Nothing was recorded (and no report asked for) unless the report module
-    # was loaded or a feature has a section: a plain run ends without importing it.
-    if not path and not sections and "pytest_gpucheck.reporting.report" not in sys.modules:
-        return
-    from pytest_gpucheck.reporting.report import MATRIX_KEY, get_matrix, run_facts, write_report
-
-    recorded = config.stash.get(MATRIX_KEY, None)
-    # A run without items of the plugin's (a project that does not use it) gets nothing
-    # of it at its end, unless the user asked: a report file, a summary file or the
-    # annotations named by option, or a section a plugin or conftest.py adds.
-    if not (path or sections or ci.asked_for(config)
-            or (recorded is not None and recorded.ours)):
-        return
-    matrix = get_matrix(config)
-    for section in sections:
-        matrix.add(section)
-    if selection.explicit_option:
-        matrix.backends_info = {
-            name: {"version": probe.version, "device": probe.device, "reason": probe.reason}
-            for name, probe in selection.probes.items()
-        }
-    if path or ci.summary_path(config) is not None:
-        matrix.run = run_facts(config.rootpath)
-    order = list(BACKENDS)
-    width = terminal_width(config)
-    lines = matrix.terminal_lines(order, width)
-    # The features' longer sections first (the interop pair matrix with its known defects,
-    # the benchmarks...), the conformance matrix last: the run ends with what the user
-    # came for, then one line per section (a pointer back to a longer one). Without a
-    # matrix, the sections are all there is.
-    for section in matrix.long_sections() if lines else matrix.sections.values():
-        # Each feature's lines (the benchmark figures were 180 columns), wrapped here,
-        # where the width is known, the way the matrix wraps its reasons.
-        for line in section.terminal_lines:
-            terminalreporter.write_line(fit(line, width))
-    if lines:
-        terminalreporter.write_sep("=", "gpucheck conformance matrix")
-        for line in lines:
-            terminalreporter.write_line(line)
-        _write_failures(terminalreporter, matrix, width)
-        terminalreporter.write_line(fit(matrix.headline(terminal=True), width))
-        for line in matrix.lines_after_the_matrix(path):
-            terminalreporter.write_line(fit(line, width))
-    elif matrix.failures:
-        # No matrix (a run of benchmarks only: they have no cell), but its failures
-        # still get their one-line reason and the command that reruns them.
-        _write_failures(terminalreporter, matrix, width)
-    if path:
-        try:
-            write_report(matrix, Path(path), order)
-        except OSError as exc:
-            # A report that was asked for and not written fails the run, in one line.
-            terminalreporter.write_line(
-                f"gpucheck: could not write --gpu-report={path}: {exc.strerror or exc}; "
-                "choose a writable path", red=True)
-            session = getattr(terminalreporter, "_session", None)
-            if session is not None:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        else:
-            terminalreporter.write_line(f"gpucheck: report written to {path}")
-    ci.publish(config, terminalreporter, matrix, order)
-    if matrix.ours and config.getoption("cov_source", None) and not selection.explicit_option:
-        # A run that selected no backends said nothing of --cov in its header.
-        terminalreporter.write_line(fit(COV_NOTE, width), yellow=True)
 
 
 __all__ = ["FEATURE_PLUGINS", "SIMULATOR_CHILD_VARIABLE", "gpu_backend", "gpu_device", "xp"]

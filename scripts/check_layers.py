@@ -45,8 +45,8 @@ from this one: they never run), and no framework's folder under ``backends/`` (o
 holding a ``backend.py``) imports another's: what two backends share lives in a
 neutral module under ``backends/``.  Two more rules keep the plugin's package
 (``pytest_gpucheck/``) readable: no module over :data:`MAX_MODULE_LINES` lines and no
-function over :data:`MAX_FUNCTION_LINES` (the ones that are not split yet are named in
-:data:`TOO_LONG_ALLOWED`, each with its reason); and nothing outside the process layer
+function over :data:`MAX_FUNCTION_LINES`, no exception (the last ones were split in
+issue 42); and nothing outside the process layer
 starts a process (``subprocess.Popen``/``run``/..., ``os.fork``/``system``/``exec*``/
 ``spawn*``, ``multiprocessing``'s processes, ``pty.fork``, asyncio's subprocesses): a
 child that the process layer did not start is one whose death, environment and end no
@@ -89,17 +89,6 @@ IMPORTING_CALLS = ("import_module", "import_plugin", "__import__")
 #: gate.py and 128-line ``_interleaved``, issue 42).
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
-#: Modules (``path``) and functions (``path::name``) allowed past those limits for now,
-#: each with why; a split one must leave this list (an entry that no longer applies is
-#: an error too, so the list only shrinks).
-TOO_LONG_ALLOWED = {
-    # Not yet split: the plugin's hooks (routing, selection, reporting) in one module.
-    "pytest_gpucheck/plugin.py": "not yet split",
-    # Not yet split: the report's model, writers and the rerun command in one module.
-    "pytest_gpucheck/reporting/report.py": "not yet split",
-    # Not yet split: a child pytest's whole life (start, read, time out, signals).
-    "pytest_gpucheck/processes/batch.py::run_child_pytest": "not yet split",
-}
 #: The module a process-starting call lives in -> the calls of it that start one.
 PROCESS_STARTERS = {
     "subprocess": ("Popen", "run", "call", "check_call", "check_output", "getoutput",
@@ -115,10 +104,6 @@ PROCESS_STARTERS = {
 #: Modules outside the process layer that still start a process, each with why (the
 #: list only shrinks: an entry that starts nothing any more is an error).
 STARTS_ALLOWED = {
-    # Not yet moved: one short-lived `git rev-parse HEAD` for the report's commit.
-    "pytest_gpucheck/reporting/report.py": "not yet moved",
-    # Not yet moved: one short-lived `compute-sanitizer --version` probe.
-    "pytest_gpucheck/sanitizer/plugin.py": "not yet moved",
     # Not yet moved: the MPI layer's GPU-aware probe, its per-rank crash reporter and
     # the JAX multi-process children (the MPI launcher goes through the process layer).
     "pytest_gpucheck/mpi/gpu_aware.py": "not yet moved",
@@ -424,36 +409,23 @@ def _plugin_files() -> Iterator[Path]:
 
 def too_long() -> list[str]:
     """Modules over :data:`MAX_MODULE_LINES` and functions over :data:`MAX_FUNCTION_LINES`
-    of the plugin's package, except those :data:`TOO_LONG_ALLOWED` names; an allowed
-    entry that is no longer too long is named too (take it off the list)."""
+    of the plugin's package (none is allowed: the list of those not yet split emptied in
+    issue 42, and went with its last entry)."""
     problems: list[str] = []
-    seen: set[str] = set()
-    present: set[str] = set()  # every module and function there is
     for path in _plugin_files():
         rel = path.relative_to(ROOT).as_posix()
-        present.add(rel)
         text = path.read_text(encoding="utf-8")
         lines = len(text.splitlines())
         if lines > MAX_MODULE_LINES:
-            seen.add(rel)
-            if rel not in TOO_LONG_ALLOWED:
-                problems.append(f"{rel}: {lines} lines, over {MAX_MODULE_LINES}; split it "
-                                "by role")
+            problems.append(f"{rel}: {lines} lines, over {MAX_MODULE_LINES}; split it "
+                            "by role")
         for node in ast.walk(ast.parse(text, str(path))):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             length = (node.end_lineno or node.lineno) - node.lineno + 1
-            key = f"{rel}::{node.name}"
-            present.add(key)
             if length > MAX_FUNCTION_LINES:
-                seen.add(key)
-                if key not in TOO_LONG_ALLOWED:
-                    problems.append(f"{rel}:{node.lineno}: {node.name} is {length} lines, "
-                                    f"over {MAX_FUNCTION_LINES}; split it into steps")
-    for key in sorted(set(TOO_LONG_ALLOWED) - seen):
-        if key in present:
-            problems.append(f"{key} is allowed past the length limits but is within them "
-                            "now; take it off TOO_LONG_ALLOWED in scripts/check_layers.py")
+                problems.append(f"{rel}:{node.lineno}: {node.name} is {length} lines, "
+                                f"over {MAX_FUNCTION_LINES}; split it into steps")
     return problems
 
 
@@ -555,8 +527,7 @@ def main(argv: list[str]) -> int:
     print(f"layers ok: {count} modules, imports only point down, no cycle between "
           "subpackages or modules, no backend imports another, the process layer reached "
           f"through its face and the only one to start processes, no module over "
-          f"{MAX_MODULE_LINES} lines or function over {MAX_FUNCTION_LINES} (but "
-          f"{len(TOO_LONG_ALLOWED)} not yet split)")
+          f"{MAX_MODULE_LINES} lines or function over {MAX_FUNCTION_LINES}")
     return 0
 
 

@@ -26,7 +26,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Any
 
 def _write_twin(terminalreporter: Any, config: pytest.Config) -> None:
     from pytest_gpucheck.backends import BACKENDS
-    from pytest_gpucheck.reporting.report import get_matrix, write_report
+    from pytest_gpucheck.reporting.report import get_matrix
+    from pytest_gpucheck.reporting.report_files import write_report
     from pytest_gpucheck.selection import get_selection
 
     path = config.getoption("gpu_report")

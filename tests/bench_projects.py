@@ -28,16 +28,18 @@ def with_two_processes(ini: str) -> str:
     return ini.replace("gpu_bench_processes = 3\n", "gpu_bench_processes = 2\n")
 
 
+def gate_ini(**settings: object) -> str:
+    """A scenario's ``pytest.ini``: NumPy's items, these ini keys in this order
+    (``gpu_bench_rounds=10`` is the line ``gpu_bench_rounds = 10``), and
+    :data:`WITHOUT_HYPOTHESIS`."""
+    keys = "".join(f"{key} = {value}\n" for key, value in settings.items())
+    return f"[pytest]\ngpu_backends = numpy\n{keys}{WITHOUT_HYPOTHESIS}"
+
+
 #: The smallest gate a run can have (2 pairs of 10 rounds, a 1 s budget): for tests of what
 #: the gate says and refuses, not of its power.
-SMALL_GATE_INI = textwrap.dedent("""\
-    [pytest]
-    gpu_backends = numpy
-    gpu_bench_rounds = 10
-    gpu_bench_max_rounds = 10
-    gpu_bench_replicates = 2
-    gpu_bench_budget = 1
-    """) + WITHOUT_HYPOTHESIS
+SMALL_GATE_INI = gate_ini(gpu_bench_rounds=10, gpu_bench_max_rounds=10,
+                          gpu_bench_replicates=2, gpu_bench_budget=1)
 
 #: One benchmark of a small saxpy, for the projects of those tests.
 SAXPY_BENCH = textwrap.dedent("""\

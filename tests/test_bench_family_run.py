@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from bench_projects import WITHOUT_HYPOTHESIS
+from bench_projects import gate_ini
 from user_runs import IDENTICAL_CODE, junit_outcomes, run_pytest
 
 pytestmark = pytest.mark.slow
@@ -23,13 +23,7 @@ pytestmark = pytest.mark.slow
 #: Twelve rounds per benchmark and process, and no more where they are noisy (the default
 #: raises them up to 600): the rounds narrow each pair's figure; the false-fail chance is
 #: set by the pairs and the family level.
-INI = textwrap.dedent("""\
-    [pytest]
-    gpu_backends = numpy
-    gpu_bench_rounds = 12
-    gpu_bench_max_rounds = 12
-    gpu_bench_budget = 1
-    """) + WITHOUT_HYPOTHESIS
+INI = gate_ini(gpu_bench_rounds=12, gpu_bench_max_rounds=12, gpu_bench_budget=1)
 
 #: Three benchmarks on 256 KiB arrays (placed alike in both processes); ``{slow}`` is
 #: how many times the second one does its work.

@@ -139,6 +139,8 @@ def test_per_benchmark_overrides_from_ini_lines_and_marker() -> None:
     ({"keep_fraction": 0}, "keep_fraction"),
     ({"min_rounds": 1}, "min_rounds"),
     ({"speed": 1}, "unknown gate setting"),
+    ({"detect_effect": 0}, "detect_effect"),
+    ({"power": 1}, "power"),
 ])
 def test_bad_settings_raise(overrides: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -287,15 +289,6 @@ def test_pairs_of_rounds_cancel_the_order_of_benchmark_and_copy() -> None:
     assert verdict.noise is not None
     assert verdict.noise < 0.001
     assert verdict.status == "unchanged"
-
-
-@pytest.mark.parametrize(("overrides", "message"), [
-    ({"detect_effect": 0}, "detect_effect"),
-    ({"power": 1}, "power"),
-])
-def test_bad_power_settings_raise(overrides: dict[str, float], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        GateSettings().with_overrides(overrides)
 
 
 def test_the_design_effect_is_at_least_twice_the_minimum_effect() -> None:

@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from bench_projects import WITHOUT_HYPOTHESIS
+from bench_projects import gate_ini
 from user_runs import IDENTICAL_CODE, SLOW_KERNEL, junit_outcomes, run_pytest
 
 pytestmark = pytest.mark.slow
@@ -31,15 +31,8 @@ pytestmark = pytest.mark.slow
 #: 1e-4 up to about 55%.  The simulator child is the noisy one: 24.6% between pairs at
 #: rest, where 3 pairs and an 8x slowdown (the former settings) missed it 35% of the
 #: time, and did once in CI.  Fewer processes only make the unchanged twin harder to flag.
-INI = textwrap.dedent("""\
-    [pytest]
-    gpu_backends = numpy
-    gpu_bench_rounds = 20
-    gpu_bench_max_rounds = 40
-    gpu_bench_replicates = 3
-    gpu_bench_processes = 3
-    gpu_bench_budget = 1
-    """) + WITHOUT_HYPOTHESIS
+INI = gate_ini(gpu_bench_rounds=20, gpu_bench_max_rounds=40, gpu_bench_replicates=3,
+               gpu_bench_processes=3, gpu_bench_budget=1)
 #: The gate against a checkout judges pair figures, not rounds: ten per process (the
 #: fewest a comparison takes) and no more where they are noisy; a 64x slowdown and an
 #: identical twin at family level 1e-5 keep their verdicts (the level and the pairs, not

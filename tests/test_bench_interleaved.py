@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from bench_projects import WITHOUT_HYPOTHESIS
+from bench_projects import gate_ini
 from user_runs import HEAP_HOLE, IDENTICAL_CODE, borrowing_venv, junit_outcomes, run_pytest
 
 pytestmark = pytest.mark.slow
@@ -29,14 +29,8 @@ pytestmark = pytest.mark.slow
 #: each pair's figure, not the gate's false-fail chance, which its pairs and level set.
 #: No more rounds where the first ones are noisy (gpu_bench_max_rounds, 600 by default:
 #: a loaded machine took that many).
-INI = textwrap.dedent("""\
-    [pytest]
-    gpu_backends = numpy
-    gpu_bench_rounds = {rounds}
-    gpu_bench_max_rounds = {max_rounds}
-    gpu_bench_replicates = 3
-    gpu_bench_budget = 1
-    """) + WITHOUT_HYPOTHESIS
+INI = gate_ini(gpu_bench_rounds="{rounds}", gpu_bench_max_rounds="{max_rounds}",
+               gpu_bench_replicates=3, gpu_bench_budget=1)
 ROUNDS = 10
 
 #: The benchmark of both checkouts; ``{work}`` is the kernel's body.
@@ -112,13 +106,19 @@ def test_a_slower_candidate_fails_with_the_gate_message(tmp_path: Path) -> None:
     assert "gpucheck benchmark gate: REGRESSION" in message
 
 
-def test_the_identical_twin_passes(tmp_path: Path) -> None:
-    source = identical_twins(BENCH.format(work=FAST))
-    _, candidate = checkouts(tmp_path, source, source)
-    run = gate(candidate, *IDENTICAL)  # false-fail chance 1e-5 by design
+def passes_as_identical(candidate: Path) -> None:
+    """The gate, run in ``candidate`` at the identical code's settings, passes its benchmark
+    (false-fail chance 1e-5 by design)."""
+    run = gate(candidate, *IDENTICAL)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "REGRESSION" not in run.stdout
     assert junit_outcomes(candidate / "junit.xml")["test_saxpy"][0] == "passed"
+
+
+def test_the_identical_twin_passes(tmp_path: Path) -> None:
+    source = identical_twins(BENCH.format(work=FAST))
+    _, candidate = checkouts(tmp_path, source, source)
+    passes_as_identical(candidate)
 
 
 def test_a_heap_hole_in_one_checkout_does_not_move_the_gate(tmp_path: Path) -> None:
@@ -133,10 +133,7 @@ def test_a_heap_hole_in_one_checkout_does_not_move_the_gate(tmp_path: Path) -> N
     holed = source.replace("import numpy as np\n", "import numpy as np\n\n" + HEAP_HOLE, 1)
     assert holed != source
     _, candidate = checkouts(tmp_path, holed, source)
-    run = gate(candidate, *IDENTICAL)  # false-fail chance 1e-5 by design
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "REGRESSION" not in run.stdout
-    assert junit_outcomes(candidate / "junit.xml")["test_saxpy"][0] == "passed"
+    passes_as_identical(candidate)
 
 
 def test_a_benchmark_new_in_the_candidate_has_no_baseline(tmp_path: Path) -> None:

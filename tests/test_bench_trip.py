@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from bench_projects import SMALL_GATE_INI
-from test_routed_trip import trip
+from test_routed_trip import CHAIN, trip
 from user_runs import run_pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,20 +59,7 @@ STATS = os.path.join(PACKAGE, "bench", "stats.py")
 FIGURES = ("pair_test", "pair_power")
 TRACE = {"chains": [], "figures": []}
 
-
-def _chain(frame):
-    files = []
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if os.sep + "pluggy" + os.sep in name:
-            break
-        if name.startswith(PACKAGE):
-            relative = name[len(PACKAGE):]
-            if not files or files[-1] != relative:
-                files.append(relative)
-        frame = frame.f_back
-    return files
-
+''' + CHAIN + '''
 
 def _figures(frame):
     args = {k: v for k, v in frame.f_locals.items() if k != "frame"}

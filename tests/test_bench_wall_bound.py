@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 import pytest
-from bench_projects import WITHOUT_HYPOTHESIS
+from bench_projects import gate_ini
 from user_runs import run_pytest
 
 BUDGET = 25.0
@@ -42,13 +42,7 @@ FAMILY_LEVEL = 1e-4
 #: For the pairs to end after the last benchmark (and pytest to exit).
 ENDING = 20.0
 
-INI = textwrap.dedent(f"""\
-    [pytest]
-    gpu_backends = numpy
-    gpu_bench_rounds = 8
-    gpu_bench_replicates = 2
-    gpu_bench_budget = {BUDGET:g}
-    """) + WITHOUT_HYPOTHESIS
+INI = gate_ini(gpu_bench_rounds=8, gpu_bench_replicates=2, gpu_bench_budget=f"{BUDGET:g}")
 
 NOISY = textwrap.dedent(f"""\
     import os

@@ -20,38 +20,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fake_cai import FakeCaiArray, FakeCaiProducer, cai_facts
 from user_runs import user_env
 
-from pytest_gpucheck.backends.adapter_base import Adapter
 from pytest_gpucheck.backends.array_facts import ArrayFacts
 from pytest_gpucheck.interop.cases import Case
 from pytest_gpucheck.interop.outcomes import Exchange, Outcome
 
-
-# -- hand-built CUDA Array Interface producers ----------------------------------------------
-class FakeCaiArray:
-    """Host memory behind a hand-written ``__cuda_array_interface__`` (no ``__dlpack__``)."""
-
-    def __init__(self, host: np.ndarray, version: int = 3, stream: Any = "absent",
-                 readonly: bool = False) -> None:
-        self.host = host
-        self.readonly = readonly
-        strides = None if host.flags.c_contiguous else tuple(host.strides)
-        self.__cuda_array_interface__: dict[str, Any] = {
-            "shape": host.shape, "typestr": host.dtype.str,
-            "data": (host.__array_interface__["data"][0], readonly),
-            "strides": strides, "version": version}
-        if stream != "absent":
-            self.__cuda_array_interface__["stream"] = stream
-
-
-def _facts(array: FakeCaiArray) -> ArrayFacts:
-    host = array.host
-    return ArrayFacts(pointer=host.__array_interface__["data"][0], shape=host.shape,
-                      strides=host.strides, dtype=host.dtype, device="cuda:0",
-                      readonly=array.readonly)
-
-
+# -- hand-built CUDA Array Interface producers (tests/fake_cai.py) ----------------------------
 STRIDED = np.arange(24.0).reshape(4, 6)[1:, ::2]
 
 # (what the producer is, the array, the problem the checker must report or None)
@@ -77,7 +53,7 @@ def test_cai_export_judges_each_version_by_its_rules(array: FakeCaiArray,
                                                      problem: str | None) -> None:
     from pytest_gpucheck.interop.cai_export import cai_problems
 
-    problems = cai_problems(array.__cuda_array_interface__, _facts(array))
+    problems = cai_problems(array.__cuda_array_interface__, cai_facts(array))
     if problem is None:
         assert problems == []
     else:
@@ -123,19 +99,14 @@ def test_a_half_dlpack_producer_is_still_a_failure() -> None:
 
 
 # -- the classifier and the documented table on fake GPU producers ----------------------------
-class FakeCaiAdapter(Adapter):
+class FakeCaiAdapter(FakeCaiProducer):
     """A GPU producer whose arrays are host memory exported through CAI ``version``."""
 
     readonly = "flag"
 
     def __init__(self, name: str, version: int) -> None:
-        super().__init__(SimpleNamespace(synchronize=lambda: None))
-        self.name = name  # type: ignore[misc]
+        super().__init__(name)
         self.version = version
-
-    @property
-    def device(self) -> str:
-        return "cuda:0"
 
     def upload(self, host: np.ndarray) -> Any:
         return FakeCaiArray(host.copy(order="A"), version=self.version)
@@ -145,18 +116,6 @@ class FakeCaiAdapter(Adapter):
 
     def make_readonly(self, array: Any) -> Any:
         return FakeCaiArray(array.host, version=self.version, readonly=True)
-
-    def owns(self, array: Any) -> bool:
-        return isinstance(array, FakeCaiArray)
-
-    def facts(self, array: Any) -> ArrayFacts:
-        return _facts(array)
-
-    def to_host(self, array: Any) -> np.ndarray:
-        return np.array(array.host, copy=True)
-
-    def write(self, array: Any, index: tuple[int, ...], value: np.ndarray) -> None:
-        array.host[index] = value
 
 
 def _cuda_core_consumer() -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from documented_fakes import numpy_refusal
+from fake_cai import FakeCaiArray, FakeCaiProducer, cai_facts
 
 from pytest_gpucheck.backends.adapter_base import Adapter
 from pytest_gpucheck.backends.array_facts import ArrayFacts
@@ -95,16 +96,8 @@ def test_numba_cuda_dummyarray_still_refuses_ellipsis() -> None:
 
 
 # -- CAI producers with the H100's dicts ----------------------------------------------------
-class CaiArray:
-    """Host memory behind a ``__cuda_array_interface__`` like the H100's producers wrote."""
-
-    def __init__(self, host: np.ndarray, version: int, readonly: bool = False) -> None:
-        self.host, self.readonly = host, readonly
-        self.__cuda_array_interface__ = {
-            "shape": host.shape, "strides": None if host.flags.c_contiguous else host.strides,
-            # '<V2' for bfloat16: what CuPy, torch (torch/_tensor.py) and cuda-python write
-            "typestr": host.dtype.str, "data": (host.ctypes.data, readonly),
-            "version": version}
+#: Host memory behind a ``__cuda_array_interface__`` like the H100's producers wrote.
+CaiArray = FakeCaiArray
 
 
 class JaxGpuArray(CaiArray):
@@ -121,40 +114,18 @@ class JaxGpuArray(CaiArray):
         raise AttributeError(name)
 
 
-def _facts(array: CaiArray) -> ArrayFacts:
-    host = array.host
-    return ArrayFacts(host.ctypes.data, host.shape, host.strides, host.dtype, "cuda:0",
-                      array.readonly)
-
-
-class CaiProducer(Adapter):
+class CaiProducer(FakeCaiProducer):
     """A GPU producer whose arrays are host memory with the given CAI flavour."""
 
     def __init__(self, name: str, make: Any) -> None:
-        super().__init__(SimpleNamespace(synchronize=lambda: None))
-        self.name, self.make = name, make  # type: ignore[misc]
-
-    @property
-    def device(self) -> str:
-        return "cuda:0"
+        super().__init__(name)
+        self.make = make
 
     def upload(self, host: np.ndarray) -> Any:
         return self.make(host.copy())
 
-    def owns(self, array: Any) -> bool:
-        return isinstance(array, CaiArray)
-
-    def facts(self, array: Any) -> ArrayFacts:
-        return _facts(array)
-
-    def to_host(self, array: Any) -> np.ndarray:
-        return np.array(array.host, copy=True)
-
     def writable(self, array: Any) -> bool:
         return not array.readonly
-
-    def write(self, array: Any, index: tuple[int, ...], value: np.ndarray) -> None:
-        array.host[index] = value
 
 
 class CaiConsumer(CaiProducer):
@@ -204,7 +175,7 @@ def test_cai_export_accepts_the_only_typestr_bfloat16_has(
     array = CaiArray(host, version)
     if typestr is not None:
         array.__cuda_array_interface__["typestr"] = typestr
-    problems = cai_problems(array.__cuda_array_interface__, _facts(array))
+    problems = cai_problems(array.__cuda_array_interface__, cai_facts(array))
     assert problems == ([problem] if problem else []), problems
 
 
@@ -359,7 +330,7 @@ def test_cupy_copy_true_refusal_is_documented_in_the_export_check() -> None:
     def adapter(name: str) -> Any:
         return SimpleNamespace(name=name, device="cuda:0",
                                produce=lambda case: CupyLike(case.host()),
-                               facts=lambda array: _facts(CaiArray(array.host, 3)))
+                               facts=lambda array: cai_facts(CaiArray(array.host, 3)))
 
     report = check_dlpack_export(adapter("cupy"), Case("float64", (3,)))
     assert report.problems == []

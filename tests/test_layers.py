@@ -110,9 +110,6 @@ CLEAN = {
     ("a function over 80 lines", {"pytest_gpucheck/at_limits.py":
         "def f():\n" + "    x = 1\n" * 80},
      "pytest_gpucheck/at_limits.py:1: f is 81 lines, over 80; split it into steps"),
-    ("a module allowed past the limits is within them", {"pytest_gpucheck/plugin.py":
-        "x = 1\n"}, "pytest_gpucheck/plugin.py is allowed past the length limits but is "
-     "within them now; take it off TOO_LONG_ALLOWED"),
     ("a module allowed to start processes starts none", {"pytest_gpucheck/mpi/gpu_aware.py":
         "x = 1\n"}, "pytest_gpucheck/mpi/gpu_aware.py is allowed to start processes but "
      "starts none now; take it off STARTS_ALLOWED"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpucheck.reporting.report import write_atomically
+from pytest_gpucheck.reporting.atomic_files import write_atomically
 
 TESTS = """
 import pytest

@@ -20,6 +20,25 @@ import pytest
 #: At most this many of the package's files on an isolated item's trip (issue 30).
 MOST_FILES = 6
 
+#: A tracing conftest's walk up the call stack (``os`` and ``PACKAGE``, the package's
+#: folder, defined before it): the files of the package on the stack, callee first,
+#: repeats in a row merged, up to the first hook call (what runs above it is pytest's,
+#: or a report's reader).  The trip tests' tracers share it (tests/test_bench_trip.py).
+CHAIN = '''
+def _chain(frame):
+    files = []
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if os.sep + "pluggy" + os.sep in name:
+            break  # a hook call: what runs above it is pytest's, or a report's reader
+        if name.startswith(PACKAGE):
+            relative = name[len(PACKAGE):]
+            if not files or files[-1] != relative:
+                files.append(relative)
+        frame = frame.f_back
+    return files
+'''
+
 #: The temporary project's conftest: while the dispatcher runs an item in the user's
 #: process, record for every call into the package the files of the package on the call
 #: stack below the dispatcher (callee first, repeats in a row merged); calls made by
@@ -34,20 +53,7 @@ from pytest_gpucheck.environment import REPORT_SINK_VARIABLE
 PACKAGE = os.path.dirname(pytest_gpucheck.__file__) + os.sep
 DISPATCHER = os.path.join("processes", "routers", "base.py")
 
-
-def _chain(frame):
-    files = []
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if os.sep + "pluggy" + os.sep in name:
-            break  # a hook call: what runs above it is pytest's, or a report's reader
-        if name.startswith(PACKAGE):
-            relative = name[len(PACKAGE):]
-            if not files or files[-1] != relative:
-                files.append(relative)
-        frame = frame.f_back
-    return files
-
+''' + CHAIN + '''
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):

@@ -12,7 +12,9 @@ processes, laid out as pytest-xdist's.
   child), ``pool.py`` (long-lived workers, replaced after a crash or a poisoned
   context), ``replaying.py`` (a child's reports logged here as the item's outcome),
   ``deaths.py`` (one honest outcome per item when a child dies), ``peers.py``
-  (long-lived children talked to over a socket pair: the benchmark gate's peers);
+  (long-lived children talked to over a socket pair: the benchmark gate's peers),
+  ``commands.py`` (a short command run to its end: ``git rev-parse``, a tool's
+  ``--version``);
 - the worker side, what runs inside a child (pytest-xdist's ``remote.py``):
   ``worker.py`` (the report sink, the live output under ``-s``, the item server); it
   imports nothing of the controller side (``scripts/check_layers.py`` keeps it so);
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
         record_args,
         rule_for,
     )
+    from pytest_gpucheck.processes.commands import CommandOutput, run_command
     from pytest_gpucheck.processes.deaths import (
         KeepsChildDeaths,
         close_all,
@@ -100,6 +103,9 @@ _FACE = {
     "PEER_DROPPED_ENV": "peers",
     "PeerProcess": "peers",
     "peer_environment": "peers",
+    # short commands run to their end (the report's commit, a tool's version)
+    "CommandOutput": "commands",
+    "run_command": "commands",
     # the worker side: set up inside a child
     "install_report_sink": "worker",
     "load_parent_conftests": "worker",
@@ -121,6 +127,7 @@ __all__ = [
     "PEER_DROPPED_ENV",
     "REFUSE",
     "ChildRun",
+    "CommandOutput",
     "KeepsChildDeaths",
     "PeerProcess",
     "Router",
@@ -149,6 +156,7 @@ __all__ = [
     "router_for",
     "rule_for",
     "run_child_pytest",
+    "run_command",
     "start_orphan_guard",
     "tear_down_towards",
     "write_deaths",

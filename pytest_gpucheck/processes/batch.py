@@ -15,10 +15,7 @@ at a time, are :class:`~pytest_gpucheck.processes.pool.Worker`.
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,19 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gpucheck.environment import (
-    CONFTESTS_VARIABLE,
-    JUNIT_VARIABLE,
-    PARENT_VARIABLE,
-    REPORT_SINK_VARIABLE,
-    SERVE_VARIABLE,
-    STREAM_VARIABLE,
-)
 from pytest_gpucheck.processes.child_options import (
+    child_environment,
     forwarded_options,
-    hypothesis_env,
-    junit_env,
-    loaded_conftests,
     output_stream,
     plugin_options,
     stop_options,
@@ -94,23 +81,7 @@ def run_child_pytest(
             *plugin_options(config),
             f"@{args_file}",
         ]
-        child_env = {
-            **os.environ,
-            **(env or {}),
-            **stream_env,
-            **junit_env(config),
-            **hypothesis_env(config),
-            REPORT_SINK_VARIABLE: sink,
-            PARENT_VARIABLE: f"{os.getpid()}@{socket.gethostname()}",
-            CONFTESTS_VARIABLE: json.dumps(loaded_conftests(config)),
-        }
-        child_env.pop("PYTEST_XDIST_WORKER", None)
-        child_env.pop("PYTEST_ADDOPTS", None)
-        child_env.pop(SERVE_VARIABLE, None)  # a worker's pipes are its own, not its jobs'
-        if not stream_env:
-            child_env.pop(STREAM_VARIABLE, None)
-        if not junit_env(config):
-            child_env.pop(JUNIT_VARIABLE, None)
+        child_env = child_environment(config, env, stream_env, sink)
         output_path = Path(sink) / "output.txt"
         with sigterm_raises(), output_path.open("w+", encoding="utf-8") as output_file:
             process = subprocess.Popen(
@@ -124,39 +95,51 @@ def run_child_pytest(
                 start_new_session=True,  # its own process group, so a timeout kills every rank
                 pass_fds=stream_fds,
             )
-            timed_out = False
-            try:
-                def peek() -> None:
-                    if on_progress is not None:
-                        run = ChildRun(0, "", False)
-                        read_reports(config, sink, targets, run)
-                        on_progress(run)
-
-                timed_out = not _wait(process, timeout, peek if on_progress else None)
-                if timed_out:
-                    end_group(process)
-            except (KeyboardInterrupt, Stopped) as exc:
-                end_group(process)
-                run = ChildRun(process.returncode, read_text(output_path), False,
-                               interrupted=True)
-                read_reports(config, sink, targets, run)
-                if on_interrupt is not None:
-                    on_interrupt(run)
-                if isinstance(exc, Stopped):
-                    raise pytest.exit.Exception(
-                        f"gpucheck: {exc}; the child processes were ended",
-                        returncode=128 + signal.SIGTERM) from None
-                raise
-            except BaseException:
-                end_group(process)
-                raise
-            finally:
-                # A rank or helper that outlived the launcher is still in the group.
-                kill_group(process)
+            timed_out = _watch(process, config, sink, targets, timeout=timeout,
+                               on_progress=on_progress, on_interrupt=on_interrupt)
         run = ChildRun(process.returncode, read_text(output_path), timed_out)
         read_reports(config, sink, targets, run)
         apply_session_output(config, run.session_output)
         return run
+
+
+def _watch(process: subprocess.Popen[str], config: pytest.Config, sink: str,
+           targets: dict[str, str], *, timeout: float | None,
+           on_progress: Callable[[ChildRun], None] | None,
+           on_interrupt: Callable[[ChildRun], None] | None) -> bool:
+    """Wait for the child ``process`` until it ends (False) or ``timeout`` passes (True:
+    its group ended), its progress read every few seconds; on SIGINT or SIGTERM its group
+    is ended, ``on_interrupt`` gets what it reported, and the interruption goes on.  Its
+    process group is killed on the way out, whatever happened."""
+    output_path = Path(sink) / "output.txt"
+    try:
+        def peek() -> None:
+            if on_progress is not None:
+                run = ChildRun(0, "", False)
+                read_reports(config, sink, targets, run)
+                on_progress(run)
+
+        timed_out = not _wait(process, timeout, peek if on_progress else None)
+        if timed_out:
+            end_group(process)
+        return timed_out
+    except (KeyboardInterrupt, Stopped) as exc:
+        end_group(process)
+        run = ChildRun(process.returncode, read_text(output_path), False, interrupted=True)
+        read_reports(config, sink, targets, run)
+        if on_interrupt is not None:
+            on_interrupt(run)
+        if isinstance(exc, Stopped):
+            raise pytest.exit.Exception(
+                f"gpucheck: {exc}; the child processes were ended",
+                returncode=128 + signal.SIGTERM) from None
+        raise
+    except BaseException:
+        end_group(process)
+        raise
+    finally:
+        # A rank or helper that outlived the launcher is still in the group.
+        kill_group(process)
 
 
 def _wait(process: subprocess.Popen[str], timeout: float | None,

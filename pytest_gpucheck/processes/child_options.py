@@ -34,15 +34,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
+import socket
 import sys
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from pytest_gpucheck.environment import JUNIT_VARIABLE, STREAM_VARIABLE
+from pytest_gpucheck.environment import (
+    CONFTESTS_VARIABLE,
+    JUNIT_VARIABLE,
+    PARENT_VARIABLE,
+    REPORT_SINK_VARIABLE,
+    SERVE_VARIABLE,
+    STREAM_VARIABLE,
+)
 
 FORWARD = "forward"
 PARENT = "parent"
@@ -375,6 +384,34 @@ def hypothesis_env(config: pytest.Config) -> dict[str, str]:
 
 
 _MPI_STREAM_NOTED = pytest.StashKey[bool]()
+
+
+def child_environment(config: pytest.Config, env: Mapping[str, str] | None,
+                      stream_env: Mapping[str, str], sink: str) -> dict[str, str]:
+    """A child pytest's environment (a batch child's, a long-lived worker's): this
+    process's with ``env`` added, the live output's (``stream_env``, from
+    :func:`output_stream`), the JUnit file's and hypothesis' entries, the report
+    ``sink``, the parent and its conftests; without what would make it an xdist worker,
+    read the user's ``PYTEST_ADDOPTS`` twice (its options come in the arguments) or serve
+    this process's pipes (a worker is given its own)."""
+    child_env = {
+        **os.environ,
+        **(env or {}),
+        **stream_env,
+        **junit_env(config),
+        **hypothesis_env(config),
+        REPORT_SINK_VARIABLE: sink,
+        PARENT_VARIABLE: f"{os.getpid()}@{socket.gethostname()}",
+        CONFTESTS_VARIABLE: json.dumps(loaded_conftests(config)),
+    }
+    child_env.pop("PYTEST_XDIST_WORKER", None)
+    child_env.pop("PYTEST_ADDOPTS", None)
+    child_env.pop(SERVE_VARIABLE, None)  # a worker's pipes are its own, not its jobs'
+    if not stream_env:
+        child_env.pop(STREAM_VARIABLE, None)
+    if not junit_env(config):
+        child_env.pop(JUNIT_VARIABLE, None)
+    return child_env
 
 
 def streaming(config: pytest.Config) -> bool:

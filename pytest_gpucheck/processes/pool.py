@@ -28,7 +28,6 @@ import os
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,19 +37,10 @@ from typing import IO, Any
 
 import pytest
 
-from pytest_gpucheck.environment import (
-    CONFTESTS_VARIABLE,
-    JUNIT_VARIABLE,
-    PARENT_VARIABLE,
-    REPORT_SINK_VARIABLE,
-    SERVE_VARIABLE,
-    STREAM_VARIABLE,
-)
+from pytest_gpucheck.environment import SERVE_VARIABLE
 from pytest_gpucheck.processes.child_options import (
+    child_environment,
     forwarded_options,
-    hypothesis_env,
-    junit_env,
-    loaded_conftests,
     output_stream,
     plugin_options,
 )
@@ -111,23 +101,8 @@ class Worker:
                                             *self.extra_args, *stream_args]))
             requests_read, requests_write = os.pipe()
             replies_read, replies_write = os.pipe()
-            env = {
-                **os.environ,
-                **self.env,
-                **stream_env,
-                **junit_env(self.config),
-                **hypothesis_env(self.config),
-                REPORT_SINK_VARIABLE: self.sink,
-                PARENT_VARIABLE: f"{os.getpid()}@{socket.gethostname()}",
-                CONFTESTS_VARIABLE: json.dumps(loaded_conftests(self.config)),
-                SERVE_VARIABLE: f"{requests_read},{replies_write}",
-            }
-            env.pop("PYTEST_XDIST_WORKER", None)
-            env.pop("PYTEST_ADDOPTS", None)
-            if not stream_env:
-                env.pop(STREAM_VARIABLE, None)
-            if not junit_env(self.config):
-                env.pop(JUNIT_VARIABLE, None)
+            env = child_environment(self.config, self.env, stream_env, self.sink)
+            env[SERVE_VARIABLE] = f"{requests_read},{replies_write}"  # its own pipes
             output = (Path(self.sink) / "output.txt").open("w", encoding="utf-8")
             try:
                 self.process = subprocess.Popen(

@@ -31,3 +31,10 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (its folder made first) so a reader never sees a
+    partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(path, text)

@@ -260,7 +260,7 @@ def publish(config: pytest.Config, terminalreporter: Any, matrix: Matrix,
         return
     path = summary_path(config)
     if path is not None and (matrix.counts or matrix.failures or matrix.sections):
-        from pytest_gpucheck.reporting.report import append_job_summary
+        from pytest_gpucheck.reporting.report_files import append_job_summary
 
         try:
             append_job_summary(matrix, path, order)

@@ -1,4 +1,9 @@
-"""The conformance matrix: backend x test family, in the terminal and as JSON/Markdown.
+"""The conformance matrix: backend x test family, and its lines in the terminal.
+
+The report's files (JSON, Markdown, the job summary) are made from it in
+:mod:`pytest_gpucheck.reporting.report_files`, a failure's one-line reason and rerun
+command in :mod:`pytest_gpucheck.reporting.failures`, the run's facts (time, commit,
+versions) in :mod:`pytest_gpucheck.run_summary`.
 
 Each test report carries its cell (``report.gpucheck_cell``, a dict of
 strings), set from the item when the report is made, so the matrix is also
@@ -20,22 +25,19 @@ One vocabulary everywhere (terminal, Markdown, JSON, job summary):
 
 from __future__ import annotations
 
-import datetime
-import json
-import os
-import platform
-import re
-import shlex
-import subprocess
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from pytest_gpucheck.hookspecs import ReportSection
-from pytest_gpucheck.reporting.atomic_files import write_text_atomically
+from pytest_gpucheck.reporting.failures import (
+    Failure,
+    one_line_reason,
+    pytest_message,
+    rerun_command,
+)
 from pytest_gpucheck.reporting.terminal_width import fit
 
 CELL_KEY = pytest.StashKey[dict[str, str]]()
@@ -46,8 +48,6 @@ REPORT_FORMAT = "pytest-gpucheck/report/v2"
 NOT_APPLICABLE_PREFIX = "not applicable"
 #: The reason an expected failure (pytest's xfail, ``gpu_xfail``) counts under: ``xfail (why)``.
 XFAIL = "xfail"
-#: A failure's reason is cut here: the full message is in the test log.
-REASON_WIDTH = 240
 
 LEGEND = (
     "pass N: N items passed | fail F/N: F of N items run failed (listed with rerun "
@@ -92,103 +92,6 @@ def _module_family(item: pytest.Item) -> str:
     return stem.removeprefix("test_").removesuffix("_test")
 
 
-@dataclass(frozen=True)
-class Failure:
-    """One failing item: what failed, why (one line), how to rerun it, where to look."""
-
-    nodeid: str
-    reason: str
-    rerun: str
-    #: ``when`` of the failing report: setup, call or teardown.
-    phase: str
-    backend: str = ""
-    family: str = ""
-    #: Absolute path and 1-based line of the code to blame: the user's registered
-    #: implementation when the item checks one, else the test function.
-    file: str = ""
-    line: int = 0
-    #: What pytest's short test summary line shows of the failure after its node id (see
-    #: :func:`pytest_message`; "" when nothing useful): the terminal then gives only what
-    #: pytest lacks.  Not in the JSON report (a fact about the terminal, not the run).
-    pytest_message: str = field(default="", compare=False)
-
-
-#: A first line that names the exception and nothing else (``AssertionError:``).
-_EXCEPTION_NAME_ONLY = re.compile(r"[A-Za-z_][\w.]*:")
-
-
-def one_line_reason(report: pytest.TestReport) -> str:
-    """The first line of the failure's message (``AssertionError: out differs ...``); a
-    message that starts on a new line gives its first non-empty line after the type."""
-    longrepr = report.longrepr
-    crash: Any = getattr(longrepr, "reprcrash", None)
-    if crash is not None and crash.message:
-        text = str(crash.message)
-    elif isinstance(longrepr, tuple):
-        text = str(longrepr[2])
-    else:  # a plain string (a child process that died, the benchmark gate)
-        text = str(longrepr or "")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    reason = lines[0] if lines else f"failed in {report.when}"
-    if len(lines) > 1 and _EXCEPTION_NAME_ONLY.fullmatch(reason):
-        # The message starts on a new line (numpy.testing's assertions): pytest's first
-        # line is the bare "AssertionError:", so the message's first line follows it.
-        reason = f"{reason} {lines[1]}"
-    if report.when != "call":
-        reason = f"error in {report.when}: {reason}"
-    if len(reason) > REASON_WIDTH:
-        reason = reason[: REASON_WIDTH - 3] + "..."
-    return reason
-
-
-def pytest_message(report: pytest.TestReport) -> str:
-    """The first line of the crash message, which pytest's short test summary line
-    (``FAILED id - message``) shows; "" when that line says nothing: no crash message,
-    an empty one, or the bare exception name (numpy.testing's ``AssertionError:``, whose
-    message starts on the next line).  A plain-string report (a child process that died,
-    the benchmark gate) has no crash message: pytest before 9 shows none for it."""
-    crash: Any = getattr(report.longrepr, "reprcrash", None)
-    if crash is None:
-        return ""
-    first = str(crash.message or "").split("\n", 1)[0].strip()
-    return "" if _EXCEPTION_NAME_ONLY.fullmatch(first) else first
-
-
-def rerun_command(report: pytest.TestReport, backend: str, options: tuple[str, ...],
-                  config: pytest.Config | None = None) -> str:
-    """The command that reruns a failed item from the folder pytest ran in.
-
-    A conformance failure prints its own ``rerun:`` line (the harness knows the
-    user's paths, options, hypothesis seed and profile): that line is used as
-    it is, so the report and the traceback never disagree.  Otherwise
-    ``pytest TARGET --gpu-backends=BACKEND [options]``, where the target
-    (``report.gpucheck_rerun``) comes from the same rule as the harness's line,
-    :func:`pytest_gpucheck.reporting.ci.rerun_selector`: ``path::name``, or for the
-    bundled suites under ``--gpu-conformance`` (whose node ids name no file the
-    user has) the user's paths and ``-k 'TEST[ID]'``.  A report made without its item
-    (``config`` given) is selected from its node id
-    (:func:`pytest_gpucheck.reporting.ci.target_from_nodeid`).
-    """
-    # A crash is a plain string whose tail is the dead child's output, where another
-    # item's rerun line may stand: only a check's own message is read.
-    if not isinstance(report.longrepr, str):
-        for line in reversed(report.longreprtext.splitlines()):
-            if "rerun: pytest " in line:
-                return line.split("rerun: ", 1)[1].strip()
-    from pytest_gpucheck.reporting import rerun as ci
-
-    target = getattr(report, "gpucheck_rerun", None)
-    if not target:
-        # A report made without its item (pytest-xdist's, for a worker that crashed).
-        target = ci.target_from_nodeid(report.nodeid, config) if config is not None \
-            else [report.nodeid]
-    parts = ["pytest", *target]
-    if backend:
-        parts.append(f"--gpu-backends={backend}")
-    parts.extend(ci.options_for(target, options))
-    return " ".join(shlex.quote(part) for part in parts)
-
-
 @dataclass
 class Matrix:
     """Outcome counts per (family, backend), failures, skip reasons and extra sections."""
@@ -204,7 +107,8 @@ class Matrix:
     #: The features' own parts (``pytest_gpucheck_report_sections``), by key.
     sections: dict[str, ReportSection] = field(default_factory=dict)
     backends_info: dict[str, dict[str, str]] = field(default_factory=dict)
-    #: When, where and with what the run was made (see :func:`run_facts`).
+    #: When, where and with what the run was made
+    #: (see :func:`pytest_gpucheck.run_summary.run_facts`).
     run: dict[str, Any] = field(default_factory=dict)
     #: Options a rerun needs besides the node id (``--gpu-conformance`` ...).
     rerun_options: tuple[str, ...] = ()
@@ -302,32 +206,6 @@ class Matrix:
             return text
         return status
 
-    def to_json(self, order: list[str]) -> dict[str, Any]:
-        cells = []
-        for (family, backend), counts in sorted(self.counts.items()):
-            cells.append(
-                {
-                    "family": family,
-                    "backend": backend,
-                    **{status: counts[status] for status in STATUSES},
-                    "status": self.status(family, backend),
-                    "summary": self.summary(family, backend),
-                    "skip_reasons": dict(self.skip_reasons.get((family, backend), {})),
-                }
-            )
-        return {
-            "format": REPORT_FORMAT,
-            "legend": LEGEND,
-            "run": self.run,
-            "totals": self.totals(),
-            "failures": [_failure_json(failure) for failure in self.failures],
-            "backends": self.backends_info,
-            "families": self.families,
-            "backend_order": self.backends(order),
-            "cells": cells,
-            "sections": {name: section.data for name, section in self.sections.items()},
-        }
-
     def headline(self, *, terminal: bool = False) -> str:
         """``gpucheck: 2 fail, 310 pass, 12 skip, 4 n/a`` (the matrix's totals).
 
@@ -345,83 +223,6 @@ class Matrix:
         if terminal:
             line += " (items in the matrix's cells; pytest's line below counts every test)"
         return line
-
-    def matrix_markdown(self, order: list[str]) -> list[str]:
-        backends = self.backends(order)
-        if not backends:
-            return []
-        lines = ["| family | " + " | ".join(backends) + " |",
-                 "| --- |" + " --- |" * len(backends)]
-        for family in self.families:
-            row = [_markdown_cell(self.summary(family, b), self.status(family, b))
-                   for b in backends]
-            lines.append(f"| {family} | " + " | ".join(row) + " |")
-        return lines
-
-    def failures_markdown(self, limit: int | None = None) -> list[str]:
-        if not self.failures:
-            return []
-        shown = self.failures if limit is None else self.failures[:limit]
-        lines = [f"### Failures ({len(self.failures)})", ""]
-        for failure in shown:
-            lines.append(f"- ❌ `{failure.nodeid}`: {_escape_markdown(failure.reason)}")
-            lines.append(f"  rerun: `{failure.rerun}`")
-        if len(shown) < len(self.failures):
-            lines.append(f"- ... and {len(self.failures) - len(shown)} more in the full report")
-        return [*lines, ""]
-
-    def to_markdown(self, order: list[str]) -> str:
-        lines = ["## GPU conformance matrix", "", self.headline(), ""]
-        lines += self.failures_markdown()
-        if self.run:
-            lines += [_run_line(self.run), ""]
-        if self.backends_info:
-            lines += ["| backend | version | device / reason |", "| --- | --- | --- |"]
-            for name, info in self.backends_info.items():
-                where = info.get("device") or f"skip: {info.get('reason', '')}"
-                lines.append(f"| {name} | {info.get('version', '')} | {where} |")
-            lines.append("")
-        matrix = self.matrix_markdown(order)
-        if matrix:
-            lines += [*matrix, "", f"Legend: {LEGEND}", ""]
-        reasons = self.reason_lines(self.backends(order))
-        if reasons:
-            lines += ["Why items did not run:", "", *(f"- {line.strip()}" for line in reasons), ""]
-        for section in self.sections.values():
-            lines += [section.markdown.rstrip(), ""]
-        return "\n".join(lines).rstrip() + "\n"
-
-    def to_job_summary(self, order: list[str], max_failures: int = 20) -> str:
-        """The CI page's version: headline, failures first, the matrix, the rest collapsed."""
-        icon = "❌" if self.failures else "✅"
-        lines = [f"## {icon} {self.headline()}", ""]
-        lines += self.failures_markdown(max_failures)
-        matrix = self.matrix_markdown(order)
-        if matrix:
-            lines += [*matrix, ""]
-        details: list[tuple[str, list[str]]] = []
-        reasons = self.reason_lines(self.backends(order))
-        if reasons:
-            details.append(("Why items did not run", [f"- {line.strip()}" for line in reasons]))
-        for key, section in self.sections.items():
-            if section.markdown.strip():
-                details.append((_section_title(key, section.markdown),
-                                section.markdown.rstrip().splitlines()))
-        facts = []
-        if self.run:
-            facts.append(_run_line(self.run))
-        if self.backends_info:
-            facts += ["", "| backend | version | device / reason |", "| --- | --- | --- |"]
-            for name, info in self.backends_info.items():
-                where = info.get("device") or f"skip: {info.get('reason', '')}"
-                facts.append(f"| {name} | {info.get('version', '')} | {where} |")
-        if matrix:
-            facts += ["", f"Legend: {LEGEND}"]
-        if facts:
-            details.append(("Run, versions and legend", facts))
-        for title, body in details:
-            lines += ["<details>", f"<summary>{title}</summary>", "", *body, "", "</details>", ""]
-        return "\n".join(lines).rstrip() + "\n\n"
 
     def terminal_lines(self, order: list[str], width: int | None = None) -> list[str]:
         """The matrix, the reasons and the legend, fitted to ``width`` columns.
@@ -526,7 +327,7 @@ class Matrix:
         lines: list[str] = []
         for key, section in self.sections.items():
             if id(section) in long:
-                lines.append(f"gpucheck: {_section_title(key, section.markdown)}: above the "
+                lines.append(f"gpucheck: {section_title(key, section.markdown)}: above the "
                              f"matrix{also}")
             else:
                 lines.extend(line for line in section.terminal_lines if line.strip())
@@ -560,12 +361,6 @@ class Matrix:
         return lines
 
 
-def _failure_json(failure: Failure) -> dict[str, Any]:
-    data = asdict(failure)
-    data.pop("pytest_message")
-    return data
-
-
 def _folded_line(folded: dict[str, str]) -> str:
     """``  skip in every family (columns left out): numba-cuda, cupy: no NVIDIA driver``."""
     by_reason: dict[str, list[str]] = {}
@@ -594,64 +389,12 @@ def _skip_reason(report: pytest.TestReport) -> str:
     return lines[-1] if lines else "skipped"
 
 
-def _markdown_cell(summary: str, status: str) -> str:
-    icon = {"fail": "❌ ", "pass": "✅ "}.get(status, "")
-    return f"{icon}{summary}"
-
-
-def _escape_markdown(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _section_title(key: str, markdown: str) -> str:
+def section_title(key: str, markdown: str) -> str:
     """The section's own heading (``## Interop matrix``) or its key."""
     for line in markdown.splitlines():
         if line.startswith("#"):
             return line.lstrip("#").strip()
     return key.replace("_", " ")
-
-
-def _run_line(run: dict[str, Any]) -> str:
-    versions = ", ".join(f"{name} {version}" for name, version in run.get("versions", {}).items())
-    commit = run.get("commit") or "unknown (not a git checkout)"
-    return (f"Run at {run.get('timestamp', '?')} on {run.get('host', '?')}, commit {commit}; "
-            f"{versions}")
-
-
-def run_facts(rootpath: Path) -> dict[str, Any]:
-    """When and on what the run was made: UTC timestamp, commit, host, versions."""
-    from importlib import metadata
-
-    def version(name: str) -> str:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return "not installed"
-
-    return {
-        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": current_commit(rootpath),
-        "host": platform.node(),
-        "platform": platform.platform(),
-        "versions": {
-            "python": platform.python_version(),
-            "pytest": pytest.__version__,
-            "pytest-gpucheck": version("pytest-gpucheck"),
-        },
-    }
-
-
-def current_commit(rootpath: Path) -> str:
-    """The commit under test: the CI's variable (GitHub, GitLab), else ``git``, else ""."""
-    for variable in ("GITHUB_SHA", "CI_COMMIT_SHA"):
-        if os.environ.get(variable):
-            return os.environ[variable]
-    try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=rootpath, capture_output=True,
-                              text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def get_matrix(config: pytest.Config) -> Matrix:
@@ -682,29 +425,6 @@ def add_section(
     ``pytest_gpucheck_report_sections`` hook instead (:mod:`pytest_gpucheck.hookspecs`)."""
     get_matrix(config).add(ReportSection(key, json_data, markdown_text,
                                          tuple(terminal_lines or ())))
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader never sees a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(path, text)
-
-
-def write_report(matrix: Matrix, path: Path, order: list[str]) -> None:
-    """Write the matrix as JSON or Markdown, chosen by ``path``'s extension."""
-    if path.suffix == ".json":
-        text = json.dumps(matrix.to_json(order), indent=2, sort_keys=True) + "\n"
-    else:
-        text = matrix.to_markdown(order)
-    write_atomically(path, text)
-
-
-def append_job_summary(matrix: Matrix, path: Path, order: list[str]) -> None:
-    """Append the job-summary Markdown to ``path`` (GitHub's ``GITHUB_STEP_SUMMARY``) in
-    one write, so earlier steps' content stays and a reader sees all of ours or none."""
-    text = matrix.to_job_summary(order)
-    with open(path, "a", encoding="utf-8") as stream:
-        stream.write(text)
 
 
 __all__ = ["Failure", "Matrix", "add_section", "cell_of", "get_matrix", "set_cell"]

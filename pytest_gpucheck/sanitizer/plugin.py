@@ -31,7 +31,6 @@ import contextlib
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,11 +175,11 @@ def find_tool(environ: Mapping[str, str] | None = None) -> Path | None:
 
 def tool_version(path: Path) -> tuple[int, int] | str:
     """``(year, release)`` from ``compute-sanitizer --version``, or why it cannot be read."""
-    try:
-        done = subprocess.run([str(path), "--version"], capture_output=True, text=True,
-                              timeout=VERSION_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{path} --version failed ({exc})"
+    from pytest_gpucheck.processes import run_command
+
+    done = run_command([str(path), "--version"], timeout=VERSION_TIMEOUT)
+    if isinstance(done, str):  # it did not start, or did not end in time
+        return f"{path} --version failed ({done})"
     match = re.search(r"Version (\d+)\.(\d+)", done.stdout)
     if done.returncode != 0 or match is None:
         return (f"{path} --version exited with code {done.returncode} without a version line "
