@@ -255,8 +255,10 @@ class LaunchedTakeover:
             self.held.drop()
         from pytest_gpucheck import usage_errors
 
-        if usage_errors.found(self.config):
-            return  # the run stops with them (every rank finds the same)
+        if usage_errors.found(self.config) or sys.exc_info()[1] is not None:
+            # The run stops with them (every rank finds the same), or collection was
+            # interrupted (each rank's items are what it had collected by then).
+            return
         with Deadline(self.default_timeout, self.launched.rank, self.stderr):
             self._meet_the_other_ranks_after_collection(session)
 
@@ -282,5 +284,6 @@ class LaunchedTakeover:
 
     def pytest_unconfigure(self) -> None:
         self.restore_stdout()
+        GUARD.remove()
         if not self.ours or not self.decided:
             self._let_go()  # collection never finished (--help, an interrupted run)
