@@ -230,3 +230,40 @@ def test_an_abort_in_a_foreign_project_is_mpi4pys_own(tmp_path: Path) -> None:
     assert without.returncode == 3, without.stdout + without.stderr
     assert with_plugin.returncode == 3, with_plugin.stdout + with_plugin.stderr
     assert "gpucheck" not in with_plugin.stdout + with_plugin.stderr
+
+
+TORCH_ONLY_ON_RANK_0 = '''
+import os
+import sys
+
+if os.environ.get("PMI_RANK") == "1":
+    sys.modules["torch"] = None  # torch cannot be imported on rank 1 only
+'''
+
+ON_EVERY_BACKEND = '''
+import pytest
+
+
+@pytest.mark.mpi(ranks=2)
+def test_on_every_backend(gpu_backend, mpi_comm):
+    mpi_comm.Barrier()
+'''
+
+
+def test_a_backend_one_rank_lacks_is_skipped_on_every_rank(tmp_path: Path) -> None:
+    """The plugin's session starts after collection, which parametrized the items with
+    each rank's own probes: torch-cpu, available on rank 0 only, is still skipped on both
+    ranks with rank 1's reason (without the skip after the ranks compare their probes,
+    rank 0 ran it alone: "MPI test failed on rank(s) 0 of 2", an error)."""
+    assert MPIEXEC is not None
+    (tmp_path / "conftest.py").write_text(TORCH_ONLY_ON_RANK_0, encoding="utf-8")
+    (tmp_path / "test_backends.py").write_text(ON_EVERY_BACKEND, encoding="utf-8")
+    done = run_pytest(tmp_path, "-rs", "--gpu-backends=cpu", "--gpu-mpi-timeout=60",
+                      timeout=RUN_LIMIT, launcher=(MPIEXEC, "-n", "2"),
+                      extra_env={"COLUMNS": "250", **this_checkout()})
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "torch-cpu: unavailable on rank 1, so skipped on every rank" in output, output
+    assert "SKIPPED [1] test_backends.py:4: unavailable on rank 1 (torch is not installed" \
+        in output, output
+    assert "error" not in done.stdout.splitlines()[-1], output

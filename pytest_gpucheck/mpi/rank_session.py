@@ -184,6 +184,21 @@ class RankSession:
                 f"{rows}\n",
             )
 
+    def skip_backends_agreed_away(self, items: list[pytest.Item]) -> None:
+        """Started after collection (``.takeover``): collection parametrized the items with
+        each rank's own probes, so the items of a backend that :meth:`start` made
+        unavailable (it failed on another rank) are skipped here, on every rank alike."""
+        if not self.backend_notes:
+            return
+        from pytest_gpucheck.selection import get_selection, item_backends
+
+        probes = get_selection(self.config).probes
+        for item in items:
+            gone = [probes[name].reason for name in sorted(item_backends(item))
+                    if name in probes and not probes[name].available]
+            if gone:
+                item.add_marker(pytest.mark.skip(reason=gone[0]))
+
     def pytest_gpucheck_report_sections(self, config: pytest.Config) -> list[ReportSection]:
         return [self.section] if self.section is not None else []
 

@@ -271,8 +271,9 @@ class LaunchedTakeover:
         rank_session = RankSession(self.config, self.launched, self.default_timeout,
                                    stderr=self.stderr)
         self.adopt(self.config, rank_session)
+        rank_session.start()  # the bindings, and the backends every rank can use
+        rank_session.skip_backends_agreed_away(session.items)
         rank_session.pytest_collection_modifyitems(session.items)
-        rank_session.start()
 
     def _let_go(self) -> None:
         """Not ours: the held output goes out, the guard goes away."""
