@@ -11,16 +11,19 @@ marker (:func:`~.marker.our_mark`: ``ranks=``, a count, ``timeout=``) or one tha
 ``mpi_comm``, ``mpi_rank``, ``mpi_size`` or ``mpi_transport`` from the plugin.
 
 Why no rank can decide differently from the others and hang the job: the decision
-reads only the rank's own collected items (before ``-m``/``-k`` deselect any), which
-the documented rule for launched runs makes the same on every rank.  A project that
+reads only the rank's own collected items (as collected, before ``-m``/``-k`` deselect
+any, and as they are at the end of collection), which the documented rule for
+launched runs makes the same on every rank.  A project that
 never uses the feature has no such item on any rank, so every rank decides "not
 ours" and none of them makes an MPI call of the plugin's, however its collection
 differs between ranks.  Where the ranks do differ (a project of ours that collects
 differently per rank), the ranks that decided "ours" enter the first collective
 under a deadline (``--gpu-mpi-timeout``): faulthandler's timer, which needs no MPI and
-no GIL, ends the rank with its stack and a line naming the cause, and the launcher ends
-the job.  A job the plugin spawned (:data:`~pytest_gpucheck.environment.REPORT_SINK_VARIABLE`
-set) runs only marked items and is the plugin's from the start (:mod:`.plugin`).
+no GIL, ends the rank with its stack (and a line naming the cause before it, where
+the wait lets Python run: ``MPI_Init`` waiting for the other ranks holds the GIL), and
+the launcher ends the job.  A job the plugin spawned
+(:data:`~pytest_gpucheck.environment.REPORT_SINK_VARIABLE` set) runs only marked items
+and is the plugin's from the start (:mod:`.plugin`).
 
 Until the decision the rank's session is as without the plugin, but for three
 things that cannot wait and are undone for a project that is not ours:
@@ -248,6 +251,8 @@ class LaunchedTakeover:
         if self.decided:
             return
         self.decided = True
+        # Also a marker a conftest.py's pytest_collection_modifyitems added.
+        self.ours = self.ours or any(uses_our_mpi(item) for item in session.items)
         if not self.ours:
             self._let_go()
             return
