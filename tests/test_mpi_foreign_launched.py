@@ -264,6 +264,6 @@ def test_a_backend_one_rank_lacks_is_skipped_on_every_rank(tmp_path: Path) -> No
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "torch-cpu: unavailable on rank 1, so skipped on every rank" in output, output
-    assert "SKIPPED [1] test_backends.py:4: unavailable on rank 1 (torch is not installed" \
+    assert "SKIPPED [1] test_backends.py:5: unavailable on rank 1 (torch is not installed" \
         in output, output
     assert "error" not in done.stdout.splitlines()[-1], output
