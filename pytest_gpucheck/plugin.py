@@ -408,11 +408,12 @@ def uses_the_plugin(item: pytest.Item) -> bool:
     gets the plugin's end-of-run output (matrix, reruns, job summary, annotations)."""
     found = item.stash.get(_OURS_KEY, None)
     if found is None:
+        from pytest_gpucheck.fixture_owners import gets_plugin_fixture
         from pytest_gpucheck.mpi.marker import our_mark
         from pytest_gpucheck.reporting.report import cell_of
 
         found = (bool(item_backends(item))
-                 or bool(OUR_FIXTURES & set(getattr(item, "fixturenames", ())))
+                 or gets_plugin_fixture(item, OUR_FIXTURES)  # not a project's namesake
                  or cell_of(item) is not None
                  or any(item.get_closest_marker(name) is not None for name in OUR_MARKERS)
                  or our_mark(item) is not None)

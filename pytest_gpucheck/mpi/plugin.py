@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck.environment import RANK_PID_VARIABLE, launched_rank
+from pytest_gpucheck.environment import (
+    RANK_PID_VARIABLE,
+    REPORT_SINK_VARIABLE,
+    LaunchedRank,
+    claim_rank_environment,
+    launched_rank,
+)
 from pytest_gpucheck.mpi.launcher import (
     DEFAULT_LAUNCHER,
     LauncherError,
@@ -35,6 +41,7 @@ MAX_RANKS_OPTION = "--gpu-mpi-max-ranks"
 DEFAULT_TIMEOUT = 300.0
 
 RANK_SESSION_KEY = pytest.StashKey["Any"]()
+TAKEOVER_KEY = pytest.StashKey["Any"]()
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -87,13 +94,23 @@ def _rank_count(text: str) -> int:
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """In a launched rank, guard ``MPI_Abort`` before a ``conftest.py`` can keep a
-    reference to ``MPI.COMM_WORLD`` (see :func:`.rank_session.guard_mpi_abort`)."""
+    reference to ``MPI.COMM_WORLD`` (see :func:`.rank_session.guard_mpi_abort`): in a
+    job the plugin spawned now; in a rank the user launched when (if) the project
+    imports ``mpi4py.MPI``, and as mpi4py's own until the session proves to be ours
+    (:mod:`.takeover`; importing it here would start MPI before the project's
+    ``conftest.py`` can set ``mpi4py.rc``)."""
     import importlib.util
 
-    if launched_rank() is not None and importlib.util.find_spec("mpi4py") is not None:
+    if launched_rank() is None or importlib.util.find_spec("mpi4py") is None:
+        return
+    if _spawned_by_us():
         from pytest_gpucheck.mpi.rank_session import guard_mpi_abort
 
         guard_mpi_abort()
+    elif not getattr(early_config.known_args_namespace, "numprocesses", None):
+        from pytest_gpucheck.mpi.takeover import GUARD
+
+        GUARD.install()
 
 
 def pytest_gpucheck_child_args(config: pytest.Config) -> list[str]:
@@ -132,11 +149,7 @@ def pytest_configure(config: pytest.Config) -> None:
         import importlib.util
 
         if importlib.util.find_spec("mpi4py") is not None:
-            from pytest_gpucheck.mpi.rank_session import RankSession
-
-            session = RankSession(config, launched, timeout)
-            config.stash[RANK_SESSION_KEY] = session
-            config.pluginmanager.register(session, "gpucheck-mpi-rank")
+            _configure_rank(config, launched, timeout)
             return
     unusable = missing_launcher_reason(launcher)
     if launched is not None:
@@ -147,10 +160,57 @@ def pytest_configure(config: pytest.Config) -> None:
         _SpawnRouterLoader(config, launcher, timeout, unusable), "gpucheck-mpi-spawn-loader")
 
 
+def _configure_rank(config: pytest.Config, launched: LaunchedRank, timeout: float) -> None:
+    """A launched rank: a job the plugin spawned is a rank session now; a rank the user
+    launched becomes one after collection if the run uses the MPI feature
+    (:mod:`.takeover`); the controller of pytest-xdist's workers collects nothing, and
+    its workers refuse the feature's tests (:func:`pytest_itemcollected`)."""
+    import os
+
+    if _spawned_by_us():
+        from pytest_gpucheck.mpi.rank_session import RankSession
+
+        _adopt(config, RankSession(config, launched, timeout))
+        return
+    from pytest_gpucheck.mpi.takeover import XDIST_CONTROLLER_VARIABLE, LaunchedTakeover
+
+    if config.getoption("numprocesses", None):
+        # The workers inherit the launcher's variables: they are helpers of this rank.
+        claim_rank_environment()
+        os.environ[XDIST_CONTROLLER_VARIABLE] = str(os.getpid())
+        return
+    takeover = LaunchedTakeover(config, launched, timeout, _adopt)
+    config.stash[TAKEOVER_KEY] = takeover
+    config.pluginmanager.register(takeover, "gpucheck-mpi-takeover")
+
+
+def _adopt(config: pytest.Config, session: Any) -> None:
+    """Make ``session`` (a ``RankSession``) this rank's: its hooks and the fixtures' one."""
+    config.stash[RANK_SESSION_KEY] = session
+    config.pluginmanager.register(session, "gpucheck-mpi-rank")
+
+
+def _spawned_by_us() -> bool:
+    """This process is a rank of a job the plugin spawned (``mpi/spawn.py``)."""
+    import os
+
+    return bool(os.environ.get(REPORT_SINK_VARIABLE))
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Check the item's ``mpi`` marker as it is collected: a malformed one is kept as a
     usage error, reported with every other one at the end of collection (see
-    :mod:`pytest_gpucheck.usage_errors`), once per test function, not per parameter."""
+    :mod:`pytest_gpucheck.usage_errors`), once per test function, not per parameter.
+    In a pytest-xdist worker of a launched rank, a test of the MPI feature is one:
+    the launcher refusal (:func:`.rank_session.launcher_refusal`)."""
+    if _launched_with_workers(item.config):
+        from pytest_gpucheck.mpi.takeover import uses_our_mpi
+
+        if uses_our_mpi(item):
+            from pytest_gpucheck import usage_errors
+            from pytest_gpucheck.mpi.rank_session import XDIST_REFUSAL
+
+            usage_errors.add(item.config, XDIST_REFUSAL)
     mark = our_mark(item)
     if mark is None:
         return
@@ -204,6 +264,17 @@ class _SpawnRouterLoader:
         self.config.pluginmanager.register(router, "gpucheck-mpi-spawn")
 
 
+def _launched_with_workers(config: pytest.Config) -> bool:
+    """In a pytest-xdist worker whose controller is a rank the user launched."""
+    import os
+
+    if not os.environ.get("PYTEST_GPUCHECK_MPI_XDIST_CONTROLLER"):
+        return False  # takeover.XDIST_CONTROLLER_VARIABLE: the module is not loaded here
+    from pytest_gpucheck.mpi.takeover import xdist_worker_of_a_rank
+
+    return xdist_worker_of_a_rank(config)
+
+
 def _inside_a_rank() -> bool:
     import os
 
@@ -218,6 +289,9 @@ class _LateConfigure:
         session = config.stash.get(RANK_SESSION_KEY, None)
         if session is not None:
             session.restore_stdout()
+        takeover = config.stash.get(TAKEOVER_KEY, None)
+        if takeover is not None:
+            takeover.restore_stdout()
 
 
 def _rank_session(request: pytest.FixtureRequest) -> Any:

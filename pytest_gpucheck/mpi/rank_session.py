@@ -56,22 +56,30 @@ class OtherRankFailure:
     text: str
 
 
+#: The launcher refusal (a pytest-xdist worker of a launched rank that collects a test of the
+#: MPI feature says it too, ``mpi/plugin.py``).
+XDIST_REFUSAL = ("pytest-xdist cannot distribute tests under an MPI launcher (every rank "
+                 "runs the session); add -n0")
+
+
 def launcher_refusal(config: pytest.Config) -> str | None:
     """Why a session with ``config``'s options cannot run as a rank under an MPI launcher,
     or None: pytest-xdist's workers (``-n N``, an addopts' ``-n auto``) would each run
     the session, so every rank would spread its items over processes that are no ranks.
     ``scripts/run_gpu_tier.sh`` asks the same of its ``mpiexec`` step before it runs."""
     if config.getoption("numprocesses", None):
-        return ("pytest-xdist cannot distribute tests under an MPI launcher (every rank runs "
-                "the session); add -n0")
+        return XDIST_REFUSAL
     return None
 
 
 class RankSession:
     """Per-rank state of a launched session (this object is the plugin)."""
 
-    def __init__(self, config: pytest.Config, launched: LaunchedRank, default_timeout: float
-                 ) -> None:
+    def __init__(self, config: pytest.Config, launched: LaunchedRank, default_timeout: float,
+                 stderr: TextIO | None = None) -> None:
+        """At ``pytest_configure`` in a job the plugin spawned; after collection, given the
+        real ``stderr`` taken at configure, in a rank the user launched (``.takeover``:
+        that rank's output is held until then, so this does not mute it)."""
         refusal = launcher_refusal(config)
         if refusal:
             raise pytest.UsageError(refusal)
@@ -94,8 +102,10 @@ class RankSession:
         # Private communicators: user messages left unmatched by a failed test can
         # never be taken for an outcome or a watchdog message.
         self.outcome_comm = self.world.Dup()
-        # The real stderr, taken now, while pytest's capture is suspended.
-        self.stderr: TextIO = os.fdopen(os.dup(2), "w", buffering=1)
+        #: Started after collection (a rank the user launched), not at configure.
+        self.deferred = stderr is not None
+        # The real stderr, taken at configure, while pytest's capture is suspended.
+        self.stderr: TextIO = stderr or os.fdopen(os.dup(2), "w", buffering=1)
         backstop = float(config.getini("faulthandler_timeout") or 0) == 0
         #: Rank 0's outcomes so far (printed if the watchdog has to abort the job).
         self.counts: dict[str, int] = {}
@@ -125,6 +135,7 @@ class RankSession:
         if self.rank != 0:
             # Only rank 0 writes the --gpu-report file (every rank would race for it).
             config.option.gpu_report = None
+        if self.rank != 0 and not self.deferred:
             # Only rank 0 prints: the terminal reporter, created right after this
             # hook, writes to whatever sys.stdout is then; restored in restore_stdout.
             self._saved_stdout = sys.stdout
@@ -141,6 +152,11 @@ class RankSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if not self.deferred:
+            self.start()
+
+    def start(self) -> None:
+        """Bind the ranks to devices and agree on the backends (collective)."""
         if self.crash_reporter is not None:
             # After pytest's faulthandler plugin (its pytest_configure runs after ours).
             self.crash_reporter.enable()
@@ -168,10 +184,34 @@ class RankSession:
                 f"{rows}\n",
             )
 
+    def skip_backends_agreed_away(self, items: list[pytest.Item]) -> None:
+        """Started after collection (``.takeover``): collection parametrized the items with
+        each rank's own probes, so the items of a backend that :meth:`start` made
+        unavailable (it failed on another rank) are skipped here, on every rank alike."""
+        if not self.backend_notes:
+            return
+        from pytest_gpucheck.selection import get_selection, item_backends
+
+        probes = get_selection(self.config).probes
+        for item in items:
+            gone = [probes[name].reason for name in sorted(item_backends(item))
+                    if name in probes and not probes[name].available]
+            if gone:
+                item.add_marker(pytest.mark.skip(reason=gone[0]))
+
     def pytest_gpucheck_report_sections(self, config: pytest.Config) -> list[ReportSection]:
         return [self.section] if self.section is not None else []
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        return [] if self.deferred else self.header()
+
+    def pytest_report_collectionfinish(self, config: pytest.Config) -> list[str]:
+        """Started after collection: the header's lines, under pytest's "collected" line."""
+        if not self.deferred or config.get_verbosity() < 0 or config.option.no_header:
+            return []
+        return self.header()
+
+    def header(self) -> list[str]:
         lines = [f"gpucheck mpi: {self.size} rank(s) under a launcher ({self.launched.launcher}); "
                  f"output from rank 0"]
         return lines + describe_bindings(self.bindings) + self.backend_notes
@@ -349,9 +389,12 @@ class RankSession:
 #: configured), and the predefined communicators the guard replaced.
 _ABORT_HANDLERS: list[Callable[[int, Callable[[int], object]], NoReturn]] = []
 _UNGUARDED: dict[str, Any] = {}
+#: ``strict``: the guard names aborts and never exits 0 (a session of the plugin's MPI
+#: feature); otherwise the guarded communicators act as mpi4py's own.
+_GUARD_STATE = {"strict": False}
 
 
-def guard_mpi_abort() -> None:
+def guard_mpi_abort(strict: bool = True, mpi: Any = None) -> None:
     """Make ``MPI_Abort`` through ``COMM_WORLD``, ``COMM_SELF`` (or the communicators made
     from them: ``Dup``, ``Clone``, ``Split``, ``Split_type``, ``Create``, ``Create_group``;
     ``mpi_comm`` among them) say so, and never end the job with 0.
@@ -364,9 +407,16 @@ def guard_mpi_abort() -> None:
     instances over the same handles (``Dup`` keeps the subclass).  Called
     before the initial ``conftest.py`` files load (``mpi/plugin.py``), so that
     their module-level ``MPI.COMM_WORLD`` is the guarded one too.
-    """
-    from mpi4py import MPI
 
+    ``strict=False`` (a rank not yet known to use the MPI feature, :mod:`.takeover`):
+    they act as mpi4py's own until a later ``guard_mpi_abort()`` makes the guard strict.
+    """
+    if mpi is None:
+        from mpi4py import MPI
+    else:
+        MPI = mpi  # the module, as imported elsewhere
+
+    _GUARD_STATE["strict"] = _GUARD_STATE["strict"] or strict
     if _UNGUARDED:
         return
 
@@ -379,13 +429,20 @@ def guard_mpi_abort() -> None:
 
             if _ABORT_HANDLERS:
                 _ABORT_HANDLERS[-1](errorcode, real)
-            # Before the session is configured (a conftest.py at import time).
-            sys.stderr.write(f"gpucheck mpi: rank {MPI.COMM_WORLD.Get_rank()} called "
-                             f"MPI_Abort({errorcode}) before the test session started\n")
-            sys.stderr.flush()
-            real(errorcode or 1)
+            code = errorcode  # not strict (not yet a session of the feature): mpi4py's own
+            if _GUARD_STATE["strict"]:  # before the session is configured (a conftest.py)
+                sys.stderr.write(f"gpucheck mpi: rank {MPI.COMM_WORLD.Get_rank()} called "
+                                 f"MPI_Abort({errorcode}) before the test session started\n")
+                sys.stderr.flush()
+                code = errorcode or 1
+            real(code)
             time.sleep(30)  # MPICH's MPI_Abort returns while the launcher ends the job
-            os._exit(errorcode or 1)
+            os._exit(code)
+
+        def __repr__(self) -> str:  # not strict: mpi4py's own, as without the plugin
+            text = object.__repr__(self)
+            return text if _GUARD_STATE["strict"] else text.replace(
+                f"{__name__}.GuardedIntracomm", f"{MPI.__name__}.Intracomm")
 
         # Dup and Clone keep the subclass by themselves; these constructors return a plain
         # Intracomm, so a communicator derived from a guarded one is wrapped (the same handle:
@@ -403,8 +460,10 @@ def guard_mpi_abort() -> None:
             return _guarded(MPI.Intracomm.Create_group(self, *args, **kwargs))
 
     def _guarded(comm: Any) -> Any:
-        """``comm`` as a guarded communicator; ``COMM_NULL`` (a rank left out) stays itself."""
-        if comm == MPI.COMM_NULL or not isinstance(comm, MPI.Intracomm):
+        """``comm`` as a guarded communicator; ``COMM_NULL`` (a rank left out) stays itself,
+        and so does every communicator while the guard is not strict."""
+        if (comm == MPI.COMM_NULL or not isinstance(comm, MPI.Intracomm)
+                or not _GUARD_STATE["strict"]):
             return comm
         return GuardedIntracomm(comm)
 
@@ -415,8 +474,16 @@ def guard_mpi_abort() -> None:
         setattr(MPI, name, GuardedIntracomm(_UNGUARDED[name]))
 
 
+def guard_is_strict() -> bool:
+    """Whether the guard names aborts (a session of the plugin's MPI feature)."""
+    return _GUARD_STATE["strict"]
+
+
 def unguard_mpi_abort() -> None:
     """Put mpi4py's own predefined communicators back."""
+    _GUARD_STATE["strict"] = False
+    if not _UNGUARDED:
+        return
     from mpi4py import MPI
 
     for name, comm in _UNGUARDED.items():
