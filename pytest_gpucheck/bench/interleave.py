@@ -21,8 +21,9 @@ Both processes keep the C library's allocator as users run it: no fixed mmap
 threshold (issue 43: with glibc's threshold fixed at 128 KiB every large host
 array was fresh pages faulting in on every call, a program no user runs, and a
 change that allocates read 2-5x its size).  Where each process's arrays land is
-random between pairs (:func:`placement_pad`), and the pair is the gate's unit of
-evidence, so placement widens the interval instead of biasing the change.
+random between pairs (:func:`placement_pad`), and so is where its stack starts
+(:func:`stack_pad`); the pair is the gate's unit of evidence, so placement widens
+the interval instead of biasing the change.
 
 The lead (this run) and the peer talk over a socket pair with
 :mod:`multiprocessing.connection` (pickled tuples); the peer is started on the
