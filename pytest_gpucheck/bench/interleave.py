@@ -21,8 +21,9 @@ Both processes keep the C library's allocator as users run it: no fixed mmap
 threshold (issue 43: with glibc's threshold fixed at 128 KiB every large host
 array was fresh pages faulting in on every call, a program no user runs, and a
 change that allocates read 2-5x its size).  Where each process's arrays land is
-random between pairs (:func:`placement_pad`), and the pair is the gate's unit of
-evidence, so placement widens the interval instead of biasing the change.
+random between pairs (:func:`placement_pad`), and so is where its stack starts
+(:func:`stack_pad`); the pair is the gate's unit of evidence, so placement widens
+the interval instead of biasing the change.
 
 The lead (this run) and the peer talk over a socket pair with
 :mod:`multiprocessing.connection` (pickled tuples); the peer is started on the
@@ -156,7 +157,40 @@ def pinned_environment(env: dict[str, str], cpus: tuple[int, ...] | None,
         env[PIN_VARIABLE] = ",".join(map(str, cpus))
     if placement_seed is not None:
         env[PLACEMENT_VARIABLE] = str(placement_seed)
+        env[STACK_PAD_VARIABLE] = stack_pad(placement_seed)
     return env
+
+
+#: A variable of random length in each measured process's environment (:func:`stack_pad`).
+STACK_PAD_VARIABLE = "PYTEST_GPUCHECK_BENCH_STACK_PAD"
+#: Its length is drawn from 0 to this minus one: a whole page, so that where the stack
+#: starts within a page is uniform whatever the rest of argv and the environment hold.
+STACK_PAD_BYTES = 4096
+
+
+def stack_pad(seed: int) -> str:
+    """The value of :data:`STACK_PAD_VARIABLE` for the process of placement ``seed``: 0 to
+    4095 characters, drawn from the seed.
+
+    The kernel copies argv and the environment to the top of a new process's stack, so
+    their size sets where its stack frames start within a page, and the two sides' differ
+    by construction: the checkouts' paths (``--rootdir``, ``../base`` against the
+    project's folder), the CPUs and placement seed variables, the socket's descriptor
+    number.  A stack's offset can move a program's time by several percent (Mytkowicz et
+    al., "Producing wrong data without doing anything obviously wrong", ASPLOS 2009),
+    and a difference fixed by side would be a bias no number of pairs removes.  A pad
+    of uniform length over a whole page makes each process's offset uniform over the
+    page for both sides alike, whatever their constant difference: like
+    :func:`placement_pad` for the heap, it turns placement into between-pair variance,
+    which the interval counts.  On x86-64 Linux with address space layout
+    randomisation on (``randomize_va_space`` not 0, the default) the kernel already
+    moves each new stack down by a random 0 to 8 KiB in 16-byte steps; the pad holds
+    where that is off (``setarch -R``, a debugger, a runner that disables it) and on
+    systems that randomise the stack by whole pages only, for a few KiB of
+    environment."""
+    import random
+
+    return "x" * random.Random(f"{seed}:stack").randrange(STACK_PAD_BYTES)
 
 
 def apply_pinning() -> None:
@@ -193,12 +227,34 @@ SIDES = ("baseline", "candidate")
 
 
 def first_side(pair: int) -> str:
-    """The side that starts pair ``pair`` (0-based): it sets up its test first and times
-    the first round of each block.  The baseline in even pairs, the candidate in odd
-    ones: a side that always started would always set up its arrays first and always
-    time round 0 in the other's wake (identical code read 3.6% to 21% lower in the
-    first block when the baseline always started, issue 43)."""
+    """The side that starts pair ``pair`` (0-based): its process is started first
+    (:func:`start_order`), it sets up its test first and times the first round of each
+    block.  The baseline in even pairs, the candidate in odd ones: a side that always
+    started would always set up its arrays first and always time round 0 in the other's
+    wake (identical code read 3.6% to 21% lower in the first block when the baseline
+    always started, issue 43).
+
+    The same parity as :func:`cpu_half`, by choice: the starting side always gets the
+    first CPU half.  Each factor then balances in every two pairs, so every even number
+    of pairs (each look's) holds each side in each position equally often and both
+    effects leave the change; the price is that the two cannot be told apart in a
+    run's pairs (their contrast, even pairs against odd ones, is their sum).  Two
+    factors of two levels cannot both balance within every two pairs without being
+    confounded there.  A four-pair cycle (the baseline's halves 0, 1, 1, 0 against
+    starts B, C, B, C) would still balance each at every even count and separate the
+    two over four pairs; it is not used yet, so the accuracy measurements
+    (``scripts/measure_accuracy.py``) read the two as one contrast."""
     return SIDES[pair % 2]
+
+
+def start_order(pair: int) -> tuple[str, str]:
+    """The order in which pair ``pair``'s two processes are started: :func:`first_side`
+    first.  The baseline's process was always started first (issue 43's A/A bias
+    search): the first of two processes started together also collects its tests
+    first and may get its memory first; alternating puts that on each side in every
+    other pair, like the rest of what goes first."""
+    first = first_side(pair)
+    return first, SIDES[1 - SIDES.index(first)]
 
 
 def cpu_half(pair: int, role: str) -> int:
@@ -208,7 +264,9 @@ def cpu_half(pair: int, role: str) -> int:
     torch-cpu read -24% with the baseline always on the first half, +6.7% unpinned), so
     neither side may always get one: over an even number of pairs each side has each
     half as often, and the difference between halves averages out of the change (it
-    widens the between-pair spread instead, which the interval counts)."""
+    widens the between-pair spread instead, which the interval counts).  The starting
+    side (:func:`first_side`) always gets the first half: why the two are confounded is
+    said there."""
     return (SIDES.index(role) + pair) % 2
 
 

@@ -146,16 +146,20 @@ class BenchSession:
         if len(self.pairs) < wanted:
             nodeids = [item.nodeid for item in session.items
                        if "gpu_benchmark" in getattr(item, "fixturenames", ())]
+            from pytest_gpucheck.bench.interleave import SIDES, start_order
+
             against, here = self.against, Path(session.config.rootpath)
+            checkouts = {"baseline": against, "candidate": here}
+            # Each pair's two processes started in its start order (the side that
+            # starts the pair first): the baseline's always went first (issue 43).
             started = start_collected([
-                starter for index in range(len(self.pairs), wanted) for starter in (
-                    functools.partial(BaselinePeer, session.config, against, nodeids,
-                                      **self.peer_placement(index, "baseline")),
-                    functools.partial(BaselinePeer, session.config, here, nodeids,
-                                      role="candidate",
-                                      **self.peer_placement(index, "candidate")))])
+                functools.partial(BaselinePeer, session.config, checkouts[role], nodeids,
+                                  role=role, **self.peer_placement(index, role))
+                for index in range(len(self.pairs), wanted) for role in start_order(index)])
             first = not self.pairs
-            self.pairs += list(zip(started[::2], started[1::2], strict=True))
+            self.pairs += [
+                (pair[0], pair[1]) if pair[0].role == SIDES[0] else (pair[1], pair[0])
+                for pair in zip(started[::2], started[1::2], strict=True)]
             if first:
                 self.check_baseline_tests(session, self.pairs[0][0].collected)
         return self.pairs
