@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from user_runs import ci_env
+from user_runs import ci_env, write_project
 
 pytestmark = pytest.mark.slow
 
@@ -99,11 +99,8 @@ def _extra_lines(with_plugin: list[str], without: list[str]) -> list[str]:
 
 @pytest.fixture
 def foreign(tmp_path: Path) -> Path:
-    project = tmp_path / "foreign"
-    project.mkdir()
-    (project / "conftest.py").write_text(FOREIGN_CONFTEST, encoding="utf-8")
-    (project / "test_foreign.py").write_text(FOREIGN_TESTS, encoding="utf-8")
-    return project
+    return write_project(tmp_path / "foreign", {"conftest.py": FOREIGN_CONFTEST,
+                                                "test_foreign.py": FOREIGN_TESTS})
 
 
 @pytest.mark.parametrize(("profile", "examples"), [("ci", 37), ("dev", 7)])

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 from mpi_runs import MPIEXEC, NEEDS_MPIEXEC, REPO_ROOT, this_checkout
-from user_runs import run_pytest
+from user_runs import run_pytest, write_project
 
 pytestmark = [pytest.mark.slow, NEEDS_MPIEXEC]
 
@@ -110,11 +110,8 @@ def _run(project: Path, name: str, *args: str) -> tuple[int, list[list[str]]]:
 
 @pytest.fixture
 def foreign(tmp_path: Path) -> Path:
-    project = tmp_path / "foreign"
-    project.mkdir()
-    (project / "conftest.py").write_text(FOREIGN_CONFTEST, encoding="utf-8")
-    (project / "test_foreign.py").write_text(FOREIGN_TESTS, encoding="utf-8")
-    return project
+    return write_project(tmp_path / "foreign", {"conftest.py": FOREIGN_CONFTEST,
+                                                "test_foreign.py": FOREIGN_TESTS})
 
 
 def test_a_foreign_mpi_project_under_mpiexec_runs_as_without_the_plugin(foreign: Path) -> None:

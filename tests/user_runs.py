@@ -127,6 +127,14 @@ XDIST_PLUGIN = ("-p", "xdist.plugin")
 NOT_THE_USERS = ("PYTEST_", "NUMBA_ENABLE_CUDASIM", "CI", "GITHUB_", "PYTHONPATH", "XLA_FLAGS")
 
 
+def write_project(root: Path, files: dict[str, str]) -> Path:
+    """A user's project folder ``root`` (made) holding ``files`` (name: text)."""
+    root.mkdir(parents=True)
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
 def user_env(extra_env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a user's run: this one's less :data:`NOT_THE_USERS` (names that
     start with one of them), with this interpreter's folder first on PATH (a user's
