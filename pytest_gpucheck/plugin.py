@@ -408,7 +408,7 @@ def uses_the_plugin(item: pytest.Item) -> bool:
     gets the plugin's end-of-run output (matrix, reruns, job summary, annotations)."""
     found = item.stash.get(_OURS_KEY, None)
     if found is None:
-        from pytest_gpucheck.fixture_owners import gets_plugin_fixture
+        from pytest_gpucheck.fixtures import gets_plugin_fixture
         from pytest_gpucheck.mpi.marker import our_mark
         from pytest_gpucheck.reporting.report import cell_of
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpucheck.fixture_owners import gets_plugin_fixture
+from pytest_gpucheck.fixtures import gets_plugin_fixture
 from pytest_gpucheck.mpi.takeover import uses_our_mpi
 from pytest_gpucheck.plugin import uses_the_plugin
 

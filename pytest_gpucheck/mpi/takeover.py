@@ -56,7 +56,7 @@ from typing import Any, TextIO
 import pytest
 
 from pytest_gpucheck.environment import LaunchedRank
-from pytest_gpucheck.fixture_owners import gets_plugin_fixture
+from pytest_gpucheck.fixtures import gets_plugin_fixture
 from pytest_gpucheck.mpi.marker import our_mark
 
 #: The plugin's MPI fixtures (``mpi/plugin.py``): a test that gets one uses the feature.
