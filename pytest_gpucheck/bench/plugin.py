@@ -32,6 +32,8 @@ from pytest_gpucheck.bench.settings import (
     DEFAULT_REPLICATES,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
+    MEASURE_KEYS,
+    SETTING_NAMES,
 )
 
 if TYPE_CHECKING:
@@ -42,9 +44,9 @@ if TYPE_CHECKING:
     from pytest_gpucheck.bench.timed import Timing
     from pytest_gpucheck.hookspecs import ReportSection
 
-MARKER = ("gpu_bench(**settings): settings of this benchmark: rounds, warmup_rounds, "
-          "iterations, l2_flush, bytes, flops (measurement) and alpha, min_effect, min_rounds, "
-          "keep_fraction, relative_min_effect (regression gate).")
+# From the keys the marker accepts (it had left out max_rounds, detect_effect and power).
+MARKER = (f"gpu_bench(**settings): settings of this benchmark: {', '.join(MEASURE_KEYS)} "
+          f"(measurement) and {', '.join(SETTING_NAMES)} (regression gate).")
 
 FEATURE_KEY: pytest.StashKey[BenchFeature] = pytest.StashKey()
 #: A benchmark's way through the gate (bench/run.py): its settings, level, record,
@@ -71,7 +73,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="save this run's gpu_benchmark results to the baseline folder.")
     group.addoption("--gpu-bench-compare", dest="gpu_bench_compare", action="store_true",
                     help="compare gpu_benchmark results with the stored baseline of the same "
-                    "device model and backend; fail on significant regressions.")
+                    "device model and backend; a regression is advisory unless "
+                    "--gpu-bench-compare-fails or ini gpu_bench_stored_fails.")
     group.addoption("--gpu-bench-compare-fails", dest="gpu_bench_compare_fails",
                     action="store_true", help="--gpu-bench-compare: a regression fails its "
                     "test (by default it is advisory: the stored mode misses the gate's "
