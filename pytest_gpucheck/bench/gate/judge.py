@@ -320,17 +320,23 @@ def _advice(verdict: Verdict, sd: float, level: float, floor: float, shift: floa
                    f"with it), {_QUIETER}")
         else:
             fix = f"gate a larger change here (ini gpu_bench_detect_effect) {_QUIETER}"
-        stop = ("stopped for the budget" if verdict.stopped == "budget"
-                else "stopped at the schedule's last look")
+        # Both of a budget stop's lines name the budget the same way: which of them a run
+        # prints depends on its noise, so one reading of the line serves both.
+        stop = (f"stopped for the budget ({_budget(verdict)} per benchmark)"
+                if verdict.stopped == "budget" else "stopped at the schedule's last look")
         return (f"{stop} after {looks}: a decision needs {total}, more than the {reach} the "
                 f"schedule's last look reaches, so a larger budget would not decide it; {fix}")
     needs = f"a decision needs about {more} more pairs"
     if verdict.stopped == "budget":
-        budget = f"{verdict.budget:g} s" if verdict.budget is not None else "its"
-        return (f"stopped for the budget ({budget} per benchmark) after {looks}: {needs}; "
-                f"raise ini gpu_bench_budget, {_QUIETER}")
+        return (f"stopped for the budget ({_budget(verdict)} per benchmark) after {looks}: "
+                f"{needs}; raise ini gpu_bench_budget, {_QUIETER}")
     return (f"stopped at the schedule's last look ({looks}): {needs}; raise ini "
             f"gpu_bench_replicates, {_QUIETER}")
+
+
+def _budget(verdict: Verdict) -> str:
+    """The budget a verdict stopped for, as its line prints it (``0.001 s``)."""
+    return f"{verdict.budget:g} s" if verdict.budget is not None else "its"
 
 
 def judge_family(verdicts: list[Verdict], family_level: float) -> list[Verdict]:
