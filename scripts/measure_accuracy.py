@@ -31,9 +31,9 @@ Two measurements, each run the way a user runs the gate:
   ``--sessions`` times per backend.  Per backend: the mean change over sessions (each
   session's mean log change over its benchmarks) with its 95% t interval, and the two
   order effects of issue 43 from the pairs' blocks: the first block against the
-  pair's other blocks, and even pairs against odd ones (the baseline starts and has
-  the first CPU half in even pairs, the candidate in odd ones; the two alternate
-  together, so this difference is their sum).
+  pair's other blocks; the pairs the baseline starts against those the candidate
+  starts; and the pairs with the baseline on the first CPU half against the second
+  (crossed with the start side over every four pairs, so read apart).
 
 Usage::
 
@@ -469,12 +469,19 @@ def table(args: argparse.Namespace) -> int:
     return 0 if within_all else 1
 
 
-def blocks_effects(results: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+def blocks_effects(results: list[dict[str, Any]]) -> tuple[list[float], list[float],
+                                                             list[float]]:
     """Per benchmark: the first block's log ratio minus the mean of the pair's other
-    blocks (averaged over its pairs), and the mean of the even pairs' figures minus the
-    odd pairs' (the baseline starts and has the first CPU half in even pairs)."""
+    blocks (averaged over its pairs); the mean figure of the pairs the baseline starts
+    minus those the candidate starts (:func:`first_side`); and the mean figure of the
+    pairs with the baseline on the first CPU half minus those with it on the second
+    (:func:`cpu_half`).  The two last are crossed over every four pairs, so each is read
+    free of the other; a benchmark with fewer than four pairs gives neither."""
+    from pytest_gpucheck.bench.interleave import SIDES, cpu_half, first_side
+
     first: list[float] = []
-    parity: list[float] = []
+    start: list[float] = []
+    half: list[float] = []
     for result in results:
         verdict = result.get("verdict") or {}
         blocks = verdict.get("pair_blocks") or []
@@ -482,10 +489,21 @@ def blocks_effects(results: list[dict[str, Any]]) -> tuple[list[float], list[flo
         if diffs:
             first.append(float(np.mean(diffs)))
         figures = verdict.get("pair_figures") or []
-        even, odd = figures[0::2], figures[1::2]
-        if even and odd:
-            parity.append(float(np.mean(even) - np.mean(odd)))
-    return first, parity
+        if len(figures) < 4:
+            continue
+        # Whole cycles only: a partial one would weigh one start-and-half combination
+        # more than another and leak one effect into the other's contrast.
+        figures = figures[:len(figures) - len(figures) % 4]
+        start.append(_contrast(figures, lambda k: first_side(k) == SIDES[0]))
+        half.append(_contrast(figures, lambda k: cpu_half(k, SIDES[0]) == 0))
+    return first, start, half
+
+
+def _contrast(figures: list[float], chosen: Any) -> float:
+    """Mean of the figures of the pairs ``chosen(k)`` picks minus the mean of the rest."""
+    picked = [f for k, f in enumerate(figures) if chosen(k)]
+    rest = [f for k, f in enumerate(figures) if not chosen(k)]
+    return float(np.mean(picked) - np.mean(rest))
 
 
 def mean_interval(values: list[float]) -> str:
@@ -509,7 +527,8 @@ def aa(args: argparse.Namespace) -> int:
         session_means: list[float] = []
         all_figures: list[float] = []
         firsts: list[float] = []
-        parities: list[float] = []
+        starts: list[float] = []
+        halves: list[float] = []
         statuses: dict[str, int] = {}
         walls: list[float] = []
         for session in range(args.sessions):
@@ -545,9 +564,10 @@ def aa(args: argparse.Namespace) -> int:
             means = [float(np.mean(r["verdict"]["pair_figures"])) for r in compared]
             session_means.append(float(np.mean(means)))
             all_figures += means
-            first, parity = blocks_effects(compared)
+            first, start, half = blocks_effects(compared)
             firsts += first
-            parities += parity
+            starts += start
+            halves += half
             for r in results:
                 status = (r.get("verdict") or {}).get("status", "none")
                 statuses[status] = statuses.get(status, 0) + 1
@@ -560,8 +580,9 @@ def aa(args: argparse.Namespace) -> int:
               f"{mean_interval(all_figures)} (benchmarks of one session share its pairs); "
               f"verdicts {statuses}; wall {sum(walls):.0f} s", flush=True)
         print(f"{backend} order: first block minus the pair's other blocks "
-              f"{mean_interval(firsts)}; even pairs minus odd pairs (start side and CPU half "
-              f"together) {mean_interval(parities)}", flush=True)
+              f"{mean_interval(firsts)}; baseline starts minus candidate starts "
+              f"{mean_interval(starts)}; baseline on CPU half 0 minus half 1 "
+              f"{mean_interval(halves)}", flush=True)
     return 0 if complete else 1
 
 

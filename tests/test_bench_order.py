@@ -64,6 +64,53 @@ def test_the_starting_side_and_the_cpu_halves_alternate_between_pairs() -> None:
     assert next(side for side, timed in pair_rounds(1, 2) if timed) == "candidate"
 
 
+def test_the_start_side_and_the_cpu_half_are_crossed_over_four_pairs() -> None:
+    """Each start meets each half once in every four pairs, and each factor still
+    balances in every two (so at every even number of pairs, each look's)."""
+    cells = Counter((first_side(pair), cpu_half(pair, "baseline")) for pair in range(4))
+    assert cells == {(side, half): 1 for side in SIDES for half in (0, 1)}
+    for start in range(0, 12, 2):
+        two = range(start, start + 2)
+        assert {first_side(pair) for pair in two} == set(SIDES)
+        assert sorted(cpu_half(pair, "baseline") for pair in two) == [0, 1]
+
+
+def parity_halves(pair: int, role: str) -> int:
+    """The broken twin: the halves before the four-pair cycle, on the start side's
+    parity (the starting side always on the first half)."""
+    return (SIDES.index(role) + pair) % 2
+
+
+def test_the_start_side_and_the_cpu_half_effects_are_read_apart() -> None:
+    """Fake processes whose first-started side costs 3% more and whose first CPU half
+    costs 5% more, no noise: the change is exactly 0, and ``measure_accuracy.py``'s two
+    contrasts read each effect alone (-2 log 1.03 for the baseline starting, -2 log 1.05
+    for the baseline on the first half).  Under the old parity halves (the broken twin)
+    the start side's contrast reads the two effects' sum."""
+    from user_runs import load_script
+
+    accuracy = load_script("measure_accuracy")
+    per, pairs = 4, 8
+
+    def contrasts(halves: Any) -> tuple[float, float, float]:
+        base, cand = run(World("self_other", 0.06, 0.05, 0.0, 0, start_cost=0.03), pairs,
+                         per, halves=halves)
+        figures = pair_figures_of(base, cand, per)
+        _, start, half = accuracy.blocks_effects([{"verdict": {"pair_figures": figures}}])
+        return float(np.mean(figures)), start[0], half[0]
+
+    mean, start, half = contrasts(cpu_half)
+    assert abs(mean) < 1e-12
+    assert start == pytest.approx(-2 * math.log(1.03), abs=1e-12)
+    assert half == pytest.approx(-2 * math.log(1.05), abs=1e-12)
+    # The twin: the start side's contrast takes the CPU half's effect too (their sum),
+    # and none is left for the half's own.
+    mean, start, half = contrasts(parity_halves)
+    assert abs(mean) < 1e-12
+    assert start == pytest.approx(-2 * math.log(1.05) - 2 * math.log(1.03), abs=1e-12)
+    assert abs(half) < 1e-12
+
+
 def test_the_sessions_pairs_get_the_swapped_halves() -> None:
     """``BenchSession.peer_placement`` (what each process is started with) follows
     :func:`cpu_half`: the baseline of pair 0 and the candidate of pair 1 share a half."""
@@ -95,8 +142,10 @@ class World:
     candidate round; times ``1 + half_cost`` on CPU half 0; times log-normal noise."""
 
     def __init__(self, model: str, order: float, half_cost: float, noise: float,
-                 seed: int) -> None:
+                 seed: int, start_cost: float = 0.0) -> None:
         self.model, self.order, self.half_cost, self.noise = model, order, half_cost, noise
+        #: Times ``1 + start_cost`` for every round of the process that set up first.
+        self.start_cost = start_cost
         self.rng = np.random.default_rng(seed)
         self.last = "candidate"
 
@@ -107,6 +156,7 @@ class World:
 class FakePeer:
     def __init__(self, world: World, role: str, half: int) -> None:
         self.world, self.role, self.half = world, role, half
+        self.started_first = False
 
     def round(self) -> float:
         w = self.world
@@ -115,6 +165,7 @@ class FakePeer:
         else:
             factor = 1.0 + (w.order if w.last == "baseline" else -w.order)
         factor *= 1.0 + (w.half_cost if self.half == 0 else 0.0)
+        factor *= 1.0 + (w.start_cost if self.started_first else 0.0)
         w.last = self.role
         return 1e-3 * factor * float(np.exp(w.rng.normal(0.0, w.noise))) if w.noise \
             else 1e-3 * factor
@@ -139,9 +190,10 @@ def old_time_pair(base: FakePeer, cand: FakePeer, per: int) -> tuple[list[float]
     return b, c
 
 
-def run(world: World, pairs: int, per: int, old: bool = False) -> tuple[list[float],
-                                                                         list[float]]:
-    """Every pair of one benchmark, set up and timed as the fixture does."""
+def run(world: World, pairs: int, per: int, old: bool = False,
+        halves: Any = cpu_half) -> tuple[list[float], list[float]]:
+    """Every pair of one benchmark, set up and timed as the fixture does (``halves``:
+    which CPU half each side of a pair gets)."""
     base_all: list[float] = []
     cand_all: list[float] = []
     for pair in range(pairs):
@@ -151,9 +203,10 @@ def run(world: World, pairs: int, per: int, old: bool = False) -> tuple[list[flo
             cand.begin()
             b, c = old_time_pair(base, cand, per)
         else:
-            base = world.peer("baseline", cpu_half(pair, "baseline"))
-            cand = world.peer("candidate", cpu_half(pair, "candidate"))
+            base = world.peer("baseline", halves(pair, "baseline"))
+            cand = world.peer("candidate", halves(pair, "candidate"))
             peers = {"baseline": base, "candidate": cand}
+            peers[first_side(pair)].started_first = True
             for side in SIDES if first_side(pair) == SIDES[0] else SIDES[::-1]:
                 peers[side].begin()
             b, c = time_pair(base, cand, pair, per)

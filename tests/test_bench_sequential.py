@@ -364,8 +364,8 @@ def test_the_pinning_plan_gives_each_side_its_own_cpus() -> None:
     # Changed on purpose (issue 43): the halves are no longer fixed per side, so the line
     # no longer says "baseline CPUs 0, candidate CPUs 1".
     assert pinning_plan("split", {0, 1}).describe() == (  # type: ignore[union-attr]
-        "threads pinned: each side its own CPUs (0 | 1, the halves swapped in every other "
-        "pair), 1 framework thread each")
+        "threads pinned: each side its own CPUs (0 | 1, each side on each half in half of "
+        "the pairs), 1 framework thread each")
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="Linux only")

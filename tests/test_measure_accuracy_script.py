@@ -100,13 +100,17 @@ def test_the_checkouts_differ_only_in_the_slow_passes(accuracy: ModuleType,
     assert peak(fast, "alloc") < size // 8  # the fast version of either kind does not
 
 
-def test_the_order_effects_come_from_the_blocks_and_the_pair_parity(
+def test_the_order_effects_come_from_the_blocks_the_start_side_and_the_cpu_half(
         accuracy: ModuleType) -> None:
+    """Pairs 0 to 3: the baseline starts 0 and 2, is on the first half in 0 and 3; a
+    fifth pair (an unfinished cycle) is left out of both contrasts."""
     results = [{"verdict": {"pair_blocks": [[0.1, 0.0, 0.0], [0.3, 0.1, 0.1]],
-                            "pair_figures": [0.02, -0.02, 0.04, 0.0]}}]
-    first, parity = accuracy.blocks_effects(results)
+                            "pair_figures": [0.02, -0.02, 0.04, 0.0, 9.0]}},
+               {"verdict": {"pair_figures": [0.02, -0.02]}}]
+    first, start, half = accuracy.blocks_effects(results)
     assert first == pytest.approx([0.15])
-    assert parity == pytest.approx([0.03 - (-0.01)])
+    assert start == pytest.approx([(0.02 + 0.04) / 2 - (-0.02 + 0.0) / 2])
+    assert half == pytest.approx([(0.02 + 0.0) / 2 - (-0.02 + 0.04) / 2])
 
 
 def test_a_benchmark_id_names_its_kind_and_step(accuracy: ModuleType) -> None:

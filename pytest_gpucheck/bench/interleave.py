@@ -103,8 +103,8 @@ class PinPlan:
     threads: int
 
     def describe(self, one_cpu_while_timed: bool = False) -> str:
-        """``threads pinned: each side its own CPUs (0 | 1, the halves swapped in every
-        other pair), 1 framework thread each``; with ``one_cpu_while_timed`` (a
+        """``threads pinned: each side its own CPUs (0 | 1, each side on each half in half
+        of the pairs), 1 framework thread each``; with ``one_cpu_while_timed`` (a
         single-threaded CPU backend, :func:`shared_cpu`) the two sides' rounds share one
         of those CPUs instead."""
         def cpus(side: tuple[int, ...]) -> str:
@@ -113,7 +113,7 @@ class PinPlan:
         if one_cpu_while_timed or self.sides[0] == self.sides[1]:
             return f"threads pinned: both sides on one CPU while timed, {threads}"
         return (f"threads pinned: each side its own CPUs ({cpus(self.sides[0])} | "
-                f"{cpus(self.sides[1])}, the halves swapped in every other pair), {threads}")
+                f"{cpus(self.sides[1])}, each side on each half in half of the pairs), {threads}")
 
 
 def pinning_words(plan: PinPlan | None, pin: str, backend: Backend) -> str:
@@ -234,16 +234,13 @@ def first_side(pair: int) -> str:
     wake (identical code read 3.6% to 21% lower in the first block when the baseline
     always started, issue 43).
 
-    The same parity as :func:`cpu_half`, by choice: the starting side always gets the
-    first CPU half.  Each factor then balances in every two pairs, so every even number
-    of pairs (each look's) holds each side in each position equally often and both
-    effects leave the change; the price is that the two cannot be told apart in a
-    run's pairs (their contrast, even pairs against odd ones, is their sum).  Two
-    factors of two levels cannot both balance within every two pairs without being
-    confounded there.  A four-pair cycle (the baseline's halves 0, 1, 1, 0 against
-    starts B, C, B, C) would still balance each at every even count and separate the
-    two over four pairs; it is not used yet, so the accuracy measurements
-    (``scripts/measure_accuracy.py``) read the two as one contrast."""
+    Crossed with :func:`cpu_half` in a cycle of four pairs (starts B, C, B, C against the
+    baseline's halves 0, 1, 1, 0): each factor balances in every two pairs, so every
+    even number of pairs (each look's) holds each side in each position equally often
+    and both effects leave the change; and over four pairs each start meets each half
+    once, so a run's pairs tell the two effects apart (``scripts/measure_accuracy.py``
+    reads each as its own contrast).  Before, the starting side always had the first
+    half and only their sum could be read."""
     return SIDES[pair % 2]
 
 
@@ -257,17 +254,21 @@ def start_order(pair: int) -> tuple[str, str]:
     return first, SIDES[1 - SIDES.index(first)]
 
 
+#: The baseline's CPU half in the pairs of one four-pair cycle (:func:`first_side`).
+BASELINE_HALVES = (0, 1, 1, 0)
+
+
 def cpu_half(pair: int, role: str) -> int:
     """Which half of the pinned CPUs (:func:`pinning_plan`) ``role``'s process of pair
-    ``pair`` gets: the baseline the first half in even pairs and the second in odd ones,
-    the candidate the other.  Halves differ (caches, clocks, the cores' other tenants:
-    torch-cpu read -24% with the baseline always on the first half, +6.7% unpinned), so
-    neither side may always get one: over an even number of pairs each side has each
-    half as often, and the difference between halves averages out of the change (it
-    widens the between-pair spread instead, which the interval counts).  The starting
-    side (:func:`first_side`) always gets the first half: why the two are confounded is
-    said there."""
-    return (SIDES.index(role) + pair) % 2
+    ``pair`` gets: the baseline's halves run 0, 1, 1, 0 over each four pairs
+    (:data:`BASELINE_HALVES`), the candidate the other.  Halves differ (caches, clocks,
+    the cores' other tenants: torch-cpu read -24% with the baseline always on the first
+    half, +6.7% unpinned), so neither side may always get one: over every even number
+    of pairs each side has each half as often, and the difference between halves
+    averages out of the change (it widens the between-pair spread instead, which the
+    interval counts).  Why four pairs and not two: :func:`first_side`."""
+    base = BASELINE_HALVES[pair % len(BASELINE_HALVES)]
+    return base if role == SIDES[0] else 1 - base
 
 
 def pair_rounds(pair: int, blocks: int) -> list[tuple[str, bool]]:

@@ -208,8 +208,8 @@ class BenchSession:
 
     def peer_placement(self, index: int, role: str) -> dict[str, Any]:
         """What the ``index``-th pair's process of ``role`` is started with: its own CPUs
-        and thread pools (:func:`~.interleave.pinning_plan`; the halves swapped between
-        the sides in every other pair, :func:`~.interleave.cpu_half`) and its placement
+        and thread pools (:func:`~.interleave.pinning_plan`; each side on each half in
+        half of the pairs, :func:`~.interleave.cpu_half`) and its placement
         seed."""
         from pytest_gpucheck.bench.interleave import cpu_half, pinning_plan
 
