@@ -27,7 +27,7 @@ DEFAULT_WARMUP_ROUNDS = 2
 #: benchmark once.  Where a process's arrays land in memory moves a memory-bound kernel
 #: by up to +-9% (cache sets, pages) for every block that process times, so the pair is
 #: the gate's unit of evidence: ten pairs keep 90% power to catch +10% at a between-pair
-#: SD of 3% with 30 benchmarks in the family (docs/benchmarks.md).
+#: SD of 3% with 30 benchmarks in the family (docs/benchmark-evidence.md).
 DEFAULT_REPLICATES = 10
 #: ``--gpu-bench-against``: seconds one benchmark may take to decide (its pairs, the
 #: later looks included: bench/sequential.py).  Per benchmark, not per run: a

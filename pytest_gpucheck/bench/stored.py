@@ -29,7 +29,7 @@ slowdown at that level comes from the between-process SD (non-central t).
 What this cannot cancel is the drift of the machine between the run that saved
 the baseline and this one (another tenant, a clock change): the summaries of one
 run share it.  ``scripts/measure_gate.py --mode stored`` measures what that costs
-(docs/benchmarks.md); :data:`PROCESS_MEASURED` is printed with every stored
+(docs/benchmark-evidence.md); :data:`PROCESS_MEASURED` is printed with every stored
 verdict that is advisory.
 """
 
