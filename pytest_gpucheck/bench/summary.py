@@ -130,7 +130,7 @@ def gate_terminal_lines(results: list[Result], *, compared: bool,
             lines.append(f"gpucheck benchmark gate: {family} stored comparison(s) judged as "
                          f"one family (Holm's method at {family_level:g}); the stored mode's "
                          "p-values treat rounds as independent, so this does not bound a "
-                         "run's false alarms (measured rates: docs/benchmarks.md)")
+                         "run's false alarms (measured rates: docs/benchmark-evidence.md)")
     return lines
 
 

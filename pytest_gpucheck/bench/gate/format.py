@@ -123,7 +123,7 @@ def progress_line(name: str, number: int, benchmarks: int, done: int, pairs: int
 #: A/A and 200 slowed comparisons per size): it misses the targets of 1% false alarms
 #: and 90% of 10% slowdowns caught, so its regressions are advisory by default.
 STORED_MEASURED = ("measured false alarms 5.0% and 2.5%, 10% slowdowns caught 89% and "
-                   "75.5% (targets 1% and 90%, docs/benchmarks.md)")
+                   "75.5% (targets 1% and 90%, docs/benchmark-evidence.md)")
 
 #: The end of an advisory regression's line: why it does not fail, and how to make it.
 ADVISORY_NOTE = (f"advisory: the stored mode misses its targets ({STORED_MEASURED}), so this "
@@ -265,11 +265,11 @@ def format_seconds(seconds: float) -> str:
 
 
 #: What ``scripts/measure_gate.py --mode stored`` measured of this gate at its defaults
-#: on a shared 2-core machine (docs/benchmark-evidence.md, "Measuring the stored gate"; the
-#: printed line's docs/benchmarks.md links there): printed with an advisory verdict.
+#: on a shared 2-core machine (docs/benchmark-evidence.md, "Measuring the stored gate", the
+#: file the printed line names): printed with an advisory verdict.
 PROCESS_MEASURED = ("measured at 5 processes a side, load 18 to 124: identical benchmarks "
                     "flagged in 3 of 11 runs, 5 of 33 comparisons; 10% slowdowns caught in "
-                    "10 of 11 (targets 1% and 90%, docs/benchmarks.md)")
+                    "10 of 11 (targets 1% and 90%, docs/benchmark-evidence.md)")
 
 
 def advisory_note() -> str:
