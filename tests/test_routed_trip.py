@@ -264,3 +264,65 @@ def test_a_routed_item_tears_down_the_fixtures_the_next_item_does_not_share(
         result.stdout.fnmatch_lines(["*previous item was not torn down properly*"])
     else:
         result.assert_outcomes(passed=2, failed=1)
+
+
+COUNTING_ROUTER = '''
+import collections
+import pytest
+from pytest_gpucheck.processes import Router, failed_report
+
+''' + FIRST_ROUTER_CLASS + '''
+
+ASKED = collections.Counter()
+
+
+class CountingRouter(FirstRouter):
+    def claims(self, item):
+        ASKED[item.name] += 1
+        return super().claims(item)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(CountingRouter(), "first-router")
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(f"claims asked: {sorted(ASKED.items())}")
+'''
+
+SIDE_EFFECT_TESTS = '''
+import os
+import pathlib
+
+
+def test_routed(gpu_backend):
+    pathlib.Path(os.environ["RAN_DIR"], "routed").touch()
+
+
+def test_other(gpu_backend):
+    pathlib.Path(os.environ["RAN_DIR"], "other").touch()
+'''
+
+
+@pytest.mark.slow
+def test_each_item_is_routed_once_and_run_by_one_router_only(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The dispatcher decides every item's router once, as the loop starts, and the
+    routers that look at other items (the simulator's batch for its child) take that
+    decision rather than their own rule.  The old code asked this router's claims twice
+    per item (the protocol's look-up, then the isolation router's "claimed before"
+    question); the batch then held the first router's item too, harmless here only
+    because the child loads the same conftest and routes it the same way (the item's
+    body ran nowhere, which the test also holds)."""
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    monkeypatch.setenv("RAN_DIR", str(ran))
+    pytester.makeconftest(COUNTING_ROUTER)
+    pytester.makepyfile(test_user=SIDE_EFFECT_TESTS)
+    result = pytester.runpytest("--gpu-backends=numba-cudasim", "-p", "no:cacheprovider",
+                                "-p", "no:xdist", "-rA")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*ran by the first router in the order*"])
+    assert sorted(path.name for path in ran.iterdir()) == ["other"]
+    result.stdout.fnmatch_lines(["claims asked: [[]('test_other[[]numba-cudasim[]]', 1), "
+                                 "('test_routed[[]numba-cudasim[]]', 1)[]]"])

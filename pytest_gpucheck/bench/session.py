@@ -452,15 +452,14 @@ def predicted_mode(item: pytest.Item) -> str:
     item, the simulator's child for one on numba-cudasim, an isolation worker for one a
     router runs in a child (``--gpu-isolate``, ``--gpu-sanitize``), else this process."""
     from pytest_gpucheck.mpi.marker import our_mark
-    from pytest_gpucheck.processes import Router, SimulatorRouter
+    from pytest_gpucheck.processes import SimulatorRouter, router_for
 
     if our_mark(item) is not None:  # pytest-mpi's shapes run in this process
         return "MPI rank"
-    for router in item.config.pluginmanager.get_plugins():
-        if isinstance(router, Router) and router.claims(item):
-            return "simulator child" if isinstance(router, SimulatorRouter) \
-                else "isolation worker"
-    return "in-process"
+    router = router_for(item)
+    if router is None:
+        return "in-process"
+    return "simulator child" if isinstance(router, SimulatorRouter) else "isolation worker"
 
 
 def local_device_models(backends: list[str]) -> list[str]:

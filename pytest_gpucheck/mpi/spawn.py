@@ -35,6 +35,7 @@ from pytest_gpucheck.processes import (
     missing_report,
     needs_simulator,
     replay,
+    router_for,
     run_child_pytest,
     write_deaths,
 )
@@ -138,7 +139,7 @@ class SpawnRouter(Router):
             # of a plain session; an xdist worker's or a long-lived worker's queue) share
             # a job per rank count.
             batch = [item, *(other for other in items_ahead(item)
-                             if self.claims(other) and other.nodeid not in self._started)]
+                             if router_for(other) is self and other.nodeid not in self._started)]
             self._started.update(other.nodeid for other in batch)
             self._run_all(batch)
         return self._final_reports(item)

@@ -30,6 +30,7 @@ from pytest_gpucheck.processes import (
     backends_option,
     close_all,
     items_ahead,
+    router_for,
 )
 from pytest_gpucheck.sanitizer.log import (
     SECTION,
@@ -166,14 +167,14 @@ class SanitizerRouter(KeepsChildDeaths, Router):
     def run(self, item: pytest.Item, nextitem: pytest.Item | None
             ) -> list[pytest.TestReport]:
         backends = self._backends(item)
-        shared = next((other for other in items_ahead(item) if self.claims(other)
+        shared = next((other for other in items_ahead(item) if router_for(other) is self
                        and self._backends(other) == backends), None)
         runs: list[tuple[str, list[pytest.TestReport]]] = []
         for tool, tool_args in self.tools:
             key = (tool, *backends)
             worker = self.workers.get(key)
             if worker is None:
-                universe = [other for other in item.session.items if self.claims(other)
+                universe = [other for other in item.session.items if router_for(other) is self
                             and self._backends(other) == backends]
                 worker = self.workers[key] = SanitizedWorker(
                     self.config, universe, tool=tool, executable=self.executable,

@@ -10,15 +10,17 @@ the next item.  A new kind of child process is one subclass with a place in
 :data:`ORDER`.
 
 :class:`Dispatcher` holds the only ``pytest_runtest_protocol`` of the routers: it asks
-the routers registered in this process in the order of :data:`ORDER`, and the first
-that claims an item runs it; a skipped item, or one no router claims, runs here.  A
-router's rule is therefore never an exception in another's: the isolation router,
-last, runs the backend items no router before it claims.
+the routers registered in this process in the order of :data:`ORDER`, once per item
+as the test loop starts, and the first that claims an item runs it; a skipped item,
+or one no router claims, runs here.  A router's rule is therefore never an exception
+in another's: the isolation router, last, claims backend items by its own rule and
+runs those no router before it claims; a router that looks at other items asks
+:func:`router_for`, the dispatcher's decision, not its own rule.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import ClassVar
 
 import pytest
@@ -73,24 +75,47 @@ def _place(router: Router) -> int:
     return ORDER.index(router.kind)
 
 
+#: node id -> the router that runs the item (None: this process), decided once per item:
+#: by the dispatcher for the whole session when the test loop starts (every router is
+#: registered by then), or on first use for an item asked about before.
+ROUTES = pytest.StashKey[dict[str, "Router | None"]]()
+
+
 def router_for(item: pytest.Item) -> Router | None:
     """The router that runs ``item``: the first in :data:`ORDER` that claims it; None for
-    a skipped item (its skip is decided here, at setup) or one no router claims."""
+    a skipped item (its skip is decided here, at setup) or one no router claims.  Every
+    router that looks at other items (the items its child will run, the next one it
+    keeps fixtures up for) asks this, so no two routers count one item as theirs."""
+    routes = item.session.stash.setdefault(ROUTES, {})
+    if item.nodeid not in routes:
+        routes[item.nodeid] = _first_claim(item)
+    return routes[item.nodeid]
+
+
+def _first_claim(item: pytest.Item) -> Router | None:
     if item.get_closest_marker("skip") is not None:
         return None
     return next((router for router in routers(item.config) if router.claims(item)), None)
 
 
-def claimed_before(router: Router, item: pytest.Item) -> bool:
-    """Whether a router before ``router`` in :data:`ORDER` claims ``item`` (a router
-    late in the order claims only what the earlier ones leave)."""
-    earlier = ORDER[:ORDER.index(router.kind)]
-    return any(other.claims(item) for other in routers(item.config) if other.kind in earlier)
+def route(session: pytest.Session) -> None:
+    """Decide every collected item's router once (:data:`ROUTES`), replacing what was
+    decided before the last router registered (some register at collection)."""
+    session.stash[ROUTES] = {item.nodeid: _first_claim(item) for item in session.items}
 
 
 class Dispatcher:
     """The one ``pytest_runtest_protocol`` of the routers: the first router in
-    :data:`ORDER` that claims an item runs it; other items run here as usual."""
+    :data:`ORDER` that claims an item runs it; other items run here as usual.  The
+    claims are decided once, as the test loop starts (:func:`route`)."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        # A wrapper: before every router's own loop hook (the isolation router starts
+        # its workers from these routes) and a worker's item server.
+        if not session.config.option.collectonly and not session.testsfailed:
+            route(session)
+        return (yield)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(

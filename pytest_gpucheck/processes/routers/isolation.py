@@ -43,7 +43,7 @@ import pytest
 from pytest_gpucheck.options import one_of
 from pytest_gpucheck.processes.deaths import KeepsChildDeaths, close_all
 from pytest_gpucheck.processes.replaying import items_ahead
-from pytest_gpucheck.processes.routers.base import Router, claimed_before, router_for
+from pytest_gpucheck.processes.routers.base import Router, router_for
 from pytest_gpucheck.processes.sticky_errors import StickyError, any_sticky_error, sticky_error
 from pytest_gpucheck.processes.wire import ITEM_SERVER
 
@@ -170,9 +170,8 @@ class IsolationRouter(KeepsChildDeaths, Router):
         self.released: list[Any] = []
         #: key -> the items routed to it, in session order (made on first use).
         self._universe: dict[str, list[pytest.Item]] | None = None
-        #: node id -> whether this router claims it / the worker that runs it (None: not
-        #: routed here); made once per item, since every item looks at the items ahead.
-        self._claims: dict[str, bool] = {}
+        #: node id -> the worker that runs it (None: not routed here); made once per
+        #: item, since every item looks at the items ahead.
         self._keys: dict[str, str | None] = {}
         #: One line per worker that died (for the summary and the exit status).
         self.deaths: list[str] = []
@@ -184,16 +183,13 @@ class IsolationRouter(KeepsChildDeaths, Router):
         return self._mode
 
     def claims(self, item: pytest.Item) -> bool:
-        """The backend items no router before this one in the dispatcher's order claims."""
+        """The backend items (under ``contain``, those :func:`can_crash` names); the
+        dispatcher asks this router last, so it runs those no router before it claims."""
         if self.mode == "none":
             return False
-        if item.nodeid not in self._claims:
-            from pytest_gpucheck.selection import item_backends
+        from pytest_gpucheck.selection import item_backends
 
-            self._claims[item.nodeid] = (
-                bool(item_backends(item)) and (self.mode != CONTAIN or can_crash(item))
-                and not claimed_before(self, item))
-        return self._claims[item.nodeid]
+        return bool(item_backends(item)) and (self.mode != CONTAIN or can_crash(item))
 
     def _key(self, item: pytest.Item) -> str | None:
         """The worker that runs ``item``, or None when the dispatcher sends it elsewhere
@@ -225,8 +221,8 @@ class IsolationRouter(KeepsChildDeaths, Router):
         later which items this process gets."""
         if self.mode == "none" or session.config.option.collectonly or session.testsfailed:
             return
-        # Asked before the last router registered (at collection), a claim may be stale.
-        self._claims.clear()
+        # Asked before the dispatcher routed the session (some routers register at
+        # collection), a key may be stale.
         self._keys.clear()
         self._universe = None
         universe = self.universe(session)

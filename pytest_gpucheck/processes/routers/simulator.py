@@ -25,7 +25,7 @@ from pytest_gpucheck.processes.deaths import (
     output_tail,
 )
 from pytest_gpucheck.processes.replaying import items_ahead, replay
-from pytest_gpucheck.processes.routers.base import Router
+from pytest_gpucheck.processes.routers.base import Router, router_for
 from pytest_gpucheck.processes.wire import ChildRun
 from pytest_gpucheck.selection import item_backends
 
@@ -62,9 +62,6 @@ class SimulatorRouter(KeepsChildDeaths, Router):
         self.worker: Any = None  # the long-lived worker, when items are served one by one
 
     def claims(self, item: pytest.Item) -> bool:
-        return self._routed(item)
-
-    def _routed(self, item: pytest.Item) -> bool:
         return needs_simulator(item) and item.get_closest_marker("skip") is None
 
     def run(self, item: pytest.Item, nextitem: pytest.Item | None
@@ -74,13 +71,14 @@ class SimulatorRouter(KeepsChildDeaths, Router):
 
             if self.worker is None:
                 self.worker = Worker(
-                    self.config, [other for other in item.session.items if self._routed(other)],
+                    self.config, [other for other in item.session.items
+                                  if router_for(other) is self],
                     what="The numba-cudasim child process", deaths=self.deaths,
                     extra_args=backends_option(self.config, [SIMULATOR_BACKEND]),
                     env={"NUMBA_ENABLE_CUDASIM": "1", SIMULATOR_CHILD_VARIABLE: "1"})
             fresh_each = self.config.getoption("gpu_isolate", "auto") == "test"
             ahead = [] if fresh_each else [
-                other for other in items_ahead(item) if self._routed(other)]
+                other for other in items_ahead(item) if router_for(other) is self]
             # The next item this worker runs keeps the fixtures it shares with this one
             # up, as in a plain run (items run here in between do not touch them).
             reports = self.worker.run(item, nextitem=ahead[0] if ahead else None, ahead=ahead)
@@ -94,7 +92,7 @@ class SimulatorRouter(KeepsChildDeaths, Router):
                 batch = [
                     other
                     for other in item.session.items
-                    if self._routed(other) and other.nodeid not in self.results
+                    if router_for(other) is self and other.nodeid not in self.results
                 ]
             self._run(batch)
         if item.nodeid not in self.results:  # the batch child stopped at --maxfail first
