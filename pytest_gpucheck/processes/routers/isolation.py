@@ -40,7 +40,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gpucheck.options import one_of
+from pytest_gpucheck.options import add_choice_option
 from pytest_gpucheck.processes.deaths import KeepsChildDeaths, close_all
 from pytest_gpucheck.processes.replaying import items_ahead
 from pytest_gpucheck.processes.routers.base import Router, claimed_before, router_for
@@ -63,9 +63,8 @@ HOST, GPU = "host", "gpu"
 
 
 def add_isolation_options(group: Any) -> None:
-    group.addoption(
-        ISOLATE_OPTION, dest="gpu_isolate", default="auto", type=one_of(ISOLATE_OPTION, MODES),
-        metavar="|".join(MODES),
+    add_choice_option(
+        group, ISOLATE_OPTION, MODES, dest="gpu_isolate", default="auto",
         help="run backend items in worker processes that are replaced after a crash or a "
         "poisoned device (sticky CUDA error): backend (one worker for the GPU's items, one "
         "for the host's), test (a fresh worker per test), none. Default auto: backend when "
