@@ -36,6 +36,7 @@ CPU tier show what isolation buys without a GPU.
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from typing import Any
 
 import pytest
@@ -163,7 +164,6 @@ class IsolationRouter(KeepsChildDeaths, Router):
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self._mode: str | None = None
         self.workers: dict[str, Any] = {}
         #: Workers told to finish (no item ahead needs them); reaped at session end.
         self.released: list[Any] = []
@@ -176,11 +176,10 @@ class IsolationRouter(KeepsChildDeaths, Router):
         #: One line per worker that died (for the summary and the exit status).
         self.deaths: list[str] = []
 
-    @property
+    @cached_property
     def mode(self) -> str:
-        if self._mode is None:
-            self._mode = isolation_mode(self.config)
-        return self._mode
+        """This run's :func:`isolation_mode` (``auto`` resolved), read on first use."""
+        return isolation_mode(self.config)
 
     def claims(self, item: pytest.Item) -> bool:
         """The backend items no router before this one in the dispatcher's order claims."""
