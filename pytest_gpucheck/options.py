@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -71,12 +72,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="also collect the bundled conformance suites (checks every registered "
         "implementation, including the ones your conftest.py registers).",
     )
-    group.addoption(
+    add_choice_option(
+        group,
         IMPLS_OPTION,
+        IMPL_ORIGINS,
         dest="gpu_impls",
         default="all",
-        type=one_of(IMPLS_OPTION, IMPL_ORIGINS),
-        metavar="|".join(IMPL_ORIGINS),
         help="which implementations the conformance suites check: all (default), bundled, "
         "or user (only those registered with pytest_gpucheck.implements).",
     )
@@ -85,6 +86,14 @@ def add_options(parser: pytest.Parser) -> None:
         help=f"default for {BACKENDS_OPTION} (all, cpu, gpu or NAME[,NAME...])",
         default=DEFAULT_BACKENDS,
     )
+
+
+def add_choice_option(group: pytest.OptionGroup, option: str, values: Sequence[str],
+                      **kwargs: Any) -> None:
+    """Add ``option``, which takes one of ``values``, to ``group``: checked by
+    :func:`one_of` and shown in ``--help`` as ``a|b|c``; ``kwargs`` are argparse's other
+    arguments (``dest``, ``default``, ``help``)."""
+    group.addoption(option, type=one_of(option, values), metavar="|".join(values), **kwargs)
 
 
 def one_of(option: str, values: Sequence[str]) -> Callable[[str], str]:

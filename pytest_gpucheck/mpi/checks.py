@@ -85,6 +85,17 @@ def _compare(got: np.ndarray, expected: np.ndarray, where: Callable[[tuple[int, 
     return f"{len(bad)} of {got.size} cells wrong: {shown}{more}"
 
 
+def _rank_block(comm: Any, n: int, partition: Partition) -> tuple[int, int, list[str | None]]:
+    """This rank's block ``[start, stop)`` of ``n`` elements under ``partition``, and the
+    problems a check starts from: on rank 0, whether the blocks of all ranks tile
+    ``[0, n)`` exactly once (the blocks are gathered collectively: every rank takes part)."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    start, stop = partition(n, size, rank)
+    ranges = comm.allgather((start, stop))  # collective: every rank takes part
+    ranks_in_step()
+    return start, stop, [coverage_problem(n, ranges) if rank == 0 else None]
+
+
 def _kind(index: int, length: int, width: int) -> str:
     return "ghost" if index < width or index >= length - width else "interior"
 
@@ -98,11 +109,7 @@ def check_halo_exchange_1d(comm: Any, backend: Backend, transport: Transport, n:
     from pytest_gpucheck.reference_kernels import KERNELS
 
     ops = ops_for(backend)
-    rank, size = comm.Get_rank(), comm.Get_size()
-    start, stop = partition(n, size, rank)
-    ranges = comm.allgather((start, stop))  # collective: every rank takes part
-    ranks_in_step()
-    problems = [coverage_problem(n, ranges) if rank == 0 else None]
+    start, stop, problems = _rank_block(comm, n, partition)
     values = np.arange(1, n + 1, dtype=dtype)  # distinct: a misplaced cell cannot match
     padded = np.zeros(n + 2 * width, dtype=dtype)
     padded[width : width + n] = values
@@ -184,12 +191,8 @@ def check_heat_steps_1d(comm: Any, backend: Backend, transport: Transport, u: np
     from pytest_gpucheck.reference_kernels import KERNELS
 
     ops = ops_for(backend)
-    rank, size = comm.Get_rank(), comm.Get_size()
     n = u.shape[0]
-    start, stop = partition(n, size, rank)
-    ranges = comm.allgather((start, stop))  # collective: every rank takes part
-    ranks_in_step()
-    problems = [coverage_problem(n, ranges) if rank == 0 else None]
+    start, stop, problems = _rank_block(comm, n, partition)
     whole = KERNELS["heat_steps_1d"](u, alpha, steps)
     expected = whole[start:stop]
     rule = tolerance_of("heat_steps_1d", {"u": u, "alpha": alpha, "steps": steps}, whole)
@@ -212,12 +215,8 @@ def check_allreduce(comm: Any, backend: Backend, transport: Transport, x: np.nda
     from pytest_gpucheck.reference_kernels import KERNELS
 
     ops = ops_for(backend)
-    rank, size = comm.Get_rank(), comm.Get_size()
     n = x.shape[0]
-    start, stop = partition(n, size, rank)
-    ranges = comm.allgather((start, stop))  # collective: every rank takes part
-    ranks_in_step()
-    problems = [coverage_problem(n, ranges) if rank == 0 else None]
+    start, stop, problems = _rank_block(comm, n, partition)
     if y is None:
         expected = KERNELS["sum"](x)
         total = distributed.allreduce_sum(comm, ops.to_device(x[start:stop]), ops, transport)

@@ -28,7 +28,7 @@ from pytest_gpucheck.processes import (
     Router,
     backends_option,
     crash_text,
-    describe_exit,
+    death_line,
     failed_report,
     hand_over_deaths,
     items_ahead,
@@ -306,9 +306,8 @@ class SpawnRouter(Router):
             else:
                 remaining.append(item)
         if run.died:
-            self.deaths.append(f"{what} {describe_exit(run.returncode, launcher=True)}" + (
-                f" while running {crashed.nodeid}" if crashed is not None
-                else " after its last test" if not remaining else " before running a test"))
+            self.deaths.append(death_line(what, run.returncode, crashed,
+                                          unstarted=bool(remaining), launcher=True))
         if remaining and crashed is None:
             # Nothing started and nothing crashed: the job failed as a whole
             # (start-up, collection); running it again would fail the same way.

@@ -2,11 +2,12 @@
 
 The failed reports made here for an item a child never finished (:func:`crash_text`,
 :func:`failed_report`, :func:`missing_report`), the lines that say how a child ended
-(:func:`describe_exit`), and the session-end hooks shared by the routers whose
-children may die (:class:`KeepsChildDeaths`: hand the deaths to pytest-xdist's
-controller or fail the run, one red line each).  Standard library and pytest only at
-load time, so a router can extend it while the child-process machinery is imported
-only by runs that use it.
+(:func:`describe_exit`; the summary's :func:`death_line` and
+:func:`failed_outside_tests_line`, one wording for every router), and the session-end
+hooks shared by the routers whose children may die (:class:`KeepsChildDeaths`: hand
+the deaths to pytest-xdist's controller or fail the run, one red line each).  Standard
+library and pytest only at load time, so a router can extend it while the
+child-process machinery is imported only by runs that use it.
 """
 
 from __future__ import annotations
@@ -129,6 +130,24 @@ def describe_exit(returncode: int, *, launcher: bool = False) -> str:
         # Launchers report a rank killed by signal N as 128 + N.
         text += f" (128 + {_signal_name(returncode - 128)}: a rank was killed by that signal)"
     return text
+
+
+def death_line(what: str, returncode: int, crashed: pytest.Item | None = None, *,
+               unstarted: bool = False, launcher: bool = False) -> str:
+    """The summary's line for a child that died: what it was, how it ended, and when:
+    while running ``crashed``, before running a test (``unstarted``: items were left
+    that it never started), or after its last test."""
+    when = (f"while running {crashed.nodeid}" if crashed is not None
+            else "before running a test" if unstarted else "after its last test")
+    return f"{what} {describe_exit(returncode, launcher=launcher)} {when}"
+
+
+def failed_outside_tests_line(what: str, returncode: int, output: str) -> str:
+    """The summary's line for a child that exited non-zero with every test passed:
+    something failed outside the tests (a benchmark save, a session hook), and its own
+    last lines say what."""
+    return (f"{what} exited with code {returncode} although its tests passed; "
+            f"its last lines:\n{output_tail(output, 10)}")
 
 
 def _signal_name(number: int) -> str:

@@ -46,7 +46,8 @@ from pytest_gpucheck.processes.child_options import (
 )
 from pytest_gpucheck.processes.deaths import (
     crash_text,
-    describe_exit,
+    death_line,
+    failed_outside_tests_line,
     failed_report,
     missing_report,
 )
@@ -157,14 +158,10 @@ class Worker:
         self._collect()
         apply_session_output(self.config, self._run.session_output)
         if process.returncode not in (0, 1, 5) and self._served:
-            self.deaths.append(f"{self.what} {describe_exit(process.returncode)} after its "
-                               "last test")
+            self.deaths.append(death_line(self.what, process.returncode))
         elif process.returncode == 1 and self._failures == 0:
-            # Exit code 1 with every test passed: something failed outside the tests
-            # (a benchmark save, a session hook); its own output says what.
-            tail = "\n".join(self._run.output.splitlines()[-10:])
-            self.deaths.append(f"{self.what} exited with code 1 although its tests passed; "
-                               f"its last lines:\n{tail}")
+            self.deaths.append(failed_outside_tests_line(self.what, process.returncode,
+                                                         self._run.output))
         self._discard()
 
     def stop(self) -> None:
@@ -230,8 +227,7 @@ class Worker:
             assert self.process is not None
             self._run.returncode = self.process.wait()
             if started:
-                self.deaths.append(f"{self.what} {describe_exit(self._run.returncode)} "
-                                   f"while running {item.nodeid}")
+                self.deaths.append(death_line(self.what, self._run.returncode, item))
                 text = crash_text(item, self._run, self.what)
                 when = "teardown" if any(r.when == "call" for r in own) else "call"
                 self._discard()
@@ -239,8 +235,8 @@ class Worker:
             if attempt == 2 or not self._served:
                 # It failed as a whole (start-up, collection): a rerun fails the same way.
                 report = missing_report(item, self._run, self.what)
-                self.deaths.append(f"{self.what} {describe_exit(self._run.returncode)} "
-                                   "before running a test")
+                self.deaths.append(death_line(self.what, self._run.returncode,
+                                              unstarted=True))
                 self._discard()
                 return [report]
             self._discard()  # it died between items: the next attempt is a fresh worker

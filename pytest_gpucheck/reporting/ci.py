@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_gpucheck.options import one_of
+from pytest_gpucheck.options import add_choice_option
 
 # The rerun line's rule lives in reporting/rerun.py (report.py uses it too, and this
 # module imports report.py for the job summary); its names stay importable from here.
@@ -91,12 +91,12 @@ def add_options(group: Any) -> None:
         "(a path with a '/' or a name ending in .md). auto (default): to "
         "$GITHUB_STEP_SUMMARY when it is set (the GitHub Actions job summary); off: never.",
     )
-    group.addoption(
+    add_choice_option(
+        group,
         ANNOTATIONS_OPTION,
+        ANNOTATION_CHOICES,
         dest="gpu_annotations",
         default="auto",
-        type=one_of(ANNOTATIONS_OPTION, ANNOTATION_CHOICES),
-        metavar="|".join(ANNOTATION_CHOICES),
         help="print each failure as a GitHub Actions ::error annotation at the registered "
         "implementation (or the test). auto (default): when GITHUB_ACTIONS=true.",
     )

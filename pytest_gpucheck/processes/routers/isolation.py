@@ -36,11 +36,12 @@ CPU tier show what isolation buys without a GPU.
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from typing import Any
 
 import pytest
 
-from pytest_gpucheck.options import one_of
+from pytest_gpucheck.options import add_choice_option
 from pytest_gpucheck.processes.deaths import KeepsChildDeaths, close_all
 from pytest_gpucheck.processes.replaying import items_ahead
 from pytest_gpucheck.processes.routers.base import Router, router_for
@@ -63,9 +64,8 @@ HOST, GPU = "host", "gpu"
 
 
 def add_isolation_options(group: Any) -> None:
-    group.addoption(
-        ISOLATE_OPTION, dest="gpu_isolate", default="auto", type=one_of(ISOLATE_OPTION, MODES),
-        metavar="|".join(MODES),
+    add_choice_option(
+        group, ISOLATE_OPTION, MODES, dest="gpu_isolate", default="auto",
         help="run backend items in worker processes that are replaced after a crash or a "
         "poisoned device (sticky CUDA error): backend (one worker for the GPU's items, one "
         "for the host's), test (a fresh worker per test), none. Default auto: backend when "
@@ -164,7 +164,6 @@ class IsolationRouter(KeepsChildDeaths, Router):
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self._mode: str | None = None
         self.workers: dict[str, Any] = {}
         #: Workers told to finish (no item ahead needs them); reaped at session end.
         self.released: list[Any] = []
@@ -176,11 +175,10 @@ class IsolationRouter(KeepsChildDeaths, Router):
         #: One line per worker that died (for the summary and the exit status).
         self.deaths: list[str] = []
 
-    @property
+    @cached_property
     def mode(self) -> str:
-        if self._mode is None:
-            self._mode = isolation_mode(self.config)
-        return self._mode
+        """This run's :func:`isolation_mode` (``auto`` resolved), read on first use."""
+        return isolation_mode(self.config)
 
     def claims(self, item: pytest.Item) -> bool:
         """The backend items (under ``contain``, those :func:`can_crash` names); the

@@ -19,10 +19,10 @@ from pytest_gpucheck.processes.child_options import backends_option
 from pytest_gpucheck.processes.deaths import (
     KeepsChildDeaths,
     crash_text,
-    describe_exit,
+    death_line,
+    failed_outside_tests_line,
     failed_report,
     missing_report,
-    output_tail,
 )
 from pytest_gpucheck.processes.replaying import items_ahead, replay
 from pytest_gpucheck.processes.routers.base import Router, router_for
@@ -155,16 +155,12 @@ class SimulatorRouter(KeepsChildDeaths, Router):
             else:
                 remaining.append(item)
         if run.died:
-            self.deaths.append(f"{what} {describe_exit(run.returncode)}" + (
-                f" while running {crashed.nodeid}" if crashed is not None
-                else " after its last test" if not remaining else " before running a test"))
+            self.deaths.append(death_line(what, run.returncode, crashed,
+                                          unstarted=bool(remaining)))
         elif run.returncode != 0 and not remaining and not any(
             r.failed for item in batch for r in self.results.get(item.nodeid, [])
         ):
-            # Exit code 1 with every test passed: something failed outside the tests
-            # (a benchmark save, a session hook); its own output says what.
-            self.deaths.append(f"{what} exited with code {run.returncode} although its tests "
-                               f"passed; its last lines:\n{output_tail(run.output, 10)}")
+            self.deaths.append(failed_outside_tests_line(what, run.returncode, run.output))
         if remaining and crashed is None:
             # Nothing started and nothing crashed: the child failed as a whole
             # (usage or collection error); running it again would fail the same way.
