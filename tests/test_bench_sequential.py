@@ -351,9 +351,9 @@ def test_a_users_run_stopped_by_the_budget_prints_the_pairs_and_what_a_decision_
     # sets (CI read SD 11.2%: about 34 pairs at the level 0.01, past the 10 the schedule
     # reaches): a budget when the pairs it needs fit in the schedule, else not a budget.
     # At the level 1e-5 the schedule's 10 pairs suffice up to an SD of 2.0% (4.7% at
-    # 0.01), so the first form is the usual one here; the second is held to its numbers
-    # by test_a_run_stopped_by_the_budget_says_how_many_more_pairs_it_needs.  Beyond
-    # 10,000 pairs (an SD above 140%) the line says "more pairs" without a count.
+    # 0.01); both forms came up here at load 20 (the second is also held to its numbers by
+    # test_a_run_stopped_by_the_budget_says_how_many_more_pairs_it_needs).  Beyond 10,000
+    # pairs (an SD above 140%) the line says "more pairs" without a count.
     if "so a larger budget would not decide it" in lines[0]:
         assert "raise ini gpu_bench_budget" not in lines[0]
         assert re.search(r"a decision needs (about \d+ pairs in all|more pairs), more than "
