@@ -1,7 +1,7 @@
 """A user's run of ``--gpu-bench-against`` over several benchmarks: one family per run.
 
-Two checkouts of a small project with three benchmarks; the candidate's second one is
-eight times as slow.  The run must fail with that benchmark named (and only it), say how many
+Two checkouts of a small project with three benchmarks; the candidate's second one does
+a thousand times the work.  The run must fail with that benchmark named (and only it), say how many
 benchmarks it compared as one family, and print a ``rerun:`` line that, pasted, judges
 the benchmark against the same baseline and fails again.  The identical two run at a
 family level of 1e-5: their chance of failing this test is 1e-5 per run by the gate's
@@ -55,18 +55,21 @@ BENCH = textwrap.dedent("""\
 
 def test_a_planted_slowdown_among_identical_benchmarks_fails_the_run_by_name(
         tmp_path: Path) -> None:
-    for side, slow in (("baseline", 1), ("candidate", 8)):
+    for side, slow in (("baseline", 1), ("candidate", 1000)):
         folder = tmp_path / side
         folder.mkdir()
         (folder / "pytest.ini").write_text(INI)
         (folder / "test_bench.py").write_text(BENCH.format(slow=slow))
     candidate = tmp_path / "candidate"
     # The two identical benchmarks fail this run with probability at most 1e-5 by the gate's
-    # design (IDENTICAL_CODE: six pairs, family level 1e-5).  The slowdown is 8x: at six
-    # pairs and the half level of the one look (1.7e-6 per benchmark) the interval's
-    # half-width is about 26 between-pair SDs / sqrt(6) in logs, so +2.08 (8x) stays above
-    # 0 up to an SD of 19%; a 2x slowdown (+0.69) did not, at an SD of 11% at load 20
-    # (INCONCLUSIVE, interval -38% to +529%, and this test failed).
+    # design (IDENTICAL_CODE: six pairs, family level 1e-5).  The planted slowdown is 1000x
+    # the work (+6.9 in logs): at six pairs and the half level of the one look (1.7e-6 for
+    # the smallest p of three, Holm's method: t = 25.7 on 5 degrees of freedom) the run
+    # misses it (noncentral t; scipy.stats.nct) with 1.5e-11 at a between-pair SD of 19%,
+    # 1.9e-6 at 25% and 2.2e-4 at 30%; the pasted rerun (one benchmark, 5e-6) misses it
+    # with 2.7e-10 at 25%.  At 8x (+2.08) the run missed it with 6.5e-3 at the SD of 11%
+    # CI showed at load 20, 0.37 at 19%; at 2x (+0.69) it did miss it there (INCONCLUSIVE,
+    # interval -38% to +529%, and this test failed).
     run = run_pytest(candidate, "--gpu-bench-against=../baseline", "-rA",
                      f"--junitxml={candidate / 'junit.xml'}", *IDENTICAL_CODE, timeout=1200)
     assert run.returncode == 1, run.stdout + run.stderr

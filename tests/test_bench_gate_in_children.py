@@ -50,12 +50,16 @@ BENCH = SLOW_KERNEL + textwrap.dedent("""\
         assert float(result[0]) == 3.5
     """)
 
-#: The stored mode (--gpu-bench-compare) has no false-fail bound by design yet: it
-#: compares one process with one, and identical code recorded in-process and compared
-#: in a worker read +52.9% in CI, +49.3% and +8.2% here.  What this scenario guards is
-#: a bias of the worker (a heap hole once made it +600%), so it fails only beyond
-#: +100% (the floor): its false-fail chance is not known, and nothing is run again.
-STORED_LOOSE = ("-o", "gpu_bench_min_effect=1.0", "-o", "gpu_bench_relative_min_effect=1.0")
+#: What the unchanged-kernel scenario of the stored mode guards is a bias of the worker (a
+#: heap hole once made it +600%); identical code recorded in-process and compared in a
+#: worker has read +52.9% in CI, +49.3% and +8.2% here, a drift between the two runs that
+#: the stored gate's t test on the 3 + 3 processes' summaries does not model.  So it fails
+#: only beyond +100% (the floor), and at the family level 1e-5: identical code is a
+#: REGRESSION (or IMPROVEMENT) with probability at most 1e-5 by the t test's design, and
+#: only where the drift alone also passes the floor (at the default 0.01 the design
+#: allowed 1%).  Nothing is run again.
+STORED_LOOSE = ("-o", "gpu_bench_min_effect=1.0", "-o", "gpu_bench_relative_min_effect=1.0",
+                "--gpu-bench-family-level=1e-5")
 
 #: How each scenario runs the items: (extra arguments, backend of the item).  One xdist
 #: worker is an xdist worker all the same (the one test would leave a second idle).

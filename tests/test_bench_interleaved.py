@@ -60,18 +60,22 @@ IDENTICAL = IDENTICAL_CODE
 #: three pairs (INI) at the same family level: a false-fail chance of 1e-5 per run by
 #: design at three pairs too (the interval is wider, the level the same).
 IDENTICAL_FEW_PAIRS = (IDENTICAL_CODE[0],)
-#: Where a 3x slower candidate must fail: five pairs.  At three (two degrees of freedom)
-#: a loaded machine's between-pair SD of 19% left a +177% change inconclusive at the
-#: default level of 0.01; at five the same noise keeps it beyond its interval.
-CATCH_3X = ("-o", "gpu_bench_replicates=5")
+#: Where the slower candidate (:data:`SLOW`, 64 times the work) must fail: five pairs at
+#: the default level (0.01; its one look, the budget of 1 s, spends half: t = 5.6 on 4
+#: degrees of freedom).  The chance that it is missed (noncentral t; scipy.stats.nct) is
+#: 1.4e-12 at a between-pair SD of 40% and 5e-8 at 50%; a loaded machine showed 19%.
+#: With 3 times the work (+1.10 in logs, the former planted change) the same five pairs
+#: missed it with 6.9e-4 at 19% and 2.3% at 25%; at three pairs a 19% SD had left a +177%
+#: change inconclusive.
+CATCH_SLOW = ("-o", "gpu_bench_replicates=5")
 
 
 def identical_twins(source: str) -> str:
     """``source`` on 2^16 elements: host arrays of 256 KiB (see :data:`IDENTICAL`)."""
     assert "1 << 14" in source
     return source.replace("1 << 14", "1 << 16")
-#: The deliberately slower twin: the same result, three times the work.
-SLOW = ("    for _ in range(3):\n"
+#: The deliberately slower twin: the same result, 64 times the work (+4.16 in logs).
+SLOW = ("    for _ in range(64):\n"
         "        result = np.float32(2.5) * x + y\n"
         "    return result")
 
@@ -97,7 +101,7 @@ def gate(candidate: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_slower_candidate_fails_with_the_gate_message(tmp_path: Path) -> None:
     _, candidate = checkouts(tmp_path, BENCH.format(work=FAST), BENCH.format(work=SLOW))
-    run = gate(candidate, *CATCH_3X)
+    run = gate(candidate, *CATCH_SLOW)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "REGRESSION test_bench.py::test_saxpy" in run.stdout
     assert "against the baseline checkout timed round by round beside it" in run.stdout
@@ -231,8 +235,9 @@ def test_an_editable_install_is_timed_from_each_checkout(tmp_path: Path) -> None
     assert done.returncode == 0, done.stdout + done.stderr
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
     run = subprocess.run([str(python), "-m", "pytest", "-p", "no:cacheprovider",
-                          "--gpu-bench-against=../baseline", *CATCH_3X], cwd=tmp_path / "candidate",
-                         env=env, capture_output=True, text=True, timeout=1200, check=False)
+                          "--gpu-bench-against=../baseline", *CATCH_SLOW],
+                         cwd=tmp_path / "candidate", env=env, capture_output=True, text=True,
+                         timeout=1200, check=False)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "REGRESSION test_kern.py::test_saxpy" in run.stdout
 
