@@ -50,7 +50,7 @@ issue 42); and nothing outside the process layer
 starts a process (``subprocess.Popen``/``run``/..., ``os.fork``/``system``/``exec*``/
 ``spawn*``, ``multiprocessing``'s processes, ``pty.fork``, asyncio's subprocesses): a
 child that the process layer did not start is one whose death, environment and end no
-one answers for (the ones not moved yet are in :data:`STARTS_ALLOWED`).  Exit
+one answers for (no exception left: the MPI layer's last three moved in issue 42).  Exit
 status 0 when clean; otherwise one line per offending import
 (``file:line: a -> b``) and status 1.
 """
@@ -103,14 +103,6 @@ PROCESS_STARTERS = {
 }
 #: Modules outside the process layer that still start a process, each with why (the
 #: list only shrinks: an entry that starts nothing any more is an error).
-STARTS_ALLOWED = {
-    # Not yet moved: the MPI layer's GPU-aware probe, its per-rank crash reporter and
-    # the JAX multi-process children (the MPI launcher goes through the process layer).
-    "pytest_gpucheck/mpi/gpu_aware.py": "not yet moved",
-    "pytest_gpucheck/mpi/rank_session.py": "not yet moved",
-    "pytest_gpucheck/mpi/jax_processes.py": "not yet moved",
-}
-
 
 def module_name(path: Path) -> str:
     """The installed name of the module in ``path``."""
@@ -453,9 +445,8 @@ def _started_by(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 def processes_started_outside() -> list[str]:
     """Calls and imports that start a process in a module of the plugin's package outside
-    the process layer (``pytest_gpucheck/processes/``), except :data:`STARTS_ALLOWED`."""
+    the process layer (``pytest_gpucheck/processes/``)."""
     problems: list[str] = []
-    starting: set[str] = set()
     for path in _plugin_files():
         rel = path.relative_to(ROOT).as_posix()
         if _within(module_name(path), (PROCESS_LAYER,)):
@@ -467,15 +458,9 @@ def processes_started_outside() -> list[str]:
             started = _started_by(node, aliases)
             if started is None:
                 continue
-            starting.add(rel)
-            if rel not in STARTS_ALLOWED:
-                problems.append(f"{rel}:{getattr(node, 'lineno', 0)}: {started} starts a "
-                                "process outside the process layer; start it through "
-                                "pytest_gpucheck.processes (name what you need in its face)")
-    for rel in sorted(set(STARTS_ALLOWED) - starting):
-        if (ROOT / rel).is_file():
-            problems.append(f"{rel} is allowed to start processes but starts none now; take "
-                            "it off STARTS_ALLOWED in scripts/check_layers.py")
+            problems.append(f"{rel}:{getattr(node, 'lineno', 0)}: {started} starts a "
+                            "process outside the process layer; start it through "
+                            "pytest_gpucheck.processes (name what you need in its face)")
     return problems
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -50,13 +49,15 @@ def probe_environment() -> dict[str, str]:
 @cache
 def gpu_aware(backend: str, device_index: int = 0, timeout: float = PROBE_TIMEOUT) -> GpuAwareness:
     """Run the probe child for ``backend`` and read its verdict (never raises)."""
+    from pytest_gpucheck.processes import CommandTimeout, run_command
+
     command = [sys.executable, "-m", "pytest_gpucheck.mpi.gpu_aware", backend,
                str(device_index)]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                              env=probe_environment(), stdin=subprocess.DEVNULL, check=False)
-    except subprocess.TimeoutExpired:
+    done = run_command(command, timeout=timeout, env=probe_environment())
+    if isinstance(done, CommandTimeout):
         return GpuAwareness(backend, False, f"the device-buffer allreduce hung for {timeout:g} s")
+    if isinstance(done, str):
+        return GpuAwareness(backend, False, f"the probe could not start: {done}")
     if done.returncode < 0:
         name = signal.Signals(-done.returncode).name
         return GpuAwareness(backend, False, f"the device-buffer allreduce crashed the process "

@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
-import signal
 import socket
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -139,17 +136,14 @@ def run_job(mpiexec: str, ranks: int, *, seed: int = 0, impl: str | None = None,
     command = [mpiexec, "-n", str(ranks), sys.executable, "-m", __name__, "--seed", str(seed)]
     if impl is not None:
         command += ["--impl", impl]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env=env, start_new_session=True)
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
+    from pytest_gpucheck.processes import run_process_group
+
+    returncode, output, killed = run_process_group(command, timeout=timeout, env=env)
+    if killed:
         output += f"\n(killed after {timeout:g} s)"
     verdicts = [line.split(VERDICT, 1)[1].strip() for line in output.splitlines()
                 if VERDICT in line]
-    return JobResult(process.returncode, verdicts, output)
+    return JobResult(returncode, verdicts, output)
 
 
 if __name__ == "__main__":

@@ -553,10 +553,11 @@ class CrashReporter:
         read_end, self._write_end = os.pipe()
         self.process: subprocess.Popen[bytes] | None = None
         try:
-            self.process = subprocess.Popen(
+            from pytest_gpucheck.processes import start_crash_reporter
+
+            self.process = start_crash_reporter(
                 [sys.executable, "-I", "-S", "-c", _REPORTER, str(rank), str(os.getpid()), host,
-                 RESULTS_BANNER],
-                stdin=read_end, start_new_session=True)
+                 RESULTS_BANNER], read_end)
         finally:
             os.close(read_end)
 

@@ -44,7 +44,13 @@ if TYPE_CHECKING:
         record_args,
         rule_for,
     )
-    from pytest_gpucheck.processes.commands import CommandOutput, run_command
+    from pytest_gpucheck.processes.commands import (
+        CommandOutput,
+        CommandTimeout,
+        run_command,
+        run_process_group,
+        start_crash_reporter,
+    )
     from pytest_gpucheck.processes.deaths import (
         KeepsChildDeaths,
         close_all,
@@ -103,9 +109,13 @@ _FACE = {
     "PEER_DROPPED_ENV": "peers",
     "PeerProcess": "peers",
     "peer_environment": "peers",
-    # short commands run to their end (the report's commit, a tool's version)
+    # commands run to their end (the report's commit, a tool's version, the MPI probes
+    # and jobs) and the MPI rank's crash reporter
     "CommandOutput": "commands",
+    "CommandTimeout": "commands",
     "run_command": "commands",
+    "run_process_group": "commands",
+    "start_crash_reporter": "commands",
     # the worker side: set up inside a child
     "install_report_sink": "worker",
     "load_parent_conftests": "worker",
@@ -128,6 +138,7 @@ __all__ = [
     "REFUSE",
     "ChildRun",
     "CommandOutput",
+    "CommandTimeout",
     "KeepsChildDeaths",
     "PeerProcess",
     "Router",
@@ -157,6 +168,8 @@ __all__ = [
     "rule_for",
     "run_child_pytest",
     "run_command",
+    "run_process_group",
+    "start_crash_reporter",
     "start_orphan_guard",
     "tear_down_towards",
     "write_deaths",
