@@ -4,7 +4,9 @@ It drives pytest-benchmark's own ``benchmark`` fixture in pedantic mode with a
 :class:`~pytest_gpucheck.bench.measure.DeviceClock` as its timer, so
 pytest-benchmark's table, ``--benchmark-*`` options, storage and JSON all
 hold the device times; the device facts and derived figures go to its
-``extra_info`` under ``"gpucheck"``.
+``extra_info`` under ``"gpucheck"``.  It prepares the call; how the rounds are timed
+is its mode's (:class:`~.timed.Timing`, a module each, chosen once by the fixture's
+factory in ``bench/plugin.py``); the record is made here, by one path (``_keep``).
 """
 
 from __future__ import annotations
