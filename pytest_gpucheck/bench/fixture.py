@@ -4,7 +4,9 @@ It drives pytest-benchmark's own ``benchmark`` fixture in pedantic mode with a
 :class:`~pytest_gpucheck.bench.measure.DeviceClock` as its timer, so
 pytest-benchmark's table, ``--benchmark-*`` options, storage and JSON all
 hold the device times; the device facts and derived figures go to its
-``extra_info`` under ``"gpucheck"``.
+``extra_info`` under ``"gpucheck"``.  It prepares the call; how the rounds are timed
+is its mode's (:class:`~.timed.Timing`, a module each, chosen once by the fixture's
+factory in ``bench/plugin.py``); the record is made here, by one path (``_keep``).
 """
 
 from __future__ import annotations
@@ -13,19 +15,13 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pytest
 
 from pytest_gpucheck.bench.device_copy import L2Flusher, default_flush_bytes
-from pytest_gpucheck.bench.environment import Environment, describe
-from pytest_gpucheck.bench.gate import GateSettings, planned_rounds
-from pytest_gpucheck.bench.interleave import PeerServer
-from pytest_gpucheck.bench.measure import (
-    RoundRunner,
-    calibrate_iterations,
-    copy_reference,
-    warm_up,
-)
+from pytest_gpucheck.bench.environment import describe
+from pytest_gpucheck.bench.gate import GateSettings
+from pytest_gpucheck.bench.in_process import InProcess
+from pytest_gpucheck.bench.measure import warm_up
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.settings import (
     MEASURE_KEYS,
@@ -37,7 +33,6 @@ from pytest_gpucheck.bench.timed import (
     Timed,
     Timing,
     next_look_fits,
-    process_ceiling,
 )
 from pytest_gpucheck.bench.timing import timer_for
 
@@ -47,7 +42,6 @@ __all__ = ["GpuBenchmark", "MeasureDefaults", "Prepared", "Timed", "Timing", "ma
 
 if TYPE_CHECKING:
     from pytest_gpucheck.backends.base import Backend
-    from pytest_gpucheck.bench.baseline import BaselineStore
     from pytest_gpucheck.bench.run import GateRun
 
 
@@ -61,39 +55,26 @@ class GpuBenchmark:
     ``flops`` and ``l2_flush`` may also be set before the call.
     """
 
-    def __init__(
-        self,
-        benchmark: Any,
-        backend: Backend,
-        run: GateRun,
-        defaults: MeasureDefaults,
-        store: BaselineStore | None,
-        disabled_by_user: bool = False,
-        *,
-        timing: Timing | None = None,
-        peer_server: PeerServer | None = None,
-    ) -> None:
+    def __init__(self, benchmark: Any, backend: Backend, run: GateRun,
+                 timing: Timing | None) -> None:
         self.benchmark = benchmark
         self.backend = backend
         #: This benchmark's way through the gate: its settings, level and destinations.
         self.run = run
         self.name = run.name
+        #: Run-wide measurement settings (ini and command line).
+        self.defaults: MeasureDefaults = run.session.measure
         self.bytes: int | None = run.measure.get("bytes")
         self.flops: int | None = run.measure.get("flops")
-        self.l2_flush: bool = bool(run.measure.get("l2_flush", defaults.l2_flush))
-        self.defaults = defaults
-        self._store = store
-        self._disabled_by_user = disabled_by_user
+        self.l2_flush: bool = bool(run.measure.get("l2_flush", self.defaults.l2_flush))
         #: The gate settings of this benchmark: they decide how many rounds it needs.
         self.settings: GateSettings = run.settings
         #: Free-form facts stored with the record (e.g. which implementation ran).
         self.extra: dict[str, Any] = {}
         self.record: BenchmarkRecord | None = None
-        #: Timed away from this process (None: here).
+        #: How its rounds are timed, chosen once (bench/plugin.py); None under
+        #: ``--benchmark-disable``: the kernel runs once, untimed.
         self._timing = timing
-        #: Set in the baseline checkout's own process: it times rounds when told to.
-        self._peer_server = peer_server
-        self._environment: Environment | None = None
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Benchmark ``fn(*args, **kwargs)``; return its result."""
@@ -133,107 +114,34 @@ class GpuBenchmark:
         # timing modules without coming back into the fixture's file.
         call: Callable[[], Any] = functools.partial(fn, *args, **kwargs)
 
-        if self._disabled_by_user:
+        if self._timing is None:
             # --benchmark-disable: run once, as pytest-benchmark does, but synchronized.
             result = self.benchmark.pedantic(call)
             self.backend.synchronize()
             return result
 
         timer = timer_for(self.backend, self.defaults.cpu_clock)
-        environment = self._environment = describe(self.backend)
+        environment = describe(self.backend)
         first_call = warm_up(timer, call, warmup)
         flusher = (L2Flusher(self.backend, default_flush_bytes(self.backend)) if flush else None)
-        if self._peer_server is not None:
-            return self._serve_as_baseline(timer, call, flusher, environment.as_dict(),
-                                           first_call, warmup)
-        iterations = iterations or marker.get("iterations") or self._baseline_iterations(
-            environment.device_model) or calibrate_iterations(
-                timer, call, self._timing.round_seconds if self._timing is not None else 0.0)
-        prepared = Prepared(call, int(iterations), rounds, warmup, first_call, timer)
-        timed = self._timing.time(self, prepared) if self._timing is not None else None
+        baseline = self._baseline(environment.device_model)
+        asked = iterations or marker.get("iterations") or (
+            baseline.iterations if baseline is not None else None)
+        prepared = Prepared(call, self._timing.calls_per_round(timer, call, asked), rounds,
+                            warmup, first_call, timer, environment, flusher, baseline)
+        timed = self._timing.time(self, prepared)
         if timed is None:
-            timed = self._in_process(prepared, flusher)
-        self._keep(prepared, timed)
+            # Nothing to time against (the baseline checkout has no such test): here.
+            timed = InProcess().time(self, prepared)
+        if timed.record:
+            self._keep(prepared, timed)
         return timed.result
-
-    def _in_process(self, prepared: Prepared, flusher: L2Flusher | None) -> Timed:
-        """Time the rounds here, with pytest-benchmark's own loop (the planned rounds
-        added after it)."""
-        timer, rounds = prepared.timer, prepared.rounds
-        # A benchmark that declares its bytes is paired, round by round, with a
-        # device copy of as many bytes: the gate compares the ratios, so a
-        # machine-wide slowdown between baseline and run cancels, and the copy's
-        # fastest round is the bandwidth ceiling at this size (same cache regime).
-        reference = copy_reference(self.backend, timer, int(self.bytes)) \
-            if self.bytes and flusher is None else None
-        runner = RoundRunner(timer, prepared.call, prepared.iterations, flusher, reference)
-        # pytest-benchmark reads this clock around each round: it sees device time.
-        self.benchmark._timer = runner.clock
-        result = self.benchmark.pedantic(runner, rounds=rounds, iterations=1, warmup_rounds=0)
-        if self.benchmark.disabled:
-            # pytest-benchmark switches itself off under pytest-xdist and ran one
-            # round above; the gate and the baselines still need every round.
-            for _ in range(rounds - 1):
-                result = runner()
-        # Noisy rounds need more of them for the gate to catch its design slowdown
-        # (10% by default) with its power (90%): the first rounds' noise decides how
-        # many, up to max_rounds.  pytest-benchmark's table holds the first ``rounds``
-        # only; the record, the baseline and the gate hold every round.
-        # The plan is made twice: the second time from every round of the first
-        # extension, whose noise estimate is the better one.
-        max_rounds = int(self.run.measure.get("max_rounds") or self.defaults.max_rounds)
-        assert self._environment is not None
-        baseline = self._baseline(self._environment.device_model)
-        for _ in range(2):
-            planned = planned_rounds(runner.samples, reference.samples if reference else [],
-                                     self.settings, rounds, max_rounds, baseline)
-            for _ in range(planned - len(runner.samples)):
-                result = runner()
-        if reference is not None and reference.samples:
-            ceiling: tuple[float, int] | None = (
-                reference.nbytes / min(reference.samples) / 1e9, reference.nbytes)
-        else:
-            ceiling = process_ceiling(self) if self.bytes else None
-        # Page faults per call: a stored comparison names them where the two sides
-        # differ (bench/gate/format.py: a mode or allocator change shows up here first).
-        faults = {"page_faults_per_call": float(np.median(runner.faults))} \
-            if runner.faults else {}
-        return Timed(list(runner.samples), result, ceiling, flusher is not None, faults,
-                     reference.description if reference is not None else "",
-                     list(reference.samples) if reference is not None else [],
-                     list(runner.dispatch))
-
-    def _serve_as_baseline(self, timer: Any, call: Callable[[], Any], flusher: L2Flusher | None,
-                           environment: dict[str, str], first_call: float, warmup: int) -> Any:
-        """In the baseline checkout's process: time one round each time the lead asks."""
-        assert self._peer_server is not None
-        # The lead calibrated its calls per round (and sends the count); the baseline
-        # runs the same calls, so both sides enter their rounds equally warm.
-        calibrate_iterations(timer, call)
-        runner = RoundRunner(timer, call, self._peer_server.iterations, flusher, rewarm=True)
-        last: list[Any] = []
-
-        def time_round() -> float:
-            last[:] = [runner()]
-            return runner.samples[-1]
-
-        self._peer_server.serve({"environment": environment, "method": timer.method,
-                                 "warmup_rounds": warmup, "first_call_seconds": first_call,
-                                 "l2_flushed": flusher is not None}, time_round)
-        # Kept until the lead's "release": the next replicate's arrays then land on other
-        # memory pages, not on the ones this replicate just freed.  Not on a GPU: six
-        # copies of a benchmark's device arrays may not fit, so there each run's arrays
-        # are freed before the next (the framework's pool may hand the same blocks out).
-        if not self.backend.is_gpu:
-            self._peer_server.kept.append(runner)
-        return last[0] if last else call()
 
     def _keep(self, prepared: Prepared, timed: Timed) -> None:
         """Make this run's record (every timing mode's, here) and hand it on."""
-        assert self._environment is not None
         ceiling = timed.ceiling
         self.record = BenchmarkRecord(
-            name=self.name, environment=self._environment,
+            name=self.name, environment=prepared.environment,
             method=timed.method or prepared.timer.method,
             samples=list(timed.samples), iterations=prepared.iterations,
             warmup_rounds=prepared.warmup, first_call_seconds=prepared.first_call,
@@ -248,13 +156,10 @@ class GpuBenchmark:
 
     def _baseline(self, device_model: str) -> BenchmarkRecord | None:
         """The record this run will be compared with (only when comparing)."""
-        if self._store is None:
+        session = self.run.session
+        if not session.compare:
             return None
-        return self._store.baseline(self.name, device_model, self.backend.name)
-
-    def _baseline_iterations(self, device_model: str) -> int | None:
-        baseline = self._baseline(device_model)
-        return baseline.iterations if baseline is not None else None
+        return session.store.baseline(self.name, device_model, self.backend.name)
 
 
 def _extra_info(record: BenchmarkRecord) -> dict[str, Any]:

@@ -14,14 +14,20 @@ import pytest
 from pytest_gpucheck.bench.paired import start_replicate
 from pytest_gpucheck.bench.peers import PeerError
 from pytest_gpucheck.bench.settings import MIN_ROUNDS_PER_PROCESS
-from pytest_gpucheck.bench.timed import Prepared, Timed, copy_ceiling_at_size, replay_and_call
+from pytest_gpucheck.bench.timed import (
+    Prepared,
+    Timed,
+    Timing,
+    copy_ceiling_at_size,
+    replay_and_call,
+)
 
 if TYPE_CHECKING:
     from pytest_gpucheck.bench.fixture import GpuBenchmark
     from pytest_gpucheck.bench.run import GateRun
 
 
-class InFreshProcesses:
+class InFreshProcesses(Timing):
     """Time the benchmark in each fresh process in turn (``rounds`` in all, at least
     :data:`MIN_ROUNDS_PER_PROCESS` each) and keep one summary per process."""
 

@@ -34,6 +34,7 @@ from pytest_gpucheck.bench.settings import MIN_BLOCKS_PER_PAIR
 from pytest_gpucheck.bench.timed import (
     Prepared,
     Timed,
+    Timing,
     copy_ceiling_at_size,
     next_look_fits,
     replay_and_call,
@@ -106,7 +107,7 @@ class _Progress:
     outcome: tuple[str, str] = ("", "")
 
 
-class Interleaved:
+class Interleaved(Timing):
     """Time the baseline checkout and this checkout in processes of their own, in turns,
     one round each, in ``replicates`` runs of the test and more where a look cannot
     decide; None when the baseline has no such benchmark (then this process times it

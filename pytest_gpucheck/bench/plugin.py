@@ -353,18 +353,23 @@ def gpu_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> GpuBenchmar
     interleaved = session.against is not None and not disabled_by_user
     run = gate_run(request.node, session, lambda line: _write_now(config, line), interleaved)
     request.node.stash[RUN_KEY] = run
-    return GpuBenchmark(benchmark, backend, run, session.measure,
-                        session.store if session.compare else None, disabled_by_user,
-                        timing=_timing(session, run, disabled_by_user),
-                        peer_server=config.stash.get(PEER_KEY, None))
+    return GpuBenchmark(benchmark, backend, run, _timing(session, run, disabled_by_user,
+                                                         config.stash.get(PEER_KEY, None)))
 
 
-def _timing(session: BenchSession, run: GateRun, disabled_by_user: bool) -> Timing | None:
-    """How the benchmark's rounds are timed away from its own process: beside the
-    baseline checkout (``--gpu-bench-against``), or in fresh processes (``--gpu-bench-save``
-    / ``--gpu-bench-compare``); None: in its own process."""
+def _timing(session: BenchSession, run: GateRun, disabled_by_user: bool,
+            server: PeerServer | None) -> Timing | None:
+    """How the benchmark's rounds are timed, chosen once: in a process the lead started
+    (``--gpu-bench-peer``), the rounds the lead asks for; beside the baseline checkout
+    (``--gpu-bench-against``); in fresh processes (``--gpu-bench-save`` /
+    ``--gpu-bench-compare``); else in the test's own process.  None under
+    ``--benchmark-disable``: the kernel runs once, untimed, as pytest-benchmark does."""
     if disabled_by_user:
         return None
+    if server is not None:
+        from pytest_gpucheck.bench.serve import ForTheLead
+
+        return ForTheLead(server)
     if session.against is not None:
         from pytest_gpucheck.bench.paired import Interleaved
 
@@ -373,7 +378,9 @@ def _timing(session: BenchSession, run: GateRun, disabled_by_user: bool) -> Timi
         from pytest_gpucheck.bench.fresh import InFreshProcesses
 
         return InFreshProcesses(run)
-    return None
+    from pytest_gpucheck.bench.in_process import InProcess
+
+    return InProcess()
 
 
 def _write_now(config: pytest.Config, line: str) -> None:

@@ -2,8 +2,9 @@
 (:class:`Prepared`), what they hand back (:class:`Timed`), their interface
 (:class:`Timing`), the run-wide measurement settings, and the steps every mode that
 times away from the test's process takes (rounds replayed into pytest-benchmark, the
-copy ceiling at the benchmark's size, the budget's projection).  The modes
-(``bench/paired.py``, ``bench/fresh.py``) call these, never back into the fixture.
+copy ceiling at the benchmark's size, the budget's projection).  The modes, a module
+each (``bench/in_process.py``, ``bench/paired.py``, ``bench/fresh.py``,
+``bench/serve.py``), call these, never back into the fixture.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_gpucheck.bench.ceiling import copy_ceiling
 from pytest_gpucheck.bench.interleave import PinPlan
-from pytest_gpucheck.bench.measure import DeviceClock, RoundRunner, copy_reference
+from pytest_gpucheck.bench.measure import (
+    DeviceClock,
+    RoundRunner,
+    calibrate_iterations,
+    copy_reference,
+)
 from pytest_gpucheck.bench.settings import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_ROUNDS,
@@ -25,7 +31,10 @@ from pytest_gpucheck.bench.settings import (
 )
 
 if TYPE_CHECKING:
+    from pytest_gpucheck.bench.device_copy import L2Flusher
+    from pytest_gpucheck.bench.environment import Environment
     from pytest_gpucheck.bench.fixture import GpuBenchmark
+    from pytest_gpucheck.bench.records import BenchmarkRecord
 
 
 @dataclass
@@ -74,6 +83,12 @@ class Prepared:
     warmup: int
     first_call: float
     timer: Any
+    #: The device's facts, where this process times (the record's environment).
+    environment: Environment
+    #: Evicts the caches before each round (``l2_flush``), else None.
+    flusher: L2Flusher | None
+    #: The stored record this run is compared with (only with ``--gpu-bench-compare``).
+    baseline: BenchmarkRecord | None
 
 
 @dataclass
@@ -97,18 +112,32 @@ class Timed:
     #: method, which its clock rule chose there: bench/timing.py); ``None``: this
     #: process's timer.
     method: str | None = None
+    #: Whether this process makes the benchmark's record from them.  False on the
+    #: baseline checkout's side of a pair (``bench/serve.py``): its rounds went to the
+    #: lead, whose record holds them, and the test gets only the kernel's result.
+    record: bool = True
 
 
 class Timing(Protocol):
-    """A way of timing a benchmark's rounds away from its own process (beside the
-    baseline checkout, ``bench/paired.py``; in fresh processes, ``bench/fresh.py``)."""
+    """A way of timing a benchmark's rounds, chosen once per benchmark by its fixture's
+    factory (``bench/plugin.py``): in the test's own process (``bench/in_process.py``),
+    beside the baseline checkout (``bench/paired.py``), in fresh processes
+    (``bench/fresh.py``), or, in a process the lead started, the rounds the lead asks
+    for (``bench/serve.py``).  The modes subclass it for :meth:`calls_per_round`."""
 
     #: The shortest round it asks the calibration for (0: pytest-benchmark's own).
     round_seconds: float
 
+    def calls_per_round(self, timer: Any, call: Callable[[], Any], asked: int | None) -> int:
+        """The calls per timed round: ``asked`` (the benchmark's, else its stored
+        baseline's, so the two are measured alike), else calibrated to rounds of at least
+        :attr:`round_seconds`."""
+        return int(asked or calibrate_iterations(timer, call, self.round_seconds))
+
     def time(self, bench: GpuBenchmark, prepared: Prepared) -> Timed | None:
-        """The rounds and the result; None when it has nothing to time against (the
-        benchmark is then timed in its own process)."""
+        """The rounds and the result (with :attr:`Timed.record` False: the result only,
+        this process makes no record); None when it has nothing to time against (the
+        benchmark is then timed in its own process, ``bench/in_process.py``)."""
 
 
 def replay_and_call(bench: GpuBenchmark, samples: list[float], prepared: Prepared) -> Any:
