@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from bench_projects import SMALL_GATE_INI
-from test_routed_trip import CHAIN, trip
+from trip_tracing import CHAIN, trip
 from user_runs import run_pytest
 
 REPO = Path(__file__).resolve().parent.parent

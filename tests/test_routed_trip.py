@@ -12,32 +12,13 @@ controller module the item once entered three times), fails.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from trip_tracing import CHAIN, trip
 
 #: At most this many of the package's files on an isolated item's trip (issue 30).
 MOST_FILES = 6
-
-#: A tracing conftest's walk up the call stack (``os`` and ``PACKAGE``, the package's
-#: folder, defined before it): the files of the package on the stack, callee first,
-#: repeats in a row merged, up to the first hook call (what runs above it is pytest's,
-#: or a report's reader).  The trip tests' tracers share it (tests/test_bench_trip.py).
-CHAIN = '''
-def _chain(frame):
-    files = []
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if os.sep + "pluggy" + os.sep in name:
-            break  # a hook call: what runs above it is pytest's, or a report's reader
-        if name.startswith(PACKAGE):
-            relative = name[len(PACKAGE):]
-            if not files or files[-1] != relative:
-                files.append(relative)
-        frame = frame.f_back
-    return files
-'''
 
 #: The temporary project's conftest: while the dispatcher runs an item in the user's
 #: process, record for every call into the package the files of the package on the call
@@ -84,22 +65,6 @@ def test_sums(xp):
 def test_sums_again(xp):
     assert int(xp.asarray([2, 2]).sum()) == 4
 '''
-
-
-def trip(chains: Sequence[Sequence[str]]) -> tuple[list[str], list[str]]:
-    """The files a trip entered (in the order first entered) and those it re-entered:
-    a file on one call stack twice, with another file between (control came back into
-    it from a file it called)."""
-    files: list[str] = []
-    reentered: list[str] = []
-    for chain in chains:
-        for name in reversed(chain):
-            if name not in files:
-                files.append(name)
-        for name in set(chain):
-            if chain.count(name) > 1 and name not in reentered:
-                reentered.append(name)
-    return files, reentered
 
 
 def test_a_trip_through_too_many_files_or_back_into_one_is_told() -> None:
