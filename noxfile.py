@@ -35,7 +35,7 @@ import nox
 ROOT = Path(__file__).resolve().parent
 OLDEST_CONSTRAINTS = ROOT / ".ci" / "constraints-oldest.txt"
 
-# The supported Pythons; tests/test_nox_sessions.py checks them against pyproject.toml.
+# The supported Pythons; tests/project/test_nox_sessions.py checks them against pyproject.toml.
 OLDEST_PYTHON = "3.10"
 NEWEST_PYTHON = "3.13"
 
@@ -50,31 +50,31 @@ TEST_RUNNER_NEEDS = ("pytest-xdist>=3.5", "pyyaml>=6", "setuptools>=77",
 # user meets (loading the plugin, options and bad input, the user's workflow, verdicts,
 # reports, the NumPy reference kernels, the benchmark statistics, this matrix).  Their
 # tests that name another framework's backend skip with the import that failed;
-# tests/test_nox_sessions.py checks that each module exists and imports no framework
+# tests/project/test_nox_sessions.py checks that each module exists and imports no framework
 # at its top (which would fail collection, not skip).
 CORE_TESTS = (
-    "tests/test_plugin_loading.py",
-    "tests/test_options.py",
-    "tests/test_verdicts_bad_input.py",
-    "tests/test_user_workflow.py",
-    "tests/test_fixtures_and_markers.py",
-    "tests/test_conformance_parametrization.py",
-    "tests/test_conformance_rejects_broken.py",
-    "tests/test_assertions.py",
-    "tests/test_tolerance.py",
-    "tests/test_strategies.py",
-    "tests/test_randomness.py",
-    "tests/test_registry.py",
-    "tests/test_reference_kernels.py",
-    "tests/test_report.py",
-    "tests/test_report_sections.py",
-    "tests/test_bench_stats.py",
-    "tests/test_bench_gate.py",
-    "tests/test_bench_baseline.py",
-    "tests/test_bench_history.py",
-    "tests/test_guards.py",
-    "tests/test_layers.py",
-    "tests/test_nox_sessions.py",
+    "tests/plugin/test_plugin_loading.py",
+    "tests/plugin/test_options.py",
+    "tests/plugin/test_verdicts_bad_input.py",
+    "tests/plugin/test_user_workflow.py",
+    "tests/plugin/test_fixtures_and_markers.py",
+    "tests/conformance/test_conformance_parametrization.py",
+    "tests/conformance/test_conformance_rejects_broken.py",
+    "tests/checking/test_assertions.py",
+    "tests/checking/test_tolerance.py",
+    "tests/checking/test_strategies.py",
+    "tests/checking/test_randomness.py",
+    "tests/plugin/test_registry.py",
+    "tests/conformance/test_reference_kernels.py",
+    "tests/plugin/test_report.py",
+    "tests/plugin/test_report_sections.py",
+    "tests/bench/test_bench_stats.py",
+    "tests/bench/test_bench_gate.py",
+    "tests/bench/test_bench_baseline.py",
+    "tests/bench/test_bench_history.py",
+    "tests/checking/test_guards.py",
+    "tests/project/test_layers.py",
+    "tests/project/test_nox_sessions.py",
 )
 
 # The frameworks `newest` brings to their newest release (the cpu and mpi extras less torch,
@@ -91,7 +91,7 @@ TEST_SUITE = ("python", "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs")
 HEADER_RUN = ("python", "-m", "pytest", "conformance", "--gpu-backends=all",
               "-p", "no:cacheprovider", "--collect-only")
 # A backend's header line when its framework is not installed, as a pattern with the
-# backend's name and the module's in it (tests/test_nox_sessions.py runs it on a real
+# backend's name and the module's in it (tests/project/test_nox_sessions.py runs it on a real
 # header).
 NOT_INSTALLED_LINE = r"^\s*{backend}\s+skipped: {module} is not installed"
 
@@ -189,7 +189,7 @@ def minimal(session: nox.Session) -> None:
 @nox.session(python=OLDEST_PYTHON)
 def oldest(session: nox.Session) -> None:
     """Every declared lower bound, pinned by .ci/constraints-oldest.txt (kept equal to
-    pyproject.toml's bounds by tests/test_nox_sessions.py), on the oldest Python."""
+    pyproject.toml's bounds by tests/project/test_nox_sessions.py), on the oldest Python."""
     constraint = ("-c", str(OLDEST_CONSTRAINTS))
     torch = _install_torch(session, *constraint)
     session.install(*constraint, "-e", ".[cpu,mpi]", *TEST_RUNNER_NEEDS, "scipy")

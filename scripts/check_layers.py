@@ -4,7 +4,7 @@ Run from the repository root::
 
     python scripts/check_layers.py
 
-(``tests/test_layers.py`` runs it on this tree and on trees built to break each rule.)
+(``tests/project/test_layers.py`` runs it on this tree and on trees built to break each rule.)
 
 Layers, top to bottom (a module may import its own layer and the layers below)::
 

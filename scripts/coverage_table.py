@@ -4,7 +4,7 @@ The table is what the conformance specs derive for each catalog kernel
 (``pytest_gpucheck.conformance.specs.derived.plan``, on the CPU backends' sizing): kernel x
 argument x value class -> swept (in which dtypes), or excluded with the contract's reason;
 each scalar parameter's edges and its relevance check (or why none applies); the launch's
-edges.  ``tests/test_coverage_table.py`` keeps the document equal to this output.
+edges.  ``tests/conformance/test_coverage_table.py`` keeps the document equal to this output.
 
     python scripts/coverage_table.py          # rewrite the table in docs/kernels.md
     python scripts/coverage_table.py --check  # exit 1 when the document differs

@@ -202,8 +202,8 @@ define_steps() {
         -p gpu_tier_report                                                     # (138)
     pytest_step mpi-spawned 160 conformance/test_mpi_halo.py conformance/test_mpi_heat.py \
         conformance/test_mpi_reductions.py --gpu-backends="$gpu_group" --gpu-mpi-timeout=60  # (118)
-    pytest_step gpu-impls 160 tests/test_bundled_gpu_impls.py tests/test_mpi_gpu_aware.py \
-        tests/test_peer_copy.py                                                # (96)
+    pytest_step gpu-impls 160 tests/conformance/test_bundled_gpu_impls.py tests/mpi/test_mpi_gpu_aware.py \
+        tests/interop/test_peer_copy.py                                                # (96)
     for backend in "${gpu_backends[@]}"; do                                    # (28 to 94)
         pytest_step "conformance-$backend" 160 conformance --ignore=conformance/test_interop.py \
             --ignore-glob='conformance/test_mpi_*' --ignore=conformance/bench_kernels.py \
@@ -220,7 +220,7 @@ define_steps() {
     # The CPU backends on the GPU machine: their interop pairs failed there in run 1.
     pytest_step interop-cpu 160 conformance/test_interop.py --gpu-backends=numpy,jax-cpu,torch-cpu \
         --tb=short --gpu-report="$dest/matrix-interop-cpu.json" -p gpu_tier_report  # (38)
-    pytest_step api-contracts 160 tests/test_api_contracts.py                 # (21)
+    pytest_step api-contracts 160 tests/backends/test_api_contracts.py                 # (21)
     # >>> sanitizer step (--gpu-sanitize): the planted bugs must each fail under their own
     #     tool and their twins pass (so that pytest exits 1 by design;
     #     check_sanitizer_planted.py gives the step's verdict from its JUnit file), then

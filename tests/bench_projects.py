@@ -1,5 +1,5 @@
 """What the benchmark gate's user scenarios put in their temporary projects' ``pytest.ini``
-(tests/test_bench_*.py that run a project in child processes)."""
+(tests/bench/test_bench_*.py that run a project in child processes)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ WITHOUT_HYPOTHESIS = "addopts = -p no:hypothesispytest\n"
 
 
 def with_two_processes(ini: str) -> str:
-    """``ini`` (tests/test_bench_plugin.py's ``INI``: 3 fresh processes a side for the
+    """``ini`` (tests/bench/test_bench_plugin.py's ``INI``: 3 fresh processes a side for the
     stored gate) with 2, the fewest the stored gate compares.
 
     Its kernel spins for a set time of the process's CPU clock, the clock that times

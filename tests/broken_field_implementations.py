@@ -2,7 +2,7 @@
 multi-device and grid-sync kernels, written the way a user writes them in a
 ``conftest.py``.
 
-``tests/test_field_suites_reject_broken.py`` copies this file into a fresh
+``tests/conformance/test_field_suites_reject_broken.py`` copies this file into a fresh
 project as its ``conftest.py`` and runs ``pytest --gpu-conformance
 --gpu-impls=user`` there: every ``broken_*`` implementation must fail with the
 message of the check that exists to catch it, and every ``good`` one must

@@ -1,6 +1,6 @@
 """Deliberately broken (and matching correct) kernel implementations.
 
-``tests/test_conformance_rejects_broken.py`` loads this module as a plugin
+``tests/conformance/test_conformance_rejects_broken.py`` loads this module as a plugin
 (``PYTEST_PLUGINS=broken_implementations``, the way a ``conftest.py`` would
 register them) and runs the bundled suites with ``--gpu-conformance
 --gpu-impls=user``: every ``broken_*`` implementation must

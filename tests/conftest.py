@@ -55,6 +55,6 @@ def _runs_started_here_are_no_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> 
 def _a_wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """The runs these tests start (in-process and in subprocesses) print at 250 columns
     unless a test sets another width: their checks read each of the plugin's lines whole.
-    At a user's 80 columns the lines wrap; tests/test_output_width.py and the matrix
+    At a user's 80 columns the lines wrap; tests/plugin/test_output_width.py and the matrix
     tests set COLUMNS=80 (how pytest's terminal writer learns a width) to check that."""
     monkeypatch.setenv("COLUMNS", "250")

@@ -1,7 +1,7 @@
 """Host memory that passes for a GPU producer's arrays: a hand-written CUDA Array
 Interface over NumPy memory, and the adapter methods every producer of such arrays
-shares (the interop checks' fakes in tests/test_gpu_paths_without_gpu.py and
-tests/test_interop_framework_behaviours.py: each says how its producer uploads)."""
+shares (the interop checks' fakes in tests/backends/test_gpu_paths_without_gpu.py and
+tests/interop/test_interop_framework_behaviours.py: each says how its producer uploads)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Deliberately broken converters: each must be rejected by the interop suite.
 
 Every one claims to hand a NumPy array to NumPy without copying; each breaks
-one promise.  ``tests/test_interop_broken.py`` runs them through the
+one promise.  ``tests/interop/test_interop_broken.py`` runs them through the
 classifier and through the whole suite (pytester), and shows the rejection.
 """
 

@@ -1,5 +1,5 @@
 """Running a temporary MPI project the way a user does, once per test module: shared by the
-tests of spawned and launched MPI sessions (``tests/test_mpi_*.py``, ``test_verdicts_mpi.py``).
+tests of spawned and launched MPI sessions (``tests/mpi/test_mpi_*.py``, ``test_verdicts_mpi.py``).
 
 A module-scoped fixture runs the project once and every test of the module reads that run,
 so the fixtures here cannot use the function-scoped ``monkeypatch``: the environment the

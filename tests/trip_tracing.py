@@ -1,6 +1,6 @@
 """What the trip tests share: the tracing conftest's walk up the call stack, and the files
-a recorded trip entered (tests/test_routed_trip.py,
-tests/test_bench_trip.py)."""
+a recorded trip entered (tests/processes/test_routed_trip.py,
+tests/bench/test_bench_trip.py)."""
 
 from __future__ import annotations
 

@@ -186,10 +186,10 @@ del _junk
 #: 1e-5 per run, below the 1e-4 such a scenario may cost the suite.  A slowdown planted
 #: beside it must be large: at six pairs and one look (5e-6 for one benchmark, t = 20.6
 #: on 5 degrees of freedom) a 2x one stays beyond the interval only while the
-#: between-pair SD is under 8.2% (tests/test_bench_family_run.py plants 1000x).
+#: between-pair SD is under 8.2% (tests/bench/test_bench_family_run.py plants 1000x).
 #: Nothing is run again: a flagged run fails its test.  The scenarios' projects set
 #: ``gpu_bench_budget = 1``: one look (at half the level, bench/sequential.py), as they
-#: time it; the later looks are tests/test_bench_sequential.py's.
+#: time it; the later looks are tests/bench/test_bench_sequential.py's.
 IDENTICAL_CODE = ("--gpu-bench-family-level=1e-5", "-o", "gpu_bench_replicates=6")
 
 

@@ -284,7 +284,7 @@ def pair_rounds(pair: int, blocks: int) -> list[tuple[str, bool]]:
     round: a cost that depends on what ran just before a round (caches, the TLB, the
     clock's ramp; either "self or other" or "which side") is the same for both sides
     in every block and cancels in the block's ratio, in the first block as in the
-    others (``tests/test_bench_order.py``)."""
+    others (``tests/bench/test_bench_order.py``)."""
     first = first_side(pair)
     second = SIDES[1 - SIDES.index(first)]
     order = [(second, False), (first, False)]

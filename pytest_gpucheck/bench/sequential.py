@@ -23,7 +23,7 @@ keeps the family-wise level with it.  Shares fixed in advance (not spent by the
 elapsed information, as O'Brien-Fleming's or Pocock's boundaries are) are
 conservative where the looks are correlated, and need no assumption about how
 many looks a run takes; the first look, which decides most benchmarks, keeps half
-the level (``tests/test_bench_sequential.py`` holds the whole rule to the level
+the level (``tests/bench/test_bench_sequential.py`` holds the whole rule to the level
 and to the power by simulation).
 """
 

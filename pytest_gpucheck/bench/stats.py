@@ -116,7 +116,7 @@ def _normal_sf(z: float) -> float:
 # associated (a large estimated shift helps both), so the product does not
 # overstate the probability that both hold beyond the error of the normal
 # approximations (against simulation: within 0.06 at 30 rounds, 0.035 above 90%
-# power; tests/test_bench_stats.py).  ``sigma`` is
+# power; tests/bench/test_bench_stats.py).  ``sigma`` is
 # estimated by :func:`robust_sigma`: a few rounds hit by a neighbour must not make
 # a quiet benchmark look noisy, and the estimate must be good enough for a plan.
 

@@ -16,7 +16,7 @@ gate pass an 8x slowdown in every isolation worker.  Each option is one of
   run stops before collection with one line and exit code 4.
 
 The table covers pytest's own options, pytest-benchmark's, hypothesis',
-pytest-xdist's and this plugin's (``tests/test_child_options.py`` enumerates
+pytest-xdist's and this plugin's (``tests/processes/test_child_options.py`` enumerates
 a real run's parser and fails on any option missing here).  An option of
 another plugin or of a ``conftest.py`` is forwarded: the child loads the same
 plugins and conftests, and such options usually change how tests run

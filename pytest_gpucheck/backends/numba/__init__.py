@@ -6,4 +6,4 @@ arrays and the compile check, shared with cuda-python, are in ``backends/numba_d
 No module here may be named ``cuda...``: numba-cuda's import redirector (installed by a
 ``.pth`` file) treats every module name containing ``numba.cuda`` as part of
 ``numba.cuda``, so ``pytest_gpucheck.backends.numba.cuda_x`` would recurse until
-``RecursionError`` (``tests/test_backends_protocol.py`` keeps the names clear)."""
+``RecursionError`` (``tests/backends/test_backends_protocol.py`` keeps the names clear)."""
