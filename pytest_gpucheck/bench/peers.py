@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,13 @@ from typing import Any
 import pytest
 
 from pytest_gpucheck.bench.interleave import pinned_environment
-from pytest_gpucheck.processes import PeerProcess, peer_environment
+from pytest_gpucheck.processes import (
+    PeerProcess,
+    bytecode_folder,
+    peer_environment,
+    remove_bytecode_folder,
+    run_command,
+)
 
 #: The module whose ``main`` a peer runs (it makes the checkout import its own code).
 PEER_MODULE = "pytest_gpucheck.bench.interleave"
@@ -28,6 +35,9 @@ PEER_MODULE = "pytest_gpucheck.bench.interleave"
 STOP_TIMEOUT = 120.0
 #: The peer's option that names its end of the socket pair (the descriptor follows).
 PEER_OPTION = "--gpu-bench-peer="
+#: Seconds a :meth:`PeerBytecode.folder_for` collection may take (a peer's own collection is not
+#: bounded either: this only keeps a stuck one from holding the run).
+WARM_TIMEOUT = 120.0
 #: Lines of the peer's output quoted when it fails.
 LOG_TAIL = 12
 
@@ -52,25 +62,15 @@ class BaselinePeer:
     def __init__(self, config: pytest.Config, checkout: Path, nodeids: list[str],
                  role: str = "baseline", files: list[str] | None = None,
                  cpus: tuple[int, ...] | None = None,
-                 threads: int | None = None, placement_seed: int | None = None) -> None:
+                 threads: int | None = None, placement_seed: int | None = None,
+                 bytecode: Path | None = None) -> None:
         self.checkout = checkout
         #: "baseline" (the other checkout) or "candidate" (this one, in a process of
         #: its own so that both sides are timed alike).
         self.role = role
         self.rootdir = Path(config.rootpath)
-        files_of_ids = sorted({nodeid.split("::")[0] for nodeid in nodeids})
-        # Files missing from the checkout are new benchmarks: asking for them would
-        # end the peer's collection with "file not found".
-        present = [f for f in files_of_ids if (checkout / f).exists()]
-        if files is not None:
-            # This checkout's own test files by path (the stored gate's fresh processes):
-            # a file outside the rootdir has no file part in its node id.
-            present = list(files)
-        # Through this module's main: it makes the checkout import its own code first.
-        args = [sys.executable, "-m", PEER_MODULE, str(self.rootdir), "--",
-                f"--rootdir={checkout}", "-p", "no:cacheprovider", PEER_OPTION, "-q",
-                *_passed_options(config), *present]
-        env = pinned_environment(peer_environment(), cpus, threads, placement_seed)
+        args = peer_command(config, checkout, nodeids, files, PEER_OPTION)
+        env = pinned_environment(peer_environment(bytecode), cpus, threads, placement_seed)
         try:
             self.peer = PeerProcess(args, PEER_OPTION, checkout, env, "gpucheck-baseline-peer-")
         except OSError as exc:
@@ -180,6 +180,61 @@ class BaselinePeer:
         last = self.peer.last_line(LOG_TAIL)
         return PeerError(f"the {self.role} process in {self.checkout} {what}: {last} (its whole "
                          f"output: {self.peer.log_name})")
+
+
+def peer_command(config: pytest.Config, checkout: Path, nodeids: list[str],
+                 files: list[str] | None, mode: str) -> list[str]:
+    """The command of a peer in ``checkout`` for the benchmarks ``nodeids`` (or this
+    checkout's test ``files`` by path); ``mode`` is :data:`PEER_OPTION` (serve the lead)
+    or ``--collect-only`` (:meth:`PeerBytecode.folder_for`)."""
+    files_of_ids = sorted({nodeid.split("::")[0] for nodeid in nodeids})
+    # Files missing from the checkout are new benchmarks: asking for them would
+    # end the peer's collection with "file not found".
+    present = [f for f in files_of_ids if (checkout / f).exists()]
+    if files is not None:
+        # This checkout's own test files by path (the stored gate's fresh processes):
+        # a file outside the rootdir has no file part in its node id.
+        present = list(files)
+    # Through this module's main: it makes the checkout import its own code first.
+    return [sys.executable, "-m", PEER_MODULE, str(config.rootpath), "--",
+            f"--rootdir={checkout}", "-p", "no:cacheprovider", mode, "-q",
+            *_passed_options(config), *present]
+
+
+@dataclass
+class PeerBytecode:
+    """Where a session's peers keep their compiled modules: a folder of its own when this
+    process may not write them (:func:`~pytest_gpucheck.processes.bytecode_folder`),
+    made and filled on the first peers' start, removed once they have all ended."""
+
+    folder: Path | None = None
+    asked: bool = False
+
+    def folder_for(self, config: pytest.Config, checkouts: Sequence[Path],
+                   nodeids: list[str], files: list[str] | None = None) -> Path | None:
+        """The folder (None: the peers write where Python always does).  On first use,
+        one collection in each checkout, as a peer collects, to its session's end, fills
+        it: started together with nothing compiled, every peer compiled every module,
+        at its start and at its end (hypothesis's pytest plugin imports hypothesis at
+        every session's end).  A collection that fails or overruns is left to the
+        peers, which report it."""
+        if not self.asked:
+            self.asked = True
+            self.folder = bytecode_folder()
+            if self.folder is None:
+                return None
+            env = peer_environment(self.folder)
+            # The checkouts' collections side by side, as their peers then start.
+            with ThreadPoolExecutor(len(checkouts)) as pool:
+                list(pool.map(lambda checkout: run_command(
+                    peer_command(config, checkout, nodeids, files, "--collect-only"),
+                    timeout=WARM_TIMEOUT, cwd=checkout, env=env), checkouts))
+        return self.folder
+
+    def remove(self) -> None:
+        """Remove the folder (its peers have ended)."""
+        remove_bytecode_folder(self.folder)
+        self.folder = None
 
 
 def _passed_options(config: pytest.Config) -> list[str]:

@@ -39,7 +39,7 @@ from pytest_gpucheck.bench.gate.settings import (
     read_placement_seed,
     stored_fails,
 )
-from pytest_gpucheck.bench.peers import BaselinePeer, start_collected
+from pytest_gpucheck.bench.peers import BaselinePeer, PeerBytecode, start_collected
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.session_ceiling import apply_session_ceilings
 from pytest_gpucheck.bench.settings import (
@@ -118,6 +118,8 @@ class BenchSession:
     #: Pairs asked to end after the benchmark that added them (:meth:`retire_extra_pairs`),
     #: waited for at the session's end.
     retired: list[tuple[BaselinePeer, BaselinePeer]] = field(default_factory=list)
+    #: Where the peers keep their compiled modules (removed at the session's end).
+    bytecode: PeerBytecode = field(default_factory=PeerBytecode)
     #: ``--gpu-bench-inconclusive=fail``: a benchmark the gate could not decide fails the
     #: run (:data:`~.settings.DEFAULT_INCONCLUSIVE`).
     inconclusive_fails: bool = False
@@ -150,11 +152,13 @@ class BenchSession:
 
             against, here = self.against, Path(session.config.rootpath)
             checkouts = {"baseline": against, "candidate": here}
+            bytecode = self.bytecode.folder_for(session.config, [here, against], nodeids)
             # Each pair's two processes started in its start order (the side that
             # starts the pair first): the baseline's always went first (issue 43).
             started = start_collected([
                 functools.partial(BaselinePeer, session.config, checkouts[role], nodeids,
-                                  role=role, **self.peer_placement(index, role))
+                                  role=role, bytecode=bytecode,
+                                  **self.peer_placement(index, role))
                 for index in range(len(self.pairs), wanted) for role in start_order(index)])
             first = not self.pairs
             self.pairs += [
@@ -201,9 +205,11 @@ class BenchSession:
 
             plan = pinning_plan(self.pin)
             threads = plan.threads if plan is not None else None
+            here = Path(session.config.rootpath)
+            bytecode = self.bytecode.folder_for(session.config, [here], nodeids, files)
             self.fresh = start_collected([functools.partial(
-                BaselinePeer, session.config, Path(session.config.rootpath), nodeids,
-                role="fresh", files=files, threads=threads)] * self.measure.processes)
+                BaselinePeer, session.config, here, nodeids, role="fresh", files=files,
+                threads=threads, bytecode=bytecode)] * self.measure.processes)
         return self.fresh
 
     def peer_placement(self, index: int, role: str) -> dict[str, Any]:
@@ -394,6 +400,7 @@ class BenchSession:
             peer.ask_to_stop()
         errors = [peer.close() for peer in peers]
         self.pairs, self.retired, self.fresh = [], [], []
+        self.bytecode.remove()
         self.peer_error = "; ".join(error for error in errors if error)
         if self.peer_error:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

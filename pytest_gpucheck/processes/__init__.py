@@ -62,7 +62,13 @@ if TYPE_CHECKING:
         write_deaths,
     )
     from pytest_gpucheck.processes.guard import start_orphan_guard
-    from pytest_gpucheck.processes.peers import PEER_DROPPED_ENV, PeerProcess, peer_environment
+    from pytest_gpucheck.processes.peers import (
+        PEER_DROPPED_ENV,
+        PeerProcess,
+        bytecode_folder,
+        peer_environment,
+        remove_bytecode_folder,
+    )
     from pytest_gpucheck.processes.pool import Worker
     from pytest_gpucheck.processes.replaying import items_ahead, replay, tear_down_towards
     from pytest_gpucheck.processes.routers import configure_routers
@@ -109,6 +115,8 @@ _FACE = {
     "PEER_DROPPED_ENV": "peers",
     "PeerProcess": "peers",
     "peer_environment": "peers",
+    "bytecode_folder": "peers",
+    "remove_bytecode_folder": "peers",
     # commands run to their end (the report's commit, a tool's version, the MPI probes
     # and jobs) and the MPI rank's crash reporter
     "CommandOutput": "commands",
@@ -146,6 +154,7 @@ __all__ = [
     "Worker",
     "add_isolation_options",
     "backends_option",
+    "bytecode_folder",
     "check_refused",
     "close_all",
     "configure_routers",
@@ -163,6 +172,7 @@ __all__ = [
     "needs_simulator",
     "peer_environment",
     "record_args",
+    "remove_bytecode_folder",
     "replay",
     "router_for",
     "rule_for",

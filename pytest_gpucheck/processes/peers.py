@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
@@ -37,10 +39,47 @@ PEER_DROPPED_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT",
                     "PYTEST_XDIST_TESTRUNUID", "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS",
                     REPORT_SINK_VARIABLE, CONFTESTS_VARIABLE, PARENT_VARIABLE, SERVE_VARIABLE)
 
+#: The variable that keeps Python from writing compiled modules, and the one that names
+#: a folder to write them to instead (Python 3.8+; pytest's rewriter honours both).
+NO_BYTECODE_VARIABLE = "PYTHONDONTWRITEBYTECODE"
+BYTECODE_PREFIX_VARIABLE = "PYTHONPYCACHEPREFIX"
 
-def peer_environment() -> dict[str, str]:
-    """A peer's environment: this process's without :data:`PEER_DROPPED_ENV`."""
-    return {k: v for k, v in os.environ.items() if k not in PEER_DROPPED_ENV}
+
+def peer_environment(bytecode: Path | None = None) -> dict[str, str]:
+    """A peer's environment: this process's without :data:`PEER_DROPPED_ENV`; with a
+    ``bytecode`` folder (:func:`bytecode_folder`), the peer keeps its compiled modules
+    there instead of not at all."""
+    env = {k: v for k, v in os.environ.items() if k not in PEER_DROPPED_ENV}
+    if bytecode is not None:
+        env.pop(NO_BYTECODE_VARIABLE, None)
+        env[BYTECODE_PREFIX_VARIABLE] = str(bytecode)
+    return env
+
+
+def bytecode_folder() -> Path | None:
+    """A folder of its own for the peers' compiled modules when this process may not
+    write them (``PYTHONDONTWRITEBYTECODE``, common in container images, or ``python
+    -B``), else None (the peers then write them where Python always does).
+
+    Why: pytest compiles the modules of every installed pytest plugin's distribution
+    through its assertion rewriter (all of hypothesis, this plugin), and without a place
+    to keep them every peer compiled them again: 2.4 s against 1.2 s per process for a
+    one-benchmark collection, ~60 processes per benchmark at the gate's default pairs
+    and looks; one NumPy benchmark under ``--gpu-bench-against`` took 100 s against
+    41 s with the modules kept (2 cores, load 1).  The folder is the peers'
+    ``PYTHONPYCACHEPREFIX``: nothing is written beside the user's code or into their
+    environment, as the variable asks; the caller removes it once its peers have ended
+    (:func:`remove_bytecode_folder`).
+    """
+    if not sys.dont_write_bytecode:
+        return None
+    return Path(tempfile.mkdtemp(prefix="gpucheck-bytecode-"))
+
+
+def remove_bytecode_folder(folder: Path | None) -> None:
+    """Remove a :func:`bytecode_folder` (after its peers have ended)."""
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class PeerProcess:
