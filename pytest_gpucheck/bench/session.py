@@ -172,7 +172,7 @@ class BenchSession:
         """After a benchmark: the pairs its later looks added beyond the first look's
         (``gpu_bench_replicates``) are asked to end now; the next benchmark's first look
         needs only those, and a look that needs more starts them again (its start-up
-        counted in the budget, bench/fixture.py).  Kept alive for the whole run, about 50
+        counted in the budget, bench/paired.py).  Kept alive for the whole run, about 50
         torch-cpu processes of ~330 MB each left 144 MB free and took 16 minutes to end
         (issue 43).  They are waited for at the session's end."""
         keep = self.measure.replicates

@@ -19,7 +19,7 @@ re-raises it, prefixed with the thread's ``tid=[...] ctaid=[...]``), so the
 test that launched the kernel fails with that line.
 
 The guard relies on three simulator internals, checked by :func:`install`
-(and by ``tests/test_simulator_guard.py``): ``kernelapi.GridGroup.sync``, the
+(and by ``tests/conformance/test_grid_sync_simulator.py``): ``kernelapi.GridGroup.sync``, the
 running ``BlockThread``'s ``_manager._grid_dim``, and
 ``kernel.FakeOverload.max_cooperative_grid_blocks`` returning 1.  If upstream
 starts running cooperative grids of several blocks (that method returns more
