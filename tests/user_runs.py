@@ -5,12 +5,16 @@ and reading its JUnit file: the one way the suite's tests start a user's run.
 not inherit from this test session (:data:`NOT_THE_USERS`); :func:`run_pytest` runs
 pytest in a project folder in it, bounded by a timeout; :func:`run_command` runs any
 other command a user types there (a script, ``mpiexec``, a printed rerun line) in the
-same environment; :func:`junit_outcomes` reads the outcomes of a run's JUnit file.
-Tests whose point is a run in this process keep pytester's in-process runs.
+same environment; :func:`start_command` starts one and hands back the running process
+(for a test that signals or kills it, or reads its lines as they come);
+:func:`junit_outcomes` reads the outcomes of a run's JUnit file.  Tests whose point is a
+run in this process keep pytester's in-process runs.  No other test file starts a process
+or filters the environment itself (tests/project/test_user_runs_used.py).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import os
 import subprocess
@@ -135,15 +139,23 @@ def write_project(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def user_env(extra_env: dict[str, str] | None = None) -> dict[str, str]:
+def user_env(extra_env: dict[str, str] | None = None, *, drop: Sequence[str] = (),
+             first_on_path: Sequence[Path] = ()) -> dict[str, str]:
     """The environment of a user's run: this one's less :data:`NOT_THE_USERS` (names that
     start with one of them), with this interpreter's folder first on PATH (a user's
     activated environment: ``pytest`` and ``python`` are this one's), plus ``extra_env``
-    (what the scenario's own files read, or the variables of a CI step)."""
+    (what the scenario's own files read, or the variables of a CI step).
+
+    A scenario whose point is a variable the user does not have names it in ``drop``
+    (names or shell patterns, ``*_SHA``: removed after ``extra_env`` is added); one whose
+    point is the user's own commands (a shim named ``pytest``, a fake ``nox``) puts their
+    folders in ``first_on_path``, before this interpreter's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(NOT_THE_USERS)}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    path = [*map(str, first_on_path), str(Path(sys.executable).parent), env.get("PATH", "")]
+    env["PATH"] = os.pathsep.join(path)
     env.update(extra_env or {})
-    return env
+    return {k: v for k, v in env.items()
+            if not any(fnmatch.fnmatchcase(k, pattern) for pattern in drop)}
 
 
 def ci_env(variables: dict[str, str]) -> dict[str, str]:
@@ -152,13 +164,35 @@ def ci_env(variables: dict[str, str]) -> dict[str, str]:
     return user_env(variables)
 
 
-def run_command(command: Sequence[str], cwd: Path, *, timeout: float,
-                extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_command(command: Sequence[str], cwd: Path, *, timeout: float | None,
+                extra_env: dict[str, str] | None = None, drop: Sequence[str] = (),
+                first_on_path: Sequence[Path] = (), input: str | None = None,
+                ) -> subprocess.CompletedProcess[str]:
     """``command`` run in ``cwd`` as a user types it there: in :func:`user_env`
-    (``extra_env`` added), no input, its output captured, bounded by ``timeout`` seconds
-    (:class:`subprocess.TimeoutExpired` fails the test that waited)."""
-    return subprocess.run(list(command), cwd=cwd, env=user_env(extra_env), capture_output=True,
-                          text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+    (``extra_env``, ``drop`` and ``first_on_path`` as there), ``input`` on its standard
+    input (else none), its output captured, bounded by ``timeout`` seconds
+    (:class:`subprocess.TimeoutExpired` fails the test that waited; None: the few
+    commands that end on their own, a compiler's, a probe's)."""
+    return subprocess.run(list(command), cwd=cwd, capture_output=True, text=True,
+                          env=user_env(extra_env, drop=drop, first_on_path=first_on_path),
+                          timeout=timeout, check=False, input=input,
+                          stdin=None if input is not None else subprocess.DEVNULL)
+
+
+def start_command(command: Sequence[str], cwd: Path, *,
+                  extra_env: dict[str, str] | None = None, output: bool = True,
+                  new_session: bool = False) -> subprocess.Popen[str]:
+    """``command`` started in ``cwd`` as :func:`run_command` runs it, not waited for: for a
+    test that signals or kills the running process, or reads its lines as they come.  Its
+    output and errors come on one pipe (``output=False``: thrown away, for a process whose
+    lines nobody reads, which would fill the pipe); ``new_session``: its own process group,
+    which the test can kill whole.  The test ends it (``kill`` and ``wait`` in a
+    ``finally``)."""
+    sink = subprocess.PIPE if output else subprocess.DEVNULL
+    return subprocess.Popen(list(command), cwd=cwd, env=user_env(extra_env), text=True,
+                            stdin=subprocess.DEVNULL, stdout=sink,
+                            stderr=subprocess.STDOUT if output else subprocess.DEVNULL,
+                            start_new_session=new_session)
 
 
 def run_pytest(project: Path, *args: str, timeout: float,
@@ -242,8 +276,11 @@ def saxpy(x, y):
 """
 
 
+#: This checkout's root: where a test runs the commands that need no project of their own
+#: (a script, a probe of what an import loads), as a developer does from the checkout.
+REPO = Path(__file__).resolve().parent.parent
 #: The project's scripts (scripts/), which users and CI run.
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+SCRIPTS = REPO / "scripts"
 
 
 def load_script(name: str, as_name: str | None = None) -> ModuleType:
