@@ -19,7 +19,6 @@ one the conformance suites and the MPI checks apply.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from user_runs import run_command
 
 from pytest_gpucheck.checking.device_views import slice_view, transpose_view
 from pytest_gpucheck.checking.guards import GuardedBuffer, poison_value, same_bits
@@ -59,8 +59,7 @@ def frameworks_imported_by(modules: Sequence[str], frameworks: Sequence[str]) ->
             f"heavy = {tuple(frameworks)!r}\n"
             "print(json.dumps(sorted(m for m in sys.modules if any(m == h or "
             "m.startswith(h + '.') for h in heavy))))\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, check=False)
+    result = run_command([sys.executable, "-c", code], ROOT, timeout=None)
     assert result.returncode == 0, result.stderr
     imported: list[str] = json.loads(result.stdout)
     return imported

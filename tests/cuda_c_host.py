@@ -23,13 +23,13 @@ import functools
 import hashlib
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from user_runs import run_command
 
 from pytest_gpucheck.conformance.implementations.cuda_c import sources
 
@@ -141,8 +141,8 @@ def _library(source: str) -> ctypes.CDLL:
     path = _BUILD_DIR / f"kernels_{digest}.cpp"
     library = path.with_suffix(".so")
     path.write_text(source)
-    subprocess.run([cxx, "-std=c++20", "-O0", "-pthread", "-shared", "-fPIC", "-w",
-                    "-o", str(library), str(path)], check=True, capture_output=True, text=True)
+    run_command([cxx, "-std=c++20", "-O0", "-pthread", "-shared", "-fPIC", "-w",
+                 "-o", str(library), str(path)], path.parent, timeout=None).check_returncode()
     return ctypes.CDLL(str(library))
 
 

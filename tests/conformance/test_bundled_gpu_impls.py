@@ -36,6 +36,7 @@ from bundled_impl_checks import (
     make_problem,
 )
 from nvrtc_compile import compile_cuda_c
+from user_runs import run_command
 
 import pytest_gpucheck.conformance.implementations.cuda_python_impls as cuda_python_impls
 import pytest_gpucheck.conformance.implementations.cupy_impls as cupy_impls
@@ -141,9 +142,9 @@ def _nvcc() -> str:
 def _nvcc_compile(source: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "kernel.cu"
     path.write_text(source)
-    return subprocess.run([_nvcc(), "--ptx", f"-arch={CHECK_ARCH}", "--fmad=false",
-                           "-Werror", "all-warnings", "-o", str(tmp_path / "kernel.ptx"),
-                           str(path)], capture_output=True, text=True)
+    return run_command([_nvcc(), "--ptx", f"-arch={CHECK_ARCH}", "--fmad=false", "-Werror",
+                        "all-warnings", "-o", str(tmp_path / "kernel.ptx"), str(path)],
+                       tmp_path, timeout=None)
 
 
 @pytest.mark.slow

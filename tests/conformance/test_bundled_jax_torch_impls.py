@@ -21,6 +21,7 @@ from bundled_impl_checks import (
     make_problem,
     run_out_style,
 )
+from user_runs import run_command
 
 import pytest_gpucheck.conformance.implementations.jax_impls as jax_impls
 import pytest_gpucheck.conformance.implementations.torch_impls as torch_impls
@@ -211,7 +212,6 @@ def test_in_place_kernel_checked_in_place_on_torch() -> None:
 @pytest.mark.slow
 def test_jax_impls_keep_float64_without_the_backend() -> None:
     """Called directly (no backend probe enabled x64 first), float64 stays float64."""
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -221,7 +221,6 @@ def test_jax_impls_keep_float64_without_the_backend() -> None:
         "import pytest_gpucheck.conformance.implementations.jax_impls as J\n"
         "print(J.sum_(np.ones(3)).dtype, J.monte_carlo_pi(1, 4, 'float64').dtype)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2],
-                            capture_output=True, text=True, check=False)
+    result = run_command([sys.executable, "-c", code], Path(__file__).parents[2], timeout=None)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["float64", "float64"]

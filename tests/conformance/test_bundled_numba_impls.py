@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from bundled_impl_checks import (
     check_monte_carlo_samples,
     frameworks_imported_by,
 )
+from user_runs import run_command
 
 from pytest_gpucheck.reference_kernels import CORE_KERNELS as KERNELS
 from pytest_gpucheck.registry import implementations, not_applicable_reason
@@ -118,15 +118,14 @@ def test_monte_carlo_pi(backend_name: str, dtype: str) -> None:
 def test_cuda_kernels_on_the_simulator() -> None:
     """Runs ``numba_cuda_simulator_checks.py`` under ``NUMBA_ENABLE_CUDASIM=1``: all must pass."""
     pytest.importorskip("numba.cuda")
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     # --noconftest: the tests' conftest imports every framework up front,
     # which the child does not need.
     command = [sys.executable, "-m", "pytest", str(ROOT / "tests/numba_cuda_simulator_checks.py"),
                "-q", "-p", "no:cacheprovider", "--noconftest", "-W", "ignore::Warning",
                "-n0"]  # one process: the project's addopts would start workers
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=1200, check=False)
+    result = run_command(command, ROOT, timeout=1200, extra_env={
+        "NUMBA_ENABLE_CUDASIM": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     summary = output.strip().splitlines()[-1]

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bundled_impl_checks import Problem, assert_matches
-from user_runs import numba_elementwise, run_pytest
+from user_runs import numba_elementwise, run_command, run_pytest
 
 from pytest_gpucheck.checking.kernel_rules import RULES, tolerance_of
 from pytest_gpucheck.conformance.specs import SPECS, spec_for
@@ -42,8 +42,8 @@ def test_reference_kernels_import_only_numpy() -> None:
             "{'pytest', 'hypothesis', 'conformance', 'numba', 'jax', 'torch', 'cupy'}"
             " | {m for m in sys.modules if m.startswith('pytest_gpucheck.')"
             " and not m.startswith('pytest_gpucheck.reference_kernels')}))")
-    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True)
+    found = run_command([sys.executable, "-c", code], Path(__file__).parents[2], timeout=None)
+    found.check_returncode()
     assert found.stdout.strip() == "[]"
 
 

@@ -16,13 +16,13 @@ inputs, small grids, launch-dependent results) is the boundary sweep.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from user_runs import run_command
 
 from pytest_gpucheck import conformance
 
@@ -43,11 +43,11 @@ class Outcome:
 
 def _run_suites(workdir: Path, backends: str) -> dict[str, Outcome]:
     junit = workdir / f"junit-{backends.replace(',', '-')}.xml"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(REPO)]),
+    # The gpucheck-ci profile is chosen explicitly, as CI would (user_env leaves out CI and
+    # PYTEST_ADDOPTS).
+    env = {"PYTHONPATH": os.pathsep.join([str(TESTS), str(REPO)]),
            # Loaded like a conftest.py, in this run and in the simulator child.
            "PYTEST_PLUGINS": "broken_implementations"}
-    env.pop("CI", None)  # the gpucheck-ci profile is chosen explicitly, as CI would
-    env.pop("PYTEST_ADDOPTS", None)
     command = [
         sys.executable, "-m", "pytest",
         # The installed suites, named by path (what --gpu-conformance adds), with
@@ -57,8 +57,7 @@ def _run_suites(workdir: Path, backends: str) -> dict[str, Outcome]:
         "--gpu-impls=user", "--hypothesis-profile=gpucheck-ci", "-m", "gpu_kernel",
         f"--junitxml={junit}",
     ]
-    process = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
-                             timeout=1200, check=False)
+    process = run_command(command, workdir, timeout=1200, extra_env=env)
     assert junit.exists(), process.stdout[-3000:] + process.stderr[-3000:]
     outcomes: dict[str, Outcome] = {}
     for case in ET.parse(junit).iter("testcase"):

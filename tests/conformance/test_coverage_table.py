@@ -13,12 +13,12 @@ relevance checks (``conformance/specs/derived.py``), and the table of them in
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from user_runs import run_command
 
 from pytest_gpucheck.checking.strategies import FULL, SIMULATOR
 from pytest_gpucheck.conformance.specs import derived, spec_for
@@ -31,8 +31,7 @@ SCRIPT = REPO / "scripts" / "coverage_table.py"
 
 
 def test_the_document_holds_the_table_the_specs_derive() -> None:
-    found = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True,
-                           text=True, check=False)
+    found = run_command([sys.executable, str(SCRIPT), "--check"], REPO, timeout=None)
     assert found.returncode == 0, found.stdout + found.stderr
 
 

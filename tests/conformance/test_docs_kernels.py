@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from user_runs import junit_outcomes, run_pytest
+from user_runs import junit_outcomes, run_command, run_pytest
 
 from pytest_gpucheck import conformance
 from pytest_gpucheck.backends import get_backend
@@ -55,17 +54,16 @@ def examples_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
             backends.append(backend)
             kernels.append(f"test_{kernel}[")
     junit = where / "junit.xml"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(where), str(REPO)]),
+    # user_env leaves out this session's PYTEST_ADDOPTS.
+    env = {"PYTHONPATH": os.pathsep.join([str(where), str(REPO)]),
            "PYTEST_PLUGINS": ",".join(plugins)}
-    env.pop("PYTEST_ADDOPTS", None)
     command = [sys.executable, "-m", "pytest", str(SUITES), "--rootdir", str(SUITES.parent),
                "-p", "no:cacheprovider", "-q", "-rfE", "-n0",
                f"--gpu-backends={','.join(dict.fromkeys(backends))}",
                "--gpu-impls=user", "-m", "gpu_kernel",
                "-k", " or ".join(dict.fromkeys(kernels)), "--hypothesis-profile=gpucheck-ci",
                f"--junitxml={junit}"]
-    result = subprocess.run(command, cwd=where, env=env, capture_output=True, text=True,
-                            timeout=1200, check=False)
+    result = run_command(command, where, timeout=1200, extra_env=env)
     return junit, result.stdout[-4000:] + result.stderr[-2000:]
 
 

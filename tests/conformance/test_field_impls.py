@@ -4,12 +4,11 @@ not-applicable reason is what the installed numba-cuda really does."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from user_runs import run_command
 
 from pytest_gpucheck.backends import BACKENDS
 from pytest_gpucheck.reference_kernels import CORE_KERNELS, KERNELS
@@ -43,8 +42,7 @@ def test_registering_imports_no_framework() -> None:
         + "heavy = ('numba', 'llvmlite', 'cupy', 'jax', 'torch', 'cuda')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, check=False)
+    result = run_command([sys.executable, "-c", code], ROOT, timeout=None)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
@@ -73,9 +71,8 @@ def test_simulator_reason_is_what_numba_cuda_does() -> None:
         "    except AttributeError as exc:\n"
         "        print(exc)\n"
     )
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env=env, check=False, timeout=900)
+    result = run_command([sys.executable, "-c", code], ROOT, timeout=900,
+                         extra_env={"NUMBA_ENABLE_CUDASIM": "1"})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     reason = not_applicable_reason("ufunc_saxpy", "numba-cudasim") or ""

@@ -12,13 +12,12 @@ that exists to catch its bug, or that its correct twin passed.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from user_runs import user_env
+from user_runs import run_command
 
 pytestmark = pytest.mark.slow
 
@@ -32,12 +31,10 @@ JIT_SUITES = "test_fused or test_eager or test_sigmoid or test_heat_steps_1d"
 def _run(project: Path, backends: str, suites: str = SUITES,
          **extra_env: str) -> dict[str, tuple[str, str]]:
     junit = project / f"junit-{backends.replace(',', '-')}-{len(suites)}.xml"
-    env = user_env(extra_env)
     command = [sys.executable, "-m", "pytest", "--gpu-conformance", "--gpu-impls=user",
                f"--gpu-backends={backends}", "--hypothesis-profile=proof", "-p",
                "no:cacheprovider", "-q", "-n0", "-k", suites, f"--junitxml={junit}"]
-    process = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True,
-                             timeout=1200, check=False)
+    process = run_command(command, project, timeout=1200, extra_env=extra_env)
     assert junit.exists(), process.stdout[-3000:] + process.stderr[-3000:]
     outcomes: dict[str, tuple[str, str]] = {}
     for case in ET.parse(junit).iter("testcase"):

@@ -13,14 +13,13 @@ section, two processes for the four tests (:data:`PROCESSES` says why two).
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from user_runs import run_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,12 +65,11 @@ def simulated() -> dict[str, tuple[str, str]]:
     """Every section's (stdout, traceback), from :data:`PROCESSES`'s
     ``NUMBA_ENABLE_CUDASIM=1`` processes."""
     pytest.importorskip("numba")
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     found: dict[str, tuple[str, str]] = {}
     for names in PROCESSES:
-        result = subprocess.run([sys.executable, "-c", RUN_SECTIONS], cwd=ROOT, env=env,
-                                input=json.dumps({name: SECTIONS[name] for name in names}),
-                                capture_output=True, text=True, timeout=900, check=False)
+        result = run_command([sys.executable, "-c", RUN_SECTIONS], ROOT, timeout=900,
+                             extra_env={"NUMBA_ENABLE_CUDASIM": "1"},
+                             input=json.dumps({name: SECTIONS[name] for name in names}))
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         found.update((name, (out, error)) for name, (out, error) in
                      json.loads(result.stdout.splitlines()[-1]).items())
