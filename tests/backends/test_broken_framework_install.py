@@ -10,13 +10,12 @@ commands run in a subprocess.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from user_runs import user_env
+from user_runs import REPO, run_command
 
 from tests.user_runs import run_pytest
 
@@ -101,11 +100,8 @@ def test_a_healthy_install_passes_the_compile_check(tmp_path: Path) -> None:
 
 
 def _python(script: str, *, simulator: bool = False) -> str:
-    env = user_env()
-    if simulator:
-        env["NUMBA_ENABLE_CUDASIM"] = "1"
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
-                          text=True, env=env, timeout=900, check=False)
+    done = run_command([sys.executable, "-c", textwrap.dedent(script)], REPO, timeout=900,
+                       extra_env={"NUMBA_ENABLE_CUDASIM": "1"} if simulator else None)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]
 

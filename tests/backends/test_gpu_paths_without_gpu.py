@@ -10,8 +10,6 @@ fails when the fix it covers is reverted.
 from __future__ import annotations
 
 import ctypes
-import os
-import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass, field
@@ -21,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fake_cai import FakeCaiArray, FakeCaiProducer, cai_facts
-from user_runs import user_env
+from user_runs import REPO, run_command
 
 from pytest_gpucheck.backends.array_facts import ArrayFacts
 from pytest_gpucheck.interop.cases import Case
@@ -355,10 +353,9 @@ print(sorted(d.id for d in samples.devices()))
 @pytest.mark.slow
 def test_jax_gpu_monte_carlo_runs_on_the_device_the_probe_chose() -> None:
     pytest.importorskip("jax")
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
-           "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run([sys.executable, "-c", JAX_DEVICE_SCRIPT], capture_output=True,
-                          text=True, env=env, timeout=900, check=False)
+    done = run_command([sys.executable, "-c", JAX_DEVICE_SCRIPT], REPO, timeout=900,
+                       extra_env={"XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+                                  "JAX_PLATFORMS": "cpu"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[1]", done.stdout
 
@@ -383,9 +380,7 @@ print(numba_backends.NumbaCudaBackend(0).probe().reason)
 @pytest.mark.slow
 def test_numba_cuda_without_libnvvm_is_unavailable_with_the_reason() -> None:
     pytest.importorskip("numba.cuda")
-    env = user_env()
-    done = subprocess.run([sys.executable, "-c", NVVM_SCRIPT], capture_output=True, text=True,
-                          env=env, timeout=900, check=False)
+    done = run_command([sys.executable, "-c", NVVM_SCRIPT], REPO, timeout=900)
     assert done.returncode == 0, done.stderr
     reason = done.stdout.strip().splitlines()[-1]
     if " cannot run with NumPy " in reason:  # a pair that does not fit is named first

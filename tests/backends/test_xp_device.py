@@ -18,7 +18,6 @@ it), since CuPy cannot be imported without CUDA.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 import types
@@ -27,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from user_runs import REPO, run_command
 
 from pytest_gpucheck.backends.cupy.backend import CupyBackend
 
@@ -164,7 +164,6 @@ JAX_ON_SECOND_DEVICE = textwrap.dedent('''
 @pytest.mark.slow
 def test_jax_xp_creates_on_the_backends_device() -> None:
     pytest.importorskip("jax")
-    done = subprocess.run([sys.executable, "-c", JAX_ON_SECOND_DEVICE], capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = run_command([sys.executable, "-c", JAX_ON_SECOND_DEVICE], REPO, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok"), done.stdout[-2000:]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+from user_runs import REPO, run_command
 
 from pytest_gpucheck.mpi.gpu_aware import INVALID_POINTER, gpu_aware
 
@@ -35,7 +36,6 @@ def test_an_unavailable_backend_is_not_gpu_aware_and_says_why() -> None:
 
 def test_the_probe_runs_from_inside_a_rank() -> None:
     # The child must start as an MPI process of its own, not try to join the rank's job.
-    import subprocess
     import sys
 
     from pytest_gpucheck.mpi.launcher import find_executable
@@ -53,7 +53,6 @@ def test_the_probe_runs_from_inside_a_rank() -> None:
         "if world.Get_rank() == 0:\n"
         "    print('answers', sorted(answers), flush=True)\n"
     )
-    done = subprocess.run([mpiexec, "-n", "2", sys.executable, "-c", code], capture_output=True,
-                          text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
+    done = run_command([mpiexec, "-n", "2", sys.executable, "-c", code], REPO, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "answers [(0, True), (1, True)]" in done.stdout.splitlines(), done.stdout + done.stderr

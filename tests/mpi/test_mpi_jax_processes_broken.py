@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from user_runs import user_env
 
 from pytest_gpucheck.mpi.jax_processes import run_job
 from pytest_gpucheck.mpi.launcher import find_executable
@@ -30,8 +31,8 @@ def test_local_only_sum_is_rejected_and_psum_passes(tmp_path: Path) -> None:
     pytest.importorskip("jax")
     pytest.importorskip("mpi4py")
     (tmp_path / "broken_jax_reduction.py").write_text(BROKEN, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(tmp_path), str(Path(__file__).resolve().parents[2])])}
+    env = user_env({"PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), str(Path(__file__).resolve().parents[2])])})
     broken = run_job(mpiexec, 2, seed=3, impl="broken_jax_reduction:local_shards_only", env=env)
     problem = broken.problem(2)
     assert problem is not None

@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from user_runs import numba_elementwise, user_env
+from user_runs import numba_elementwise, run_command
 
 pytestmark = pytest.mark.slow
 
@@ -56,12 +56,14 @@ LEAN = ["-p", "no:hypothesispytest"]
 
 
 def _environment(**variables: str) -> dict[str, str]:
-    return user_env(variables)
+    """The CI step's own variables (:func:`user_runs.user_env` adds them to the user's)."""
+    return variables
 
 
-def _pytest(cwd: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=1200, check=False)
+def _pytest(cwd: Path, args: list[str],
+            variables: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return run_command([sys.executable, "-m", "pytest", *args], cwd, timeout=1200,
+                       extra_env=variables)
 
 
 def _line_of(text: str, needle: str) -> int:

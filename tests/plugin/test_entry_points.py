@@ -68,9 +68,9 @@ def environment(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _pip_install(environment: Path, project: Path) -> None:
-    done = subprocess.run([str(environment / "bin" / "python"), "-m", "pip", "install", "-q",
-                           "--no-deps", "--no-build-isolation", "--no-index", str(project)],
-                          capture_output=True, text=True, timeout=900, check=False)
+    done = run_command([str(environment / "bin" / "python"), "-m", "pip", "install", "-q",
+                        "--no-deps", "--no-build-isolation", "--no-index", str(project)],
+                       project.parent, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -110,8 +110,8 @@ def test_a_broken_entry_point_is_one_line(environment: Path, tmp_path: Path) -> 
         assert "Traceback" not in result.stdout + result.stderr
     finally:
         # The environment is shared with the other test of this module.
-        subprocess.run([str(environment / "bin" / "python"), "-m", "pip", "uninstall", "-q",
-                        "-y", "gpucheck-broken-demo"], capture_output=True, check=False)
+        run_command([str(environment / "bin" / "python"), "-m", "pip", "uninstall", "-q",
+                     "-y", "gpucheck-broken-demo"], tmp_path, timeout=None)
 
 
 def test_this_checkout_registers_the_bundled_entry_points() -> None:

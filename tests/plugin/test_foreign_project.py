@@ -22,12 +22,10 @@ two header lines, a "no collected test uses" line (under ``-q`` too) and a
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from user_runs import ci_env, write_project
+from user_runs import run_pytest, write_project
 
 pytestmark = pytest.mark.slow
 
@@ -67,13 +65,9 @@ def _run(project: Path, tmp_path: Path, name: str, *args: str) -> tuple[list[str
     examples its hypothesis test ran, and what it appended to the job summary."""
     examples = tmp_path / f"{name}.examples"
     summary = tmp_path / f"{name}.summary.md"
-    env = ci_env({"GITHUB_ACTIONS": "true", "CI": "true",
-                  "GITHUB_STEP_SUMMARY": str(summary),
-                  "FOREIGN_EXAMPLES": str(examples),
-                  "COLUMNS": "120"})
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=240,
-                          check=False)
+    done = run_pytest(project, *args, timeout=240, extra_env={
+        "GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_STEP_SUMMARY": str(summary),
+        "FOREIGN_EXAMPLES": str(examples), "COLUMNS": "120"})
     assert done.returncode == 1, done.stdout + done.stderr  # the project's one failure
     lines = [DURATION.sub(" in Ns", line) for line in done.stdout.splitlines()
              if not PLUGINS_LINE.match(line)]
@@ -192,11 +186,8 @@ def test_pytest_mpi_markers_are_left_to_their_owner(tmp_path: Path, args: tuple[
     (project / "test_mpi_project.py").write_text(PYTEST_MPI_TESTS, encoding="utf-8")
     outputs = []
     for plugin in ([], ["-p", "no:gpucheck"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
-             *plugin, *args],
-            cwd=project, env=ci_env({"COLUMNS": "120"}), capture_output=True, text=True,
-            timeout=240, check=False)
+        done = run_pytest(project, "-q", "-rs", *plugin, *args, timeout=240,
+                          extra_env={"COLUMNS": "120"})
         assert done.returncode == 0, done.stdout + done.stderr
         outputs.append([DURATION.sub(" in Ns", line) for line in done.stdout.splitlines()])
     with_plugin, without = outputs

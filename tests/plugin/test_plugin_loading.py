@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from user_runs import run_command
 
 pytestmark = pytest.mark.slow
 
@@ -33,14 +33,8 @@ def test_collecting_a_plain_test_file_imports_no_framework(tmp_path: Path) -> No
     (tmp_path / "test_plain.py").write_text("def test_x():\n    assert 1 + 1 == 2\n")
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
-    result = subprocess.run(
-        [sys.executable, str(probe), str(tmp_path / "test_plain.py")],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
+    result = run_command([sys.executable, str(probe), str(tmp_path / "test_plain.py")],
+                         tmp_path, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     line = next(line for line in result.stdout.splitlines() if line.startswith("MODULES="))
     loaded = set(json.loads(line.removeprefix("MODULES=")))

@@ -12,7 +12,6 @@ interpreter proves nothing more there, and each one cost an interpreter's start.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -184,15 +183,13 @@ def _first_error(output: str) -> str:
 def _run_printed(project: Path, command: str) -> subprocess.CompletedProcess[str]:
     """Run a printed command verbatim in a shell in ``project``; ``pytest`` runs this
     interpreter, as it does in the user's activated environment."""
-    env = user_runs.user_env()
     shims = project / ".bin"
     shims.mkdir(exist_ok=True)
     shim = shims / "pytest"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pytest "$@"\n', encoding="utf-8")
     shim.chmod(0o755)
-    env["PATH"] = os.pathsep.join([str(shims), env.get("PATH", "")])
-    return subprocess.run(["bash", "-c", command], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=1200, check=False)
+    return user_runs.run_command(["bash", "-c", command], project, timeout=1200,
+                                 first_on_path=[shims])
 
 
 def test_printed_reruns_work_verbatim_from_the_users_folder(tmp_path: Path) -> None:
