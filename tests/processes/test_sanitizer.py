@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -461,9 +460,9 @@ def test_planted_bugs_fail_under_their_tool_and_twins_pass(tmp_path: Path) -> No
         assert outcomes[f"test_planted[numpy-{case}-twin]"][0] == "passed", output
     assert len(outcomes) == 2 * len(sanitizer_planted.CASES)
     # The GPU tier script's verdict on the same file.
-    check = subprocess.run([sys.executable, str(HERE.parent / "scripts" /
-                                                "check_sanitizer_planted.py"), str(junit)],
-                           capture_output=True, text=True, check=False, timeout=RUN_LIMIT)
+    check = user_runs.run_command([sys.executable, str(user_runs.SCRIPTS /
+                                                       "check_sanitizer_planted.py"), str(junit)],
+                                  user_runs.REPO, timeout=RUN_LIMIT)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "ok    numpy-syncthreads-in-branch-bug: caught by synccheck" in check.stdout
     # Without the sanitizer the planted tests do not run (they would pass: nothing sees

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from user_runs import LEAN_ENV, LEAN_PLUGINS, user_env
+from user_runs import LEAN_ENV, LEAN_PLUGINS, start_command
 
 from pytest_gpucheck.mpi.launcher import find_executable
 
@@ -94,13 +94,10 @@ def _alive(pid: int) -> bool:
 
 def _start(project: Path, *args: str) -> subprocess.Popen[str]:
     # TMPDIR: where the run's gpucheck-child-* folders go.
-    env = user_env({**LEAN_ENV, "TMPDIR": str(project / "tmp")})
     (project / "tmp").mkdir()
-    return subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE_PYTEST, "-p",
-                             "no:cacheprovider", *LEAN_PLUGINS, "-v", *args],
-                            cwd=project, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    return start_command([sys.executable, "-c", INTERRUPTIBLE_PYTEST, "-p", "no:cacheprovider",
+                          *LEAN_PLUGINS, "-v", *args], project, new_session=True,
+                         extra_env={**LEAN_ENV, "TMPDIR": str(project / "tmp")})
 
 
 #: ``python -m pytest`` with Ctrl-C as a terminal delivers it.  A suite started in the

@@ -12,7 +12,6 @@ for a kind, each with its reason).  One run per kind checks every row at once.
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import threading
 import xml.etree.ElementTree as ET
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from user_runs import user_env
+from user_runs import start_command
 
 pytestmark = pytest.mark.slow
 
@@ -121,11 +120,9 @@ def run_project(where: Path, kind: str) -> Run:
         "numba-cudasim child": ("numba-cudasim", "auto", {}),
         "MPI ranks": ("numpy", "auto", {"T_MPI": "1"}),
     }[kind]
-    environ = user_env({**env, "T_DIR": str(where)})
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pytest", f"--gpu-backends={backends}",
-         f"--gpu-isolate={isolate}", *ARGS],
-        cwd=where, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = start_command([sys.executable, "-m", "pytest", f"--gpu-backends={backends}",
+                             f"--gpu-isolate={isolate}", *ARGS], where,
+                            extra_env={**env, "T_DIR": str(where)})
     lines: list[str] = []
 
     def read() -> None:
