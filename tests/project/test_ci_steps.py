@@ -9,8 +9,9 @@ time, a failing one ends CI without printing one.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
+
+from user_runs import run_command
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / ".ci" / "run"
@@ -68,7 +69,6 @@ def _step_function() -> str:
 def test_a_passing_step_prints_its_time_and_a_failing_one_ends_the_run() -> None:
     program = ("set -euo pipefail\n" + _step_function()
                + "step good true\nstep bad false\necho after\n")
-    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True,
-                          timeout=30, check=False)
+    done = run_command(["bash", "-c", program], REPO, timeout=30)
     assert done.returncode == 1
     assert re.fullmatch(r"ci step good: \d+ s\n", done.stdout), done.stdout

@@ -13,7 +13,6 @@ package index), so their extras are checked against ``pyproject.toml``.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from user_runs import ci_env, user_ci_project
+from user_runs import run_command, user_ci_project
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -57,8 +56,7 @@ def gitlab_commands(job: str) -> tuple[dict[str, str], list[str]]:
 
 def _run(command: str, project: Path,
          variables: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", command], cwd=project, env=ci_env(variables),
-                          capture_output=True, text=True, timeout=1200, check=False)
+    return run_command(["bash", "-c", command], project, timeout=1200, extra_env=variables)
 
 
 EXTRAS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
@@ -118,15 +116,14 @@ def test_gpu_job_commands_fail_fast_without_a_gpu(source: Any, tmp_path: Path) -
     # (no base commit given: the previous one) in a repository of two commits.
     for line in ("git init -q", "git add -A", "git commit -q -m one",
                  "git commit -q --allow-empty -m two"):
-        done = subprocess.run(line, shell=True, cwd=project, capture_output=True, text=True,
-                              env={**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_COMMITTER_NAME": "u",
-                                   "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_EMAIL": "u@x"})
+        done = run_command(["/bin/sh", "-c", line], project, timeout=None, extra_env={
+            "GIT_AUTHOR_NAME": "u", "GIT_COMMITTER_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x",
+            "GIT_COMMITTER_EMAIL": "u@x"})
         assert done.returncode == 0, done.stderr
     checkout = "\n".join(c for c in commands if c.startswith(("base=", "if ", "git ")))
     assert "git worktree add" in checkout
-    done = subprocess.run(["bash", "-ec", checkout], cwd=project, capture_output=True,
-                          text=True, env={k: v for k, v in os.environ.items()
-                                          if not k.endswith("_SHA")})
+    # No base commit given (GITHUB_SHA, CI_COMMIT_SHA): the previous one.
+    done = run_command(["bash", "-ec", checkout], project, timeout=None, drop=["*_SHA"])
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "gpucheck-base" / "tests").is_dir()
     for command in commands:
@@ -191,15 +188,14 @@ def test_installs_take_pytest_gpucheck_from_its_source_not_the_package_index(
     assert len(installs) == 3
     for command in installs:
         shown = command.replace("python -m pip install", "printf '%s\\n'", 1)
-        env = {k: v for k, v in ci_env({}).items() if k != "GPUCHECK_SOURCE"}
-        unset = subprocess.run(["bash", "-c", shown], env=env, capture_output=True, text=True,
-                               check=False)
+        unset = run_command(["bash", "-c", shown], REPO, timeout=None, drop=["GPUCHECK_SOURCE"])
         assert unset.returncode != 0, command
         assert unset.stdout == ""
         assert "GPUCHECK_SOURCE: set GPUCHECK_SOURCE to where pip gets pytest-gpucheck" in \
             unset.stderr, unset.stderr
-        given = subprocess.run(["bash", "-c", shown], env={**env, "GPUCHECK_SOURCE": REPO.as_uri()},
-                               capture_output=True, text=True, check=True)
+        given = run_command(["bash", "-c", shown], REPO, timeout=None,
+                            extra_env={"GPUCHECK_SOURCE": REPO.as_uri()})
+        given.check_returncode()
         requirement = Requirement(given.stdout.splitlines()[0])
         assert requirement.name == "pytest-gpucheck"
         assert requirement.url == REPO.as_uri()

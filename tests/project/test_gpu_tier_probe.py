@@ -11,14 +11,13 @@ old ``xp``), and the whole script on the CPU tier.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-from user_runs import load_script
+from user_runs import REPO, load_script, run_command
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gpu_tier_probe.py"
 
@@ -66,9 +65,8 @@ def test_the_xp_check_names_arrays_made_elsewhere(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_probe_on_the_cpu_tier(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--backends=numpy,torch-cpu",
-                           f"--out={tmp_path}", "--dry-run"], capture_output=True, text=True,
-                          check=False, timeout=600)
+    done = run_command([sys.executable, str(SCRIPT), "--backends=numpy,torch-cpu",
+                        f"--out={tmp_path}", "--dry-run"], REPO, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     kinds = [line.split(" ")[0] + " " + line.split(" ")[1].rstrip(":")
              for line in (tmp_path / "probe.txt").read_text().splitlines()]

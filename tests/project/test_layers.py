@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from user_runs import run_command
 
 REPO = Path(__file__).parents[2]
 SCRIPT = REPO / "scripts" / "check_layers.py"
@@ -18,8 +19,7 @@ SCRIPT = REPO / "scripts" / "check_layers.py"
 
 def _check(root: Path | None = None) -> subprocess.CompletedProcess[str]:
     args = [] if root is None else ["--root", str(root)]
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                          timeout=120, check=False)
+    return run_command([sys.executable, str(SCRIPT), *args], REPO, timeout=120)
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -136,8 +136,7 @@ def test_the_process_layer_face_hands_on_every_name_it_lists_without_loading_the
         "    inside = importlib.import_module(f'pytest_gpucheck.processes.{module}')\n"
         "    assert getattr(face, name) is getattr(inside, name), name\n"
         "print('face ok', len(face.__all__))\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120, check=False)
+    result = run_command([sys.executable, "-c", code], REPO, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "face ok" in result.stdout
 
@@ -262,6 +261,6 @@ def test_importing_the_package_installs_no_import_hook() -> None:
     names, which no release ever shipped, did, and warned in users' runs)."""
     code = ("import sys; before = list(sys.meta_path); import pytest_gpucheck; "
             "print([type(f).__name__ for f in sys.meta_path if f not in before])")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, check=True)
+    result = run_command([sys.executable, "-c", code], REPO, timeout=60)
+    result.check_returncode()
     assert result.stdout.strip() == "[]", result.stdout + result.stderr

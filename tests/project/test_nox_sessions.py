@@ -10,7 +10,6 @@ noxfile is read, not imported (importing it puts pyenv's Pythons on PATH).
 from __future__ import annotations
 
 import ast
-import os
 import re
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 from packaging.version import Version
-from user_runs import USER_CONFTEST, ci_env, user_ci_project
+from user_runs import USER_CONFTEST, run_command, user_ci_project
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -186,10 +185,10 @@ def _run_nox(project: Path, *sessions: str) -> subprocess.CompletedProcess[str]:
     the installs are the ones a user's machine does; what is tested here is that each
     session's commands run the user's tests and implementations, and fail with them)."""
     # Only the user's kernels and test, not every bundled suite (the main job runs those).
-    env = ci_env({"PYTEST_ADDOPTS": "-p no:cacheprovider -k 'vector_add or test_scale'"})
-    return subprocess.run([sys.executable, "-m", "nox", "--no-venv", "--no-install",
-                           "-s", *sessions], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=1200, check=False)
+    return run_command([sys.executable, "-m", "nox", "--no-venv", "--no-install", "-s",
+                        *sessions], project, timeout=1200,
+                       extra_env={"PYTEST_ADDOPTS": "-p no:cacheprovider -k 'vector_add or "
+                                                    "test_scale'"})
 
 
 @pytest.mark.slow
@@ -199,8 +198,7 @@ def test_docs_noxfile_runs_the_users_tests_and_fails_with_a_broken_kernel(
     pytest.importorskip("nox")
     project = user_ci_project(tmp_path)
     (project / "noxfile.py").write_text(docs_noxfile(), encoding="utf-8")
-    listed = subprocess.run([sys.executable, "-m", "nox", "--list"], cwd=project,
-                            capture_output=True, text=True, timeout=120, check=False)
+    listed = run_command([sys.executable, "-m", "nox", "--list"], project, timeout=120)
     assert listed.returncode == 0, listed.stderr
     for session in ("minimal-3.10", "minimal-3.13", "oldest", "newest"):
         assert f"* {session}" in listed.stdout, listed.stdout
@@ -243,12 +241,10 @@ def _run_matrix(tmp_path: Path, fail: str) -> subprocess.CompletedProcess[str]:
     (bin_dir / "nox").write_text(FAKE_NOX, encoding="utf-8")
     (bin_dir / "nox").chmod(0o755)
     (tmp_path / "calls.txt").unlink(missing_ok=True)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "FAIL_SESSION": fail}
-    env.pop("GPUCHECK_TORCH", None)
-    return subprocess.run(["bash", "-c", "set -euo pipefail\n" + ci_matrix_block()],
-                          cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=60, check=False)
+    # Without GPUCHECK_TORCH: the fake records the default it stands for.
+    return run_command(["bash", "-c", "set -euo pipefail\n" + ci_matrix_block()], tmp_path,
+                       timeout=60, extra_env={"FAIL_SESSION": fail}, drop=["GPUCHECK_TORCH"],
+                       first_on_path=[bin_dir])
 
 
 def test_ci_runs_each_session_and_a_failed_one_fails_ci_with_one_line(tmp_path: Path) -> None:
@@ -288,8 +284,7 @@ def test_the_not_installed_check_finds_the_line_of_a_real_header() -> None:
     # -n0: a nested run from the repository's root takes the project's addopts, and what
     # is checked here is the header's line, not xdist (whose workers would collect again).
     command = [sys.executable, *constants["HEADER_RUN"][1:], "-n0"]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900,
-                          check=False, env=ci_env({}))
+    done = run_command(command, REPO, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     pattern = constants["NOT_INSTALLED_LINE"]
     assert re.search(pattern.format(backend=backend, module=module), done.stdout,
@@ -298,8 +293,7 @@ def test_the_not_installed_check_finds_the_line_of_a_real_header() -> None:
     assert not re.search(pattern.format(backend="numpy", module="numpy"), done.stdout,
                          re.MULTILINE)
     # The -q run the check once read has no such line at all.
-    quiet = subprocess.run([*command, "-q"], cwd=REPO, capture_output=True, text=True,
-                           timeout=900, check=False, env=ci_env({}))
+    quiet = run_command([*command, "-q"], REPO, timeout=900)
     assert not re.search(pattern.format(backend=backend, module=module), quiet.stdout,
                          re.MULTILINE)
 

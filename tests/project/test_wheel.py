@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import sys
 import textwrap
 import zipfile
 from pathlib import Path
 
 import pytest
-from user_runs import borrowing_venv, user_env
+from user_runs import borrowing_venv, run_command
 
 pytestmark = pytest.mark.slow
 
@@ -44,9 +43,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
                         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     out = tmp_path_factory.mktemp("wheel")
     # The environment's setuptools builds it (the test extra asks for a recent one).
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                           "--no-build-isolation", "--no-index", "-w", str(out), str(source)],
-                          capture_output=True, text=True, timeout=900, check=False)
+    done = run_command([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                        "--no-build-isolation", "--no-index", "-w", str(out), str(source)],
+                       out, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     (built,) = out.glob("pytest_gpucheck-*.whl")
     return built
@@ -95,8 +94,8 @@ def test_an_installed_wheel_runs_its_suites_beside_a_project_named_alike(
     # This environment's packages (pytest, NumPy, pip) are borrowed; the plugin is the wheel's,
     # which comes first on the path.
     python, site = borrowing_venv(tmp_path / "venv")
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                           str(wheel)], capture_output=True, text=True, timeout=900, check=False)
+    done = run_command([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                        str(wheel)], tmp_path, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
 
     project = tmp_path / "project"  # a user's project with modules of the same generic names
@@ -105,23 +104,23 @@ def test_an_installed_wheel_runs_its_suites_beside_a_project_named_alike(
                                                          encoding="utf-8")
     (project / "reference_kernels.py").write_text('OWNER = "my-project"\n', encoding="utf-8")
     (project / "test_mine.py").write_text(USER_TEST, encoding="utf-8")
-    env = user_env()
     code = textwrap.dedent("""\
         import pytest_gpucheck.conformance.implementations as m
         import pytest_gpucheck.reference_kernels as r
         print(m.__file__)
         print(r.__file__)
         """)
-    found = subprocess.run([str(python), "-c", code], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, check=True).stdout.split()
+    run = run_command([str(python), "-c", code], tmp_path, timeout=None)
+    run.check_returncode()
+    found = run.stdout.split()
     assert all(path.startswith(site) for path in found), (site, found)
 
     # `python -m pytest` puts the project's folder first on sys.path, where its own
     # `conformance` would have shadowed a top-level one of the plugin.
-    result = subprocess.run(
+    result = run_command(
         [str(python), "-m", "pytest", "--gpu-conformance", "--gpu-backends=numpy",
          "-p", "no:cacheprovider", "-v", "-k", "test_vector_add[ or test_my_own"],
-        cwd=project, env=env, capture_output=True, text=True, timeout=1200, check=False)
+        project, timeout=1200)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-4000:]
     assert "test_mine.py::test_my_own_packages_are_mine PASSED" in out, out[-4000:]
