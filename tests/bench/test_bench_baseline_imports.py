@@ -15,15 +15,14 @@ checkout), reports the file each module came from.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from bench_projects import WITHOUT_HYPOTHESIS
+from user_runs import run_command
 
 import pytest_gpucheck
 import pytest_gpucheck.conformance
@@ -73,12 +72,9 @@ def test_the_baseline_process_imports_the_bundled_kernels_of_its_own_checkout(
     (base / "pytest.ini").write_text("[pytest]\n" + WITHOUT_HYPOTHESIS)
     (base / "test_where.py").write_text(WHERE)
     out = tmp_path / "where.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(WHERE_OUT=str(out), LEAD_ROOT=str(LEAD))
-    run = subprocess.run([sys.executable, "-m", "pytest_gpucheck.bench.interleave", str(LEAD),
-                          "--", "-p", "no:cacheprovider", "-q", "test_where.py"],
-                         cwd=base, env=env, capture_output=True, text=True, timeout=600,
-                         check=False)
+    run = run_command([sys.executable, "-m", "pytest_gpucheck.bench.interleave", str(LEAD),
+                       "--", "-p", "no:cacheprovider", "-q", "test_where.py"], base,
+                      timeout=600, extra_env={"WHERE_OUT": str(out), "LEAD_ROOT": str(LEAD)})
     assert run.returncode == 0, run.stdout + run.stderr
     where = json.loads(out.read_text())
     # The bundled kernels: the baseline's own files, with the planted change.

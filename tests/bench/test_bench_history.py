@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from user_runs import REPO, run_command
+
 from pytest_gpucheck.bench.baseline import BaselineStore
 from pytest_gpucheck.bench.environment import Environment
 from pytest_gpucheck.bench.records import BenchmarkRecord
@@ -22,8 +24,8 @@ def _record(level: float, environment: Environment = H100, gate: str = "") -> Be
 
 
 def _history(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_gpucheck.bench.history", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return run_command([sys.executable, "-m", "pytest_gpucheck.bench.history", *args], REPO,
+                       timeout=120)
 
 
 def test_merge_prune_show_and_plot(tmp_path: Path) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from user_runs import REPO, start_command
 
 from pytest_gpucheck.bench.interleave import CheckoutImports, shared_cpu
 
@@ -27,7 +27,8 @@ class Kind:
 
 @linux
 def test_shared_cpu_pins_both_processes_to_one_cpu_and_puts_them_back() -> None:
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    sleeper = start_command([sys.executable, "-c", "import time; time.sleep(60)"], REPO,
+                            output=False)
     try:
         before = os.sched_getaffinity(sleeper.pid), os.sched_getaffinity(0)
         with shared_cpu(Kind(False, True), (sleeper.pid, os.getpid())):  # type: ignore[arg-type]

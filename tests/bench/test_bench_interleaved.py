@@ -18,7 +18,14 @@ from pathlib import Path
 
 import pytest
 from bench_projects import gate_ini
-from user_runs import HEAP_HOLE, IDENTICAL_CODE, borrowing_venv, junit_outcomes, run_pytest
+from user_runs import (
+    HEAP_HOLE,
+    IDENTICAL_CODE,
+    borrowing_venv,
+    junit_outcomes,
+    run_command,
+    run_pytest,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -229,15 +236,12 @@ def test_an_editable_install_is_timed_from_each_checkout(tmp_path: Path) -> None
             """))
         (folder / "pytest.ini").write_text(INI.format(rounds=ROUNDS, max_rounds=ROUNDS))
         (folder / "test_kern.py").write_text(test)
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
-                           "--no-build-isolation", "--no-index", "-e", str(tmp_path / "candidate")],
-                          capture_output=True, text=True, timeout=900, check=False)
+    done = run_command([str(python), "-m", "pip", "install", "-q", "--no-deps",
+                        "--no-build-isolation", "--no-index", "-e", str(tmp_path / "candidate")],
+                       tmp_path, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
-    run = subprocess.run([str(python), "-m", "pytest", "-p", "no:cacheprovider",
-                          "--gpu-bench-against=../baseline", *CATCH_SLOW],
-                         cwd=tmp_path / "candidate", env=env, capture_output=True, text=True,
-                         timeout=1200, check=False)
+    run = run_pytest(tmp_path / "candidate", "--gpu-bench-against=../baseline", *CATCH_SLOW,
+                     timeout=1200, python=python)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "REGRESSION test_kern.py::test_saxpy" in run.stdout
 

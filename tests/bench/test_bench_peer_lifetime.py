@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from user_runs import start_command
 
 pytestmark = pytest.mark.slow
 
@@ -71,12 +71,9 @@ def test_the_gates_processes_end_when_the_lead_is_killed(tmp_path: Path) -> None
         pathlib.Path({str(started)!r}).touch()
         time.sleep(600)
         """) + bench)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    lead = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n0", "-q",
-         f"--gpu-bench-against={baseline}"],
-        cwd=candidate, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
+    lead = start_command([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n0", "-q",
+                          f"--gpu-bench-against={baseline}"], candidate, output=False,
+                         new_session=True)
     try:
         deadline = time.monotonic() + START_GUARD
         while not (started.exists() and peers_of(candidate)):

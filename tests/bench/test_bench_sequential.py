@@ -18,6 +18,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from user_runs import REPO, run_command
 
 from pytest_gpucheck.bench.environment import Environment
 from pytest_gpucheck.bench.gate import (
@@ -388,7 +389,6 @@ def test_a_measured_process_keeps_to_its_cpus_and_thread_pools() -> None:
     is the same process started with the lead's own environment: both CPUs, Numba's
     pool the machine's size."""
     import os
-    import subprocess
     import sys
 
     from pytest_gpucheck.bench.interleave import pinned_environment
@@ -400,14 +400,15 @@ def test_a_measured_process_keeps_to_its_cpus_and_thread_pools() -> None:
              "import os, numba; print(','.join(map(str, sorted(os.sched_getaffinity(0)))), "
              "numba.config.NUMBA_NUM_THREADS, os.environ.get('OMP_NUM_THREADS', '-'), "
              "os.environ.get('XLA_FLAGS', '-'))")
-    env = pinned_environment(dict(os.environ), (cpus[-1],), 1, 7)
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
-                         text=True, check=True).stdout.split()
+    pinned = run_command([sys.executable, "-c", probe], REPO, timeout=None,
+                         extra_env=pinned_environment({}, (cpus[-1],), 1, 7))
+    pinned.check_returncode()
+    out = pinned.stdout.split()
     assert out == [str(cpus[-1]), "1", "1", "--xla_cpu_multi_thread_eigen=false"]
-    twin = {k: v for k, v in os.environ.items()
-            if k not in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "XLA_FLAGS")}
-    plain = subprocess.run([sys.executable, "-c", probe], env=twin, capture_output=True,
-                           text=True, check=True).stdout.split()
+    twin = run_command([sys.executable, "-c", probe], REPO, timeout=None,
+                       drop=["NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "XLA_FLAGS"])
+    twin.check_returncode()
+    plain = twin.stdout.split()
     assert plain == [",".join(map(str, cpus)), str(len(cpus)), "-", "-"]
 
 

@@ -6,14 +6,13 @@ the fixture in a pytest session of its own and the reference timing, and gives n
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-from user_runs import load_script
+from user_runs import REPO, load_script, run_command
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_device_timing.py"
 
@@ -37,8 +36,7 @@ def test_the_verdicts_hold_the_tolerances(monkeypatch: pytest.MonkeyPatch) -> No
 
 @pytest.mark.slow
 def test_a_dry_run_prints_both_comparisons_without_a_verdict() -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--dry-run"], capture_output=True,
-                          text=True, check=False, timeout=900)
+    done = run_command([sys.executable, str(SCRIPT), "--dry-run"], REPO, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = done.stdout.split("== device timing\n")[-1].splitlines()
     assert lines[0].startswith("copy of 16777216 B (read + written): numpy "), lines

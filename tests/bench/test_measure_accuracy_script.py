@@ -14,7 +14,6 @@ without timing anything.
 
 from __future__ import annotations
 
-import subprocess
 import tracemalloc
 from pathlib import Path
 from types import ModuleType
@@ -22,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from user_runs import load_script
+from user_runs import load_script, run_command
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +72,9 @@ def test_the_checkouts_differ_only_in_the_slow_passes(accuracy: ModuleType,
              ("compute", "1.1"): 2, ("compute", "1.5"): 10, ("compute", "3"): 40}
     monkeypatch.setattr(accuracy, "calibrate", lambda backend, base, project: extra)
     project, base = accuracy.write_project(tmp_path, "numpy", slow=True)
-    changed = subprocess.run(["git", "status", "--porcelain"], cwd=project, check=True,
-                             capture_output=True, text=True).stdout.split("\n")
+    status = run_command(["git", "status", "--porcelain"], project, timeout=None)
+    status.check_returncode()
+    changed = status.stdout.split("\n")
     assert [line for line in changed if line] == [" M kernels.py"]
     assert (project / "conftest.py").read_text() == (base / "conftest.py").read_text()
     fast = accuracy.load(base / "kernels.py", "fast_kernels")

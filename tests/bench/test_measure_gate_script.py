@@ -15,7 +15,6 @@ its figures mean, checked without running a session.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from user_runs import load_script
+from user_runs import REPO, load_script, run_command
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "measure_gate.py"
 
@@ -102,8 +101,8 @@ def test_replay_pools_kept_folders_and_refuses_an_empty_one(
         results = _session(rng, [0.02] * 20, measure_gate)
         (kept / f"session-{n}.json").write_text(json.dumps(
             {"sections": {"benchmarks": {"results": results}}}))
-    run = subprocess.run([sys.executable, str(SCRIPT), "--replay", str(kept),
-                          "--sim-sessions", "20"], capture_output=True, text=True)
+    run = run_command([sys.executable, str(SCRIPT), "--replay", str(kept),
+                       "--sim-sessions", "20"], REPO, timeout=None)
     assert run.returncode == 0, run.stderr
     assert "replayed 2 A/A session(s) from 1 folder(s): 0 had a REGRESSION" in run.stdout
     # Changed on purpose (issue 43): the simulation keeps each benchmark's measured mean
@@ -118,8 +117,8 @@ def test_replay_pools_kept_folders_and_refuses_an_empty_one(
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    refused = subprocess.run([sys.executable, str(SCRIPT), "--replay", str(empty)],
-                             capture_output=True, text=True)
+    refused = run_command([sys.executable, str(SCRIPT), "--replay", str(empty)], REPO,
+                          timeout=None)
     assert refused.returncode != 0
     assert refused.stderr.strip().splitlines()[-1] == (
         f"--replay {empty}: no session-N.json there; give a folder that --outputs wrote")
