@@ -158,12 +158,6 @@ def user_env(extra_env: dict[str, str] | None = None, *, drop: Sequence[str] = (
             if not any(fnmatch.fnmatchcase(k, pattern) for pattern in drop)}
 
 
-def ci_env(variables: dict[str, str]) -> dict[str, str]:
-    """The environment of a CI step that runs a user's commands: :func:`user_env` plus the
-    step's ``variables``."""
-    return user_env(variables)
-
-
 def run_command(command: Sequence[str], cwd: Path, *, timeout: float | None,
                 extra_env: dict[str, str] | None = None, drop: Sequence[str] = (),
                 first_on_path: Sequence[Path] = (), input: str | None = None,
