@@ -7,8 +7,11 @@ pytest in a project folder in it, bounded by a timeout; :func:`run_command` runs
 other command a user types there (a script, ``mpiexec``, a printed rerun line) in the
 same environment; :func:`start_command` starts one and hands back the running process
 (for a test that signals or kills it, or reads its lines as they come);
-:func:`junit_outcomes` reads the outcomes of a run's JUnit file.  Tests whose point is a
-run in this process keep pytester's in-process runs.  No other test file starts a process
+:func:`junit_outcomes` reads the outcomes of a run's JUnit file; :func:`assert_lines`,
+:func:`assert_no_line` and :func:`assert_outcomes` check a run's output with pytest's own
+line matcher and summary parser (pytester's ``fnmatch_lines``, ``no_fnmatch_line``,
+``assert_outcomes``).  Tests whose point is a run in this process keep pytester's
+in-process runs.  No other test file starts a process
 or filters the environment itself (tests/project/test_user_runs_used.py).
 """
 
@@ -25,6 +28,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+
+from _pytest.pytester import LineMatcher, RunResult
+from _pytest.pytester_assertions import assert_outcomes as _assert_outcomes
 
 #: A user's project as docs/ci.md lays it out: a conftest.py that registers implementations
 #: of ``vector_add`` (NumPy and PyTorch on the CPU) and a test that uses the fixtures.
@@ -197,6 +203,39 @@ def run_pytest(project: Path, *args: str, timeout: float,
     ``python`` another environment's interpreter."""
     return run_command([*launcher, str(python), "-m", "pytest", "-p", "no:cacheprovider",
                         *args], project, timeout=timeout, extra_env=extra_env)
+
+
+
+def assert_lines(output: str, patterns: Sequence[str]) -> None:
+    """``patterns`` (fnmatch-style, in order, not necessarily adjacent) are lines of
+    ``output``: pytest's own matcher, pytester's ``fnmatch_lines``, on a run's text."""
+    __tracebackhide__ = True
+    LineMatcher(output.splitlines()).fnmatch_lines(list(patterns))
+
+
+def assert_no_line(output: str, pattern: str) -> None:
+    """No line of ``output`` matches ``pattern`` (fnmatch-style): pytester's
+    ``no_fnmatch_line`` on a run's text."""
+    __tracebackhide__ = True
+    LineMatcher(output.splitlines()).no_fnmatch_line(pattern)
+
+
+def summary_counts(output: str) -> dict[str, int]:
+    """The counts of a run's terminal summary line (``passed``, ``failed``, ``errors``,
+    ...), read by pytest's own parser (pytester's ``parseoutcomes``)."""
+    return RunResult.parse_summary_nouns(output.splitlines())
+
+
+def assert_outcomes(output: str, *, passed: int = 0, skipped: int = 0, failed: int = 0,
+                    errors: int = 0, xpassed: int = 0, xfailed: int = 0,
+                    warnings: int | None = None, deselected: int | None = None) -> None:
+    """The summary line of a run's ``output`` has exactly these counts (0: absent;
+    ``warnings`` and ``deselected`` checked only when given): pytester's
+    ``assert_outcomes``, on a run's text."""
+    __tracebackhide__ = True
+    _assert_outcomes(summary_counts(output), passed=passed, skipped=skipped, failed=failed,
+                     errors=errors, xpassed=xpassed, xfailed=xfailed, warnings=warnings,
+                     deselected=deselected)
 
 
 #: Module code that leaves its process a free block of 8 MiB inside glibc's heap: 8000
