@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fake_cai import FakeCaiArray, FakeCaiProducer, cai_facts
-from user_runs import REPO, run_command
+from user_runs import REPO, assert_outcomes, run_command, run_pytest
 
 from pytest_gpucheck.backends.array_facts import ArrayFacts
 from pytest_gpucheck.interop.cases import Case
@@ -334,9 +334,9 @@ def test_every_process_of_a_jax_run_has_the_memory_policy(
                 "XLA_CLIENT_MEM_FRACTION"):
         monkeypatch.delenv(key, raising=False)
     pytester.makepyfile(textwrap.dedent(JAX_ENV_TEST.format(expected="false")))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider",
-                                           "--gpu-backends=numpy,numba-cudasim,jax-cpu")
-    result.assert_outcomes(passed=3)
+    result = run_pytest(pytester.path, "--gpu-backends=numpy,numba-cudasim,jax-cpu",
+                        timeout=600)
+    assert_outcomes(result.stdout, passed=3)
 
 
 JAX_DEVICE_SCRIPT = """

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from user_runs import run_pytest
+from user_runs import assert_lines, assert_outcomes, run_pytest
 
 from pytest_gpucheck.bench.baseline import BaselineStore
 
@@ -273,17 +273,17 @@ def test_a_failed_save_fails_the_run_and_is_never_called_saved(
         pytest.importorskip("xdist")
     _block_saving(stored, bench_dir)
     # 2 fresh processes, the fewest: their number is not what this checks.
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *xdist,
-                                           f"--gpu-bench-baseline={bench_dir}",
-                                           "--gpu-bench-save", "-o", "gpu_bench_processes=2")
-    result.assert_outcomes(passed=2)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result = run_pytest(pytester.path, *xdist, f"--gpu-bench-baseline={bench_dir}",
+                        "--gpu-bench-save", "-o", "gpu_bench_processes=2", timeout=600)
+    assert_outcomes(result.stdout, passed=2)
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
     # One message, wrapped to the terminal's width where the paths make it long.
-    message = " ".join(line.strip() for line in result.stdout.lines
+    message = " ".join(line.strip() for line in lines
                        if line.startswith("gpucheck: could not save") or line.startswith("    ("))
     assert fnmatch.fnmatch(message, f"gpucheck: could not save * benchmark result(s) to "
-                                    f"{bench_dir}: Not a directory (*)"), result.stdout.str()
-    assert not [line for line in result.stdout.lines if line.startswith("gpucheck: saved")]
+                                    f"{bench_dir}: Not a directory (*)"), result.stdout
+    assert not [line for line in lines if line.startswith("gpucheck: saved")]
 
 
 @pytest.mark.slow  # the stored mode's fresh processes
@@ -329,11 +329,10 @@ def test_two_xdist_workers_save_at_once_and_the_controller_reports(
     """)
     # pytest-benchmark switches itself off under xdist; gpu_benchmark still times every round.
     # Each worker times in 2 fresh processes, the fewest: their number is not the point.
-    xdist = ["-p", "no:cacheprovider", "-n", "2", f"--gpu-bench-baseline={bench_dir}",
-             "-o", "gpu_bench_processes=2"]
-    saved = pytester.runpytest_subprocess(*xdist, "--gpu-bench-save")
-    saved.assert_outcomes(passed=6)
-    saved.stdout.fnmatch_lines([f"gpucheck: saved 6 benchmark result(s) to {bench_dir}"])
+    xdist = ["-n", "2", f"--gpu-bench-baseline={bench_dir}", "-o", "gpu_bench_processes=2"]
+    saved = run_pytest(pytester.path, *xdist, "--gpu-bench-save", timeout=600)
+    assert_outcomes(saved.stdout, passed=6)
+    assert_lines(saved.stdout, [f"gpucheck: saved 6 benchmark result(s) to {bench_dir}"])
     files = list(bench_dir.glob("*/numpy/*.json"))
     assert {path.name.split("-")[-2] for path in files} == {"gw0", "gw1"}
     store = BaselineStore(bench_dir)
@@ -342,14 +341,14 @@ def test_two_xdist_workers_save_at_once_and_the_controller_reports(
     names = [name for run_ in store.runs(device, "numpy") for name in run_.records]
     assert sorted(names) == sorted({*names})
     assert len(names) == 6
-    compared = pytester.runpytest_subprocess(*xdist, "--gpu-bench-compare")
-    compared.assert_outcomes(passed=6)
+    compared = run_pytest(pytester.path, *xdist, "--gpu-bench-compare", timeout=600)
+    assert_outcomes(compared.stdout, passed=6)
     # All six compared, none flagged (a change past the 500% floor).  UNCHANGED needs an SD
     # under 6.5% between each benchmark's 2 + 2 processes (the power to catch +1000% at
     # Holm's 0.01 / 6, t = 24 on 2 degrees of freedom): at an SD of 3% one of the six is
     # INCONCLUSIVE in about 6% of runs (chi-square), an honest verdict this plumbing test
     # reads as one.  The counts are what the controller gathered from both workers.
-    (summary,) = verdict_counts(compared.outlines)
+    (summary,) = verdict_counts(compared.stdout.splitlines())
     counts = dict(reversed(part.split()) for part in
                   summary.removeprefix("gpucheck benchmark gate: ").split(", "))
     assert set(counts) <= {"unchanged", "inconclusive"}, summary
@@ -443,33 +442,34 @@ def test_benchmark_disable_runs_once_without_records(pytester: pytest.Pytester,
 
 
 @pytest.mark.slow
-def test_bundled_suite_records_and_compares_on_the_cpu_tier(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bundled_suite_records_and_compares_on_the_cpu_tier(pytester: pytest.Pytester) -> None:
     """The acceptance flow on the bundled kernels (numpy here; --gpu-backends=all on a GPU).
 
     NumPy's matmul runs on OpenBLAS's thread pool, whose idle threads spin: timed in
     CPU time on a loaded machine it grew from 285 us to 15.9 ms between the two runs
     (docs/benchmarks.md).  The runs use one BLAS thread, as the docs advise.
     """
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
     pytester.makeini("[pytest]\ngpu_bench_rounds = 20\ngpu_bench_min_effect = 1.0\n"
                      "gpu_bench_relative_min_effect = 1.0\n")
     suite = str(ROOT / "conformance" / "bench_kernels.py")
     base = pytester.path / "b"
-    args = ["-p", "no:cacheprovider", "-c", str(pytester.path / "tox.ini"),
+    one_blas_thread = {"OPENBLAS_NUM_THREADS": "1"}
+    args = ["-c", str(pytester.path / "tox.ini"),
             f"--rootdir={pytester.path}", suite, "--benchmark-only",
             "--gpu-backends=numpy", f"--gpu-bench-baseline={base}",
             # 2 fresh processes a run, the fewest: the flow is the point, not the power.
             "-o", "gpu_bench_processes=2"]
 
-    runs: list[pytest.RunResult] = []
+    runs: list[subprocess.CompletedProcess[str]] = []
 
     def recorded_then_compared() -> subprocess.CompletedProcess[str]:
-        pytester.runpytest_subprocess(*args, "--gpu-bench-save").assert_outcomes(passed=6)
-        runs.append(pytester.runpytest_subprocess(*args, "--gpu-bench-compare",
-                                                  "--gpu-bench-family-level=1e-5"))
-        return subprocess.CompletedProcess(args, int(runs[-1].ret), str(runs[-1].stdout),
-                                           str(runs[-1].stderr))
+        saved = run_pytest(pytester.path, *args, "--gpu-bench-save", timeout=600,
+                           extra_env=one_blas_thread)
+        assert_outcomes(saved.stdout, passed=6)
+        runs.append(run_pytest(pytester.path, *args, "--gpu-bench-compare",
+                               "--gpu-bench-family-level=1e-5", timeout=600,
+                               extra_env=one_blas_thread))
+        return runs[-1]
 
     # Identical code fails here only as a REGRESSION (or reads IMPROVEMENT): the two-sample
     # t on the 2 + 2 processes' summaries at the family level 1e-5 (Holm's method over the
@@ -480,17 +480,17 @@ def test_bundled_suite_records_and_compares_on_the_cpu_tier(
     # Nothing is run again.
     recorded_then_compared()
     compared = runs[-1]
-    compared.assert_outcomes(passed=6)
-    compared.stdout.fnmatch_lines(["*test_vector_add?numpy? [[]numpy on *]: median * GB/s*"])
+    assert_outcomes(compared.stdout, passed=6)
+    assert_lines(compared.stdout, ["*test_vector_add?numpy? [[]numpy on *]: median * GB/s*"])
     # Identical code is never a regression; at load a benchmark whose processes spread
     # widely (30% between processes seen at load 40) is INCONCLUSIVE rather than
     # unchanged, which is the honest verdict there.  A false REGRESSION needs a change
     # above the 100% floor with the interval's lower end above 0 at the family's level.
     # The verdict count (the line after it names the undecided benchmarks, if any).
-    summary = [line for line in compared.outlines
+    summary = [line for line in compared.stdout.splitlines()
                if line.startswith("gpucheck benchmark gate: ")
                and "could not be decided" not in line]
-    assert len(summary) == 1, compared.outlines
+    assert len(summary) == 1, compared.stdout
     assert "regression" not in summary[0], summary[0]
     assert all(word in ("unchanged", "inconclusive") for word in
                summary[0].removeprefix("gpucheck benchmark gate: ").replace(",", "").split()

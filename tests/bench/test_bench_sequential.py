@@ -18,7 +18,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from user_runs import REPO, run_command
+from user_runs import REPO, run_command, run_pytest
 
 from pytest_gpucheck.bench.environment import Environment
 from pytest_gpucheck.bench.gate import (
@@ -331,12 +331,12 @@ def test_a_users_run_stopped_by_the_budget_prints_the_pairs_and_what_a_decision_
         (folder / "pytest.ini").write_text("[pytest]\ngpu_bench_rounds = 8\n"
                                            "gpu_bench_max_rounds = 8\n")
     pytester.chdir()
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--rootdir", str(pytester.path / "cand"),
+    result = run_pytest(
+        pytester.path, "--rootdir", str(pytester.path / "cand"),
         "-c", str(pytester.path / "cand" / "pytest.ini"), str(pytester.path / "cand"),
         f"--gpu-bench-against={pytester.path / 'base'}", "-o", "gpu_bench_replicates=2",
         "--gpu-bench-budget=0.001", "--gpu-bench-family-level=1e-5", "-rA", timeout=900)
-    out = result.stdout.str()
+    out = result.stdout
     # The summary wraps its lines at the terminal's width: read them as one text.
     text = " ".join(out.split())
     lines = [f"INCONCLUSIVE {part.split(' gpucheck benchmark gate:')[0]}"
@@ -363,7 +363,7 @@ def test_a_users_run_stopped_by_the_budget_prints_the_pairs_and_what_a_decision_
         assert re.search(r"a decision needs about \d+ more pairs; raise ini gpu_bench_budget, "
                          r"or run on a quieter machine", lines[0]), lines[0]
     assert "; )" not in lines[0]
-    assert result.ret == 0, out
+    assert result.returncode == 0, out + result.stderr
 
 
 # -- pinning and placement ------------------------------------------------------------

@@ -5,6 +5,7 @@ JAX's defaults."""
 from __future__ import annotations
 
 import pytest
+from user_runs import assert_lines, run_pytest, summary_counts
 
 PLAIN = """
 def test_plain():
@@ -23,12 +24,12 @@ def test_documented_items_on_jax_cpu_run_in_64_bit_mode(pytester: pytest.Pyteste
     # A fresh interpreter, as a user's run: JAX's 64-bit switch is process-wide, and an
     # in-process run inherits whatever an earlier test of this xdist worker left it at
     # (the plain test read float64 once in a full run).
-    result = pytester.runpytest_subprocess(
-        "test_plain.py", "--pyargs", "pytest_gpucheck.conformance.test_interop",
-        "--gpu-backends=numpy,jax-cpu", "-n0", "-p", "no:cacheprovider", "-rA",
-        "-k", "plain or documented_behaviour_reproduces and jax-")
-    result.stdout.fnmatch_lines([
+    result = run_pytest(
+        pytester.path, "test_plain.py", "--pyargs", "pytest_gpucheck.conformance.test_interop",
+        "--gpu-backends=numpy,jax-cpu", "-n0", "-rA",
+        "-k", "plain or documented_behaviour_reproduces and jax-", timeout=600)
+    assert_lines(result.stdout, [
         "PASSED *test_documented_behaviour_reproduces[[]jax-copies-unaligned[]]"])
-    outcomes = result.parseoutcomes()
-    assert "failed" not in outcomes, result.stdout.str()
+    outcomes = summary_counts(result.stdout)
+    assert "failed" not in outcomes, result.stdout
     assert outcomes["passed"] >= 4  # the plain test and three jax-cpu entries

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from user_runs import assert_outcomes, run_pytest
 
 from pytest_gpucheck.backends import get_backend
 from pytest_gpucheck.backends.cupy.peer_copy import CupyPeerCopy
@@ -173,11 +174,11 @@ def test_the_suite_collects_it_for_cupy_and_torch_in_the_multi_device_row(
     from pytest_gpucheck import conformance
 
     suites = Path(conformance.__file__).parent
-    result = pytester.runpytest_subprocess(
-        str(suites / "test_multi_device.py"), "--rootdir", str(pytester.path),
-        "-p", "no:cacheprovider", "--gpu-backends=gpu", "-k", "test_peer_copy",
-        "--gpu-report=report.json")
-    result.assert_outcomes(skipped=2)
+    result = run_pytest(
+        pytester.path, str(suites / "test_multi_device.py"), "--rootdir", str(pytester.path),
+        "--gpu-backends=gpu", "-k", "test_peer_copy", "--gpu-report=report.json",
+        timeout=600)
+    assert_outcomes(result.stdout, skipped=2)
     report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
     cells = {(c["family"], c["backend"]): c["status"] for c in report["cells"]}
     assert cells == {("multi-device", "cupy"): "skip", ("multi-device", "torch-cuda"): "skip"}

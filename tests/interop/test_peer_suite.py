@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from user_runs import run_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -123,10 +124,10 @@ OUTCOME = re.compile(r"^(test_peer\.py::\S+) (PASSED|FAILED|SKIPPED|XFAIL|XPASS|
 
 
 def _outcomes(pytester: pytest.Pytester, *args: str) -> dict[str, str]:
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *LEAN, "-v", *args)
-    found = {match[1]: match[2] for line in result.stdout.lines
+    result = run_pytest(pytester.path, *LEAN, "-v", *args, timeout=600)
+    found = {match[1]: match[2] for line in result.stdout.splitlines()
              if (match := OUTCOME.match(line))}
-    assert found, result.stdout.str()
+    assert found, result.stdout + result.stderr
     return found
 
 

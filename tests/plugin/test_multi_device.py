@@ -3,8 +3,10 @@ project with its own test file (and conftest.py), ``pytest`` in a subprocess."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
-from user_runs import run_pytest
+from user_runs import assert_lines, assert_no_line, assert_outcomes, run_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -29,9 +31,11 @@ def test_two_devices(gpu_backend, gpu_devices):
 """
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+def _run(pytester: pytest.Pytester, *args: str,
+         extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     pytester.makepyfile(test_user=USER_TEST)
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *LEAN, "-n0", "-rs", *args)
+    return run_pytest(pytester.path, *LEAN, "-n0", "-rs", *args, timeout=600,
+                      extra_env=extra_env)
 
 
 @pytest.fixture(autouse=True)
@@ -78,17 +82,17 @@ def test_jax_imported_by_a_conftest_first_is_skipped_with_the_reason(
         pytester: pytest.Pytester) -> None:
     pytester.makeconftest("import jax\n\njax.devices()  # starts JAX's backends\n")
     result = _run(pytester, "--gpu-backends=jax-cpu")
-    result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["*found 1: JAX started with*has not started yet, e.g. by a "
+    assert_outcomes(result.stdout, skipped=2)
+    assert_lines(result.stdout, ["*found 1: JAX started with*has not started yet, e.g. by a "
                                  "conftest.py that creates an array*"])
 
 
-def test_a_users_own_flag_wins(pytester: pytest.Pytester,
-                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
-    result = _run(pytester, "--gpu-backends=jax-cpu", "--gpu-host-devices=8")
-    result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*needs 4 devices of jax-cpu, found 2*"])
+def test_a_users_own_flag_wins(pytester: pytest.Pytester) -> None:
+    # The user's own XLA_FLAGS (which user_env does not inherit from this session).
+    result = _run(pytester, "--gpu-backends=jax-cpu", "--gpu-host-devices=8",
+                  extra_env={"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
+    assert_outcomes(result.stdout, passed=1, skipped=1)
+    assert_lines(result.stdout, ["*needs 4 devices of jax-cpu, found 2*"])
 
 
 def test_bad_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
@@ -126,10 +130,10 @@ def test_a_plain_jax_test_keeps_jaxs_defaults(pytester: pytest.Pytester) -> None
     """Selecting jax-cpu changes neither the 64-bit mode nor the device count of a test
     that does not run on our backends (issue 33); the header claims no change."""
     pytester.makepyfile(test_plain=PLAIN_JAX_TEST)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *LEAN, "-n0",
-                                           "--gpu-backends=numpy,jax-cpu")
-    result.assert_outcomes(passed=4)
-    result.stdout.no_fnmatch_line("*XLA_FLAGS gets*")
+    result = run_pytest(pytester.path, *LEAN, "-n0", "--gpu-backends=numpy,jax-cpu",
+                        timeout=600)
+    assert_outcomes(result.stdout, passed=4)
+    assert_no_line(result.stdout, "*XLA_FLAGS gets*")
 
 
 def test_the_host_devices_are_set_for_the_whole_run_only_when_an_item_needs_them(

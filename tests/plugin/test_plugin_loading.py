@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from user_runs import run_command
+from user_runs import assert_lines, run_command, run_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +44,8 @@ def test_collecting_a_plain_test_file_imports_no_framework(tmp_path: Path) -> No
 
 def test_plugin_is_registered_under_its_entry_point_name(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest_subprocess("-p", "no:gpucheck", "--gpu-backends=all")
+    result = run_pytest(pytester.path, "-p", "no:gpucheck", "--gpu-backends=all",
+                        timeout=600)
     # With the plugin disabled, its options do not exist.
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*unrecognized arguments: --gpu-backends=all*"])
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+    assert_lines(result.stderr, ["*unrecognized arguments: --gpu-backends=all*"])

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from user_runs import run_pytest
 
 from pytest_gpucheck.reporting.atomic_files import write_atomically
 
@@ -59,7 +60,7 @@ def test_terminal_matrix_counts_each_backend_and_family(
 
 @pytest.mark.slow
 def test_the_matrix_fits_the_terminal_and_names_each_reason_once(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+        pytester: pytest.Pytester) -> None:
     # It names torch-cpu and jax-cpu: without them (the core alone) it skips.
     pytest.importorskip("torch")
     pytest.importorskip("jax")
@@ -68,10 +69,11 @@ def test_the_matrix_fits_the_terminal_and_names_each_reason_once(
     if cuda_driver().available:
         pytest.skip("the GPU backends run here: no shared skip reason to group")
     pytester.makepyfile(test_things=TESTS)
-    monkeypatch.setenv("COLUMNS", "80")  # how pytest's terminal writer learns the width
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider",
-                                           "--gpu-backends=numpy,torch-cpu,jax-cpu,gpu")
-    lines = result.stdout.lines
+    result = run_pytest(pytester.path, "--gpu-backends=numpy,torch-cpu,jax-cpu,gpu",
+                        timeout=600,
+                        # How pytest's terminal writer learns the width.
+                        extra_env={"COLUMNS": "80"})
+    lines = result.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if "gpucheck conformance matrix" in line)
     end = next(i for i, line in enumerate(lines) if line.startswith("gpucheck: the command"))
     block = lines[start + 1:end]

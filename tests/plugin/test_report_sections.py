@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from user_runs import assert_lines, assert_outcomes, run_pytest
 
 CONFTEST = '''
 from pytest_gpucheck.hookspecs import ReportSection
@@ -35,10 +36,11 @@ def _project(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_things=TESTS)
 
 
-def _check(pytester: pytest.Pytester, result: pytest.RunResult, summary: Path) -> None:
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["kernel lint: 3 kernels checked, all clean",
-                                 "gpucheck: report written to report.json"])
+def _check(pytester: pytest.Pytester, output: str, summary: Path) -> None:
+    """``output``: the second run's (``--gpu-report=report.json``) terminal text."""
+    assert_outcomes(output, passed=2)
+    assert_lines(output, ["kernel lint: 3 kernels checked, all clean",
+                          "gpucheck: report written to report.json"])
     data = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
     assert data["sections"]["lint_kernels"] == {"checked": 3, "clean": True}
     markdown = (pytester.path / "report.md").read_text(encoding="utf-8")
@@ -54,10 +56,12 @@ def test_a_conftest_section_reaches_every_report_as_users_run_it(
     """``python -m pytest`` in a subprocess, as a user runs it (no plugin-loading shortcut)."""
     _project(pytester)
     summary = pytester.path / "step-summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gpu-report=report.md")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gpu-report=report.json")
-    _check(pytester, result, summary)
+    # The CI step's variable (which user_env does not inherit from this session).
+    step = {"GITHUB_STEP_SUMMARY": str(summary)}
+    run_pytest(pytester.path, "--gpu-report=report.md", timeout=600, extra_env=step)
+    result = run_pytest(pytester.path, "--gpu-report=report.json", timeout=600,
+                        extra_env=step)
+    _check(pytester, result.stdout, summary)
 
 
 def test_a_conftest_section_reaches_every_report(
@@ -68,7 +72,7 @@ def test_a_conftest_section_reaches_every_report(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     pytester.runpytest("--gpu-report=report.md")
     result = pytester.runpytest("--gpu-report=report.json")
-    _check(pytester, result, summary)
+    _check(pytester, result.stdout.str(), summary)
 
 
 def test_a_section_shows_without_a_report_or_a_matrix_cell(pytester: pytest.Pytester) -> None:

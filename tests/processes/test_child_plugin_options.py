@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+from user_runs import assert_outcomes, run_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -40,5 +41,5 @@ def test_a_plugin_turned_off_is_off_in_the_child(pytester: pytest.Pytester, wher
     if how == "addopts":
         pytester.makeini(f"[pytest]\naddopts = {' '.join(off)}\n")
         off = []
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n0", *off, *where)
-    result.assert_outcomes(passed=1)
+    result = run_pytest(pytester.path, "-n0", *off, *where, timeout=600)
+    assert_outcomes(result.stdout, passed=1)
