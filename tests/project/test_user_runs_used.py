@@ -1,6 +1,7 @@
 """tests/user_runs.py is the one way a test starts a process or builds a user's environment
 (issue 42): no other file under tests/ calls ``subprocess`` (or ``os.system``, ``os.spawn*``,
-``os.exec*``) itself, nor filters or copies ``os.environ`` by its own rule.  A test whose
+``os.exec*``, or pytester's process runs: ``runpytest_subprocess``, ``run``, ``popen``)
+itself, nor filters or copies ``os.environ`` by its own rule.  A test whose
 point is a different environment says so through ``extra_env``, ``drop`` or
 ``first_on_path`` of :func:`user_runs.user_env`, not with a filter of its own."""
 
@@ -27,6 +28,14 @@ STARTERS = {
            "execvp", "execvpe", "posix_spawn", "posix_spawnp"},
     "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
 }
+#: pytester's runs in a process of their own, on the fixture (``pytester``, or the older
+#: ``testdir``): each hands its child this session's environment (``PYTEST_XDIST_WORKER``,
+#: the plugin's ``PYTEST_GPUCHECK_*`` and all) with pytester's folder on PYTHONPATH, which
+#: a user's run has not.  Its in-process runs (``runpytest``, ``inline_run``) start none.
+PYTESTER_NAMES = {"pytester", "testdir"}
+PYTESTER_STARTERS = {"runpytest_subprocess", "run", "popen", "spawn_pytest", "spawn"}
+#: Names that are pytester's whatever object they are called on.
+PYTESTER_ONLY = {"runpytest_subprocess", "spawn_pytest"}
 #: Reading the whole environment: the start of a filter or copy of one's own.
 WHOLE_ENVIRONMENT = {"items", "copy", "keys", "values"}
 
@@ -71,6 +80,11 @@ def violations(source: str, name: str) -> list[str]:
             if module is not None and what in STARTERS[module]:
                 found.append(f"{name}:{node.lineno}: {module}.{what} starts a process: "
                              "use user_runs.run_command, run_pytest or start_command")
+            elif what in PYTESTER_STARTERS and (node.func.value.id in PYTESTER_NAMES
+                                                or what in PYTESTER_ONLY):
+                found.append(f"{name}:{node.lineno}: {node.func.value.id}.{what} starts a "
+                             "process in this session's environment: use "
+                             "user_runs.run_pytest or run_command in its folder")
         if (isinstance(node, ast.Attribute) and node.attr in WHOLE_ENVIRONMENT
                 and _is_environ(node.value, modules, environ_names)):
             found.append(f"{name}:{node.lineno}: os.environ.{node.attr}() builds an "
@@ -120,7 +134,14 @@ def test_the_check_sees_each_way_of_starting_a_process_and_copying_the_environme
         "env = os.environ | {'A': '1'}\n"
         "text = 'subprocess.run([1])'\n"  # a project's file in a string: not a call
         "value = os.environ.get('A'), os.environ['B']\n"  # reading one variable is fine
+        "pytester.runpytest_subprocess('-v')\n"
+        "pytester.run(sys.executable, '-c', 'pass')\n"
+        "pytester.popen([sys.executable])\n"
+        "testdir.runpytest_subprocess()\n"
+        "peer.runpytest_subprocess()\n"  # pytester handed on under another name
+        "pytester.runpytest('-v'), pytester.inline_run()\n"  # in-process: no process
+        "runner.run(), engine.popen()\n"  # another object's run: not pytester's
     )
     assert [line.split(": ", 1)[0] for line in violations(planted, "t.py")] == [
         "t.py:5", "t.py:6", "t.py:7", "t.py:8", "t.py:9", "t.py:10", "t.py:11", "t.py:12",
-        "t.py:13", "t.py:14"]
+        "t.py:13", "t.py:14", "t.py:17", "t.py:18", "t.py:19", "t.py:20", "t.py:21"]
