@@ -282,6 +282,7 @@ def test_the_stored_modes_fresh_processes_get_the_interleaved_thread_limits(
     import pytest_gpucheck.bench.session as session_module
     from pytest_gpucheck.bench.fixture import MeasureDefaults
     from pytest_gpucheck.bench.interleave import PinPlan
+    from pytest_gpucheck.bench.peers import PeerBytecode
     from pytest_gpucheck.bench.session import BenchSession
 
     started: list[dict[str, object]] = []
@@ -306,6 +307,8 @@ def test_the_stored_modes_fresh_processes_get_the_interleaved_thread_limits(
         started.clear()
         state: Any = BenchSession.__new__(BenchSession)
         state.fresh, state.pin = [], pin
+        # Its processes write compiled modules as Python does (no folder to fill first).
+        state.bytecode = PeerBytecode(asked=True)
         state.measure = MeasureDefaults(processes=2)
         state.fresh_processes(Session())
         assert [kwargs.get("threads") for kwargs in started] == [threads, threads], pin
