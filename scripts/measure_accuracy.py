@@ -28,8 +28,12 @@ Two measurements, each run the way a user runs the gate:
 * ``aa``: identical code on both sides.  The same user project with no change
   (``--project user``), or the bundled suite ``conformance/bench_kernels.py`` of this
   checkout against an exported copy of its ``HEAD`` (``--project bundled``), run
-  ``--sessions`` times per backend.  Per backend: the mean change over sessions (each
-  session's mean log change over its benchmarks) with its 95% t interval, and the two
+  ``--sessions`` times per backend.  Per backend: the mean change over the pairs of
+  processes of every session (the independent unit: the first look's pairs serve every
+  benchmark of a session and count once, averaged over its benchmarks; a later look's
+  pairs serve one benchmark), with its 95% t interval, whether it lies within +-1%, and
+  the one-way test of a session effect (which would make the pooled interval too
+  narrow); beside it the mean over sessions; and the
   order effects of issue 43 from the pairs' blocks: the first block against the
   pair's other blocks; the pairs the baseline starts against those the candidate
   starts; and the pairs with the baseline on the first CPU half against the second
@@ -42,8 +46,10 @@ Usage::
         --ini "gpu_bench_cpu_clock = process"
     python scripts/measure_accuracy.py aa --project user --sessions 3
     python scripts/measure_accuracy.py aa --project bundled --backends numpy --sessions 1
+    python scripts/measure_accuracy.py aa --backends numpy --replay FOLDER [FOLDER ...]
 
-(``aa --project bundled`` has not been run yet: docs/benchmark-accuracy.md.)
+``--replay`` pools the sessions earlier runs kept with ``--outputs`` (their JSON
+reports), without running any.
 
 Each run prints its rows with the load average beside them (the machine may be
 shared) and, with ``--outputs FOLDER``, keeps every session's pytest output and JSON
@@ -70,6 +76,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_gpucheck.bench.settings import DEFAULT_REPLICATES
+
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("numpy", "numba-cpu", "torch-cpu")
 KINDS = ("alloc", "compute")
@@ -85,6 +93,8 @@ PROBE = 6
 SIZE = 1 << 18
 #: Within +-20%: the gate's ratio over the true ratio (issue 43's done-when).
 TOLERANCE = 0.20
+#: The A/A target of issue 43: identical code's mean change within +-1%.
+A_A_TARGET = 0.01
 
 #: The user's code.  ``EXTRA[(kind, step)]`` is how many extra passes the slow version
 #: makes: all 0 in the baseline commit (the fast kernel), :data:`STEPS` in the working
@@ -262,6 +272,13 @@ class TrueRatio:
     q3: float
     repeats: int
     fast_seconds: float
+    #: Minor page faults per call of each kernel in this process (the gate's JSON holds
+    #: the candidate's, ``page_faults_per_call``): an allocating kernel's cost moves
+    #: with whether its temporaries fault in fresh pages, which depends on the heap's
+    #: state (glibc's dynamic mmap and trim thresholds), so the row says which regime
+    #: each side timed.
+    fast_faults: float = 0.0
+    slow_faults: float = 0.0
 
 
 def true_ratio(fast: Any, slow: Any, seconds: float = 8.0, clock: Any = time.process_time
@@ -281,14 +298,17 @@ def true_ratio(fast: Any, slow: Any, seconds: float = 8.0, clock: Any = time.pro
     number = max(1, round(0.005 / once))
     ratios: list[float] = []
     fast_times: list[float] = []
+    faults = {fast: 0, slow: 0}
     ends = time.perf_counter() + seconds
     while time.perf_counter() < ends or len(ratios) < 20:
         times = []
         for call in (fast, slow, slow, fast):
+            before = minor_faults()
             start = clock()
             for _ in range(number):
                 call()
             times.append(clock() - start)
+            faults[call] += minor_faults() - before
         ratios.append((times[1] + times[2]) / (times[0] + times[3]))
         fast_times.append((times[0] + times[3]) / (2 * number))
     ratios.sort()
@@ -297,8 +317,19 @@ def true_ratio(fast: Any, slow: Any, seconds: float = 8.0, clock: Any = time.pro
     half = 1.96 * math.sqrt(n) / 2
     low = ratios[max(0, math.floor(n / 2 - half))]
     high = ratios[min(n - 1, math.ceil(n / 2 + half))]
+    calls = 2 * number * n
     return TrueRatio(float(np.median(ratios)), low, high, float(np.percentile(ratios, 25)),
-                     float(np.percentile(ratios, 75)), n, float(np.median(fast_times)))
+                     float(np.percentile(ratios, 75)), n, float(np.median(fast_times)),
+                     faults[fast] / calls, faults[slow] / calls)
+
+
+def minor_faults() -> int:
+    """This process's minor page faults so far (0 where ``resource`` is missing)."""
+    try:
+        import resource
+    except ImportError:  # not on Linux or macOS
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def child_setup(backend: str, base: Path, project: Path
@@ -426,6 +457,12 @@ def key_of(name: str) -> tuple[str, str]:
     return kind, step
 
 
+def gate_faults(result: dict[str, Any]) -> str:
+    """The candidate processes' median minor page faults per call, from the report."""
+    value = (result.get("record") or {}).get("extra", {}).get("page_faults_per_call")
+    return "?" if value is None else f"{float(value):.0f}"
+
+
 def table(args: argparse.Namespace) -> int:
     within_all = True
     print("backend    kind     step  true ratio [95% CI] (IQR)          gate change [CI]"
@@ -460,7 +497,8 @@ def table(args: argparse.Namespace) -> int:
                       f"{true.high:.3f}] ({true.q1:.3f}-{true.q3:.3f}, n={true.repeats})  "
                       f"{change:+7.1%} [{interval[0]:+.1%}, {interval[1]:+.1%}]  "
                       f"{ratio:9.3f}  {error:+9.1%}  {verdict.get('status', '?'):11}  "
-                      f"{'yes' if within else 'NO'}", flush=True)
+                      f"{'yes' if within else 'NO'}  faults/call slow {true.slow_faults:.0f} "
+                      f"in-process, {gate_faults(result)} in the gate's candidate", flush=True)
             print(f"{backend}: fast kernel {truth[('compute', '1.1')].fast_seconds * 1e3:.2f} "
                   f"ms/call in-process; gate run {wall:.0f} s; {before} before, {after} after",
                   flush=True)
@@ -506,6 +544,86 @@ def _contrast(figures: list[float], chosen: Any) -> float:
     return float(np.mean(picked) - np.mean(rest))
 
 
+def pair_units(results: list[dict[str, Any]], replicates: int = DEFAULT_REPLICATES
+               ) -> list[float]:
+    """One session's independent units: each pair of processes' mean log ratio over
+    the benchmarks it timed (:func:`indexed_pair_units` without the indices)."""
+    return [figure for _, figure in indexed_pair_units(results, replicates)]
+
+
+def indexed_pair_units(results: list[dict[str, Any]], replicates: int = DEFAULT_REPLICATES
+                       ) -> list[tuple[int, float]]:
+    """One session's independent units, each with its pair index (which decides its
+    start side and CPU half).  Pairs ``0 .. replicates - 1`` serve every benchmark of
+    the session (one unit each, averaged over the benchmarks); the pairs a benchmark's
+    later looks start are retired after it (``BenchSession.retire_extra_pairs``), so
+    each of those is a unit of its own.  A benchmark's figures are indexed by pair
+    (``verdict.pair_figures``)."""
+    shared: dict[int, list[float]] = {}
+    own: list[tuple[int, float]] = []
+    for result in results:
+        for index, figure in enumerate((result.get("verdict") or {}).get("pair_figures") or []):
+            if index < replicates:
+                shared.setdefault(index, []).append(float(figure))
+            else:
+                own.append((index, float(figure)))
+    return [(index, float(np.mean(figures))) for index, figures in sorted(shared.items())] \
+        + own
+
+
+def pair_contrasts(units: list[tuple[int, float]]) -> str:
+    """The start-side and CPU-half contrasts over pairs of processes (the unit), each
+    with its 95% Welch interval: the pairs the baseline starts minus those the
+    candidate starts, and the pairs with the baseline on CPU half 0 minus half 1."""
+    from scipy import stats
+
+    from pytest_gpucheck.bench.interleave import SIDES, cpu_half, first_side
+
+    def contrast(chosen: Any) -> str:
+        picked = [f for k, f in units if chosen(k)]
+        rest = [f for k, f in units if not chosen(k)]
+        if len(picked) < 2 or len(rest) < 2:
+            return "too few pairs"
+        va, vb = np.var(picked, ddof=1) / len(picked), np.var(rest, ddof=1) / len(rest)
+        diff, sem = float(np.mean(picked) - np.mean(rest)), math.sqrt(va + vb)
+        df = (va + vb) ** 2 / (va ** 2 / (len(picked) - 1) + vb ** 2 / (len(rest) - 1))
+        half = float(stats.t.ppf(0.975, df)) * sem
+        return (f"{math.expm1(diff):+.2%} [95% CI {math.expm1(diff - half):+.2%}, "
+                f"{math.expm1(diff + half):+.2%}] ({len(picked)} against {len(rest)} pairs)")
+
+    return (f"baseline starts minus candidate starts "
+            f"{contrast(lambda k: first_side(k) == SIDES[0])}; baseline on CPU half 0 minus "
+            f"half 1 "
+            f"{contrast(lambda k: cpu_half(k, SIDES[0]) == 0)}")
+
+
+def pooled_pairs(sessions: list[list[float]]) -> str:
+    """The mean change over every session's pairs (the pair of processes is the unit)
+    with its 95% t interval, whether it lies within +-1%, and the one-way test of a
+    session effect (a shared condition of one run, such as its load, that would make
+    its pairs move together and the pooled interval too narrow)."""
+    from scipy import stats
+
+    units = [unit for session in sessions for unit in session]
+    if len(units) < 2:
+        return "fewer than 2 pairs"
+    line = mean_interval(units)
+    mean = float(np.mean(units))
+    sem = float(np.std(units, ddof=1)) / math.sqrt(len(units))
+    half = float(stats.t.ppf(0.975, len(units) - 1)) * sem
+    low, high = math.expm1(mean - half), math.expm1(mean + half)
+    inside = low >= -A_A_TARGET and high <= A_A_TARGET
+    line += (f"; between-pair SD {math.expm1(float(np.std(units, ddof=1))):.2%}; mean "
+             f"{'within' if abs(math.expm1(mean)) <= A_A_TARGET else 'OUTSIDE'} +-1%, "
+             f"interval {'within' if inside else 'not within'} +-1%")
+    groups = [session for session in sessions if len(session) >= 2]
+    if len(groups) >= 2:
+        test = stats.f_oneway(*groups)
+        line += (f"; session effect F={float(test.statistic):.2f}, "
+                 f"p={float(test.pvalue):.3g} over {len(groups)} sessions")
+    return line
+
+
 def mean_interval(values: list[float]) -> str:
     """Mean of log values as a change, with its 95% t interval."""
     from scipy import stats
@@ -521,48 +639,80 @@ def mean_interval(values: list[float]) -> str:
             f"{math.expm1(mean + t * sem):+.2%}] (n={len(values)})")
 
 
+def aa_session(args: argparse.Namespace, backend: str, session: int
+               ) -> tuple[list[dict[str, Any]], str, float]:
+    """One A/A session: identical code on both sides, run as a user runs the gate."""
+    with tempfile.TemporaryDirectory(prefix="gpucheck-aa-") as tmp:
+        root = Path(tmp)
+        if args.project == "user":
+            project, _ = write_project(root, backend, slow=False, ini=tuple(args.ini))
+            against: tuple[str, ...] = ("--gpu-bench-against=../base",)
+        else:
+            project = ROOT
+            base = root / "base"
+            base.mkdir()
+            # The baseline: this checkout's HEAD, exported (identical code).
+            archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT,
+                                     capture_output=True, check=True)
+            subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
+            # -n 0: this checkout's addopts start xdist workers.
+            against = (f"--gpu-bench-against={base}", "conformance/bench_kernels.py",
+                       f"--gpu-backends={backend}", "--benchmark-only", "-n", "0",
+                       "-p", "no:cacheprovider")
+        return run_gate(project, root / "report.json", args,
+                        f"aa-{args.project}-{backend}-{session}", against)
+
+
+def run_sessions(args: argparse.Namespace, backend: str) -> Any:
+    """``--sessions`` A/A sessions, one after the other: (name, results, output, wall,
+    load before)."""
+    for session in range(args.sessions):
+        before = load_text()
+        results, output, wall = aa_session(args, backend, session)
+        yield f"session {session}", results, output, wall, before
+
+
+def kept_sessions(folders: list[Path], project: str, backend: str
+                  ) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The A/A sessions earlier runs kept with ``--outputs`` (their JSON reports)."""
+    kept = []
+    for folder in folders:
+        for report in sorted(folder.glob(f"aa-{project}-{backend}-*.json")):
+            results = json.loads(report.read_text())["sections"]["benchmarks"]["results"]
+            kept.append((f"{folder.name}/{report.stem}", results))
+    return kept
+
+
 def aa(args: argparse.Namespace) -> int:
     complete = True
     for backend in args.backends:
         session_means: list[float] = []
+        session_pairs: list[list[float]] = []
+        indexed: list[tuple[int, float]] = []
         all_figures: list[float] = []
         firsts: list[float] = []
         starts: list[float] = []
         halves: list[float] = []
         statuses: dict[str, int] = {}
         walls: list[float] = []
-        for session in range(args.sessions):
-            with tempfile.TemporaryDirectory(prefix="gpucheck-aa-") as tmp:
-                root = Path(tmp)
-                if args.project == "user":
-                    project, _ = write_project(root, backend, slow=False, ini=tuple(args.ini))
-                    against: tuple[str, ...] = ("--gpu-bench-against=../base",)
-                else:
-                    project = ROOT
-                    base = root / "base"
-                    base.mkdir()
-                    # The baseline: this checkout's HEAD, exported (identical code).
-                    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT,
-                                             capture_output=True, check=True)
-                    subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout,
-                                   check=True)
-                    # -n 0: this checkout's addopts start xdist workers.
-                    against = (f"--gpu-bench-against={base}", "conformance/bench_kernels.py",
-                               f"--gpu-backends={backend}", "--benchmark-only", "-n", "0",
-                               "-p", "no:cacheprovider")
-                before = load_text()
-                results, output, wall = run_gate(project, root / "report.json", args,
-                                                 f"aa-{args.project}-{backend}-{session}",
-                                                 against)
-                walls.append(wall)
+        if args.replay:
+            sessions: Any = ((name, results, "", math.nan, "kept")
+                             for name, results in kept_sessions(args.replay, args.project,
+                                                                backend))
+        else:
+            sessions = run_sessions(args, backend)
+        for name, results, output, wall, before in sessions:
+            walls.append(wall)
             compared = [r for r in results if (r.get("verdict") or {}).get("pair_figures")]
             if not compared:
                 complete = False
-                print(f"{backend} session {session}: no compared benchmark (wall {wall:.0f} s)"
+                print(f"{backend} {name}: no compared benchmark (wall {wall:.0f} s)"
                       f":\n{output[-2000:]}", flush=True)
                 continue
             means = [float(np.mean(r["verdict"]["pair_figures"])) for r in compared]
             session_means.append(float(np.mean(means)))
+            session_pairs.append(pair_units(compared))
+            indexed += indexed_pair_units(compared)
             all_figures += means
             first, start, half = blocks_effects(compared)
             firsts += first
@@ -571,14 +721,19 @@ def aa(args: argparse.Namespace) -> int:
             for r in results:
                 status = (r.get("verdict") or {}).get("status", "none")
                 statuses[status] = statuses.get(status, 0) + 1
-            print(f"{backend} session {session}: mean change "
+            print(f"{backend} {name}: mean change "
                   f"{math.expm1(session_means[-1]):+.2%} over {len(compared)} benchmarks "
+                  f"and {len(session_pairs[-1])} pairs of processes "
                   f"({', '.join(f'{math.expm1(m):+.1%}' for m in means)}); wall {wall:.0f} s; "
                   f"{before} before, {load_text()} after", flush=True)
         print(f"{backend} A/A ({args.project}): sessions' mean change "
               f"{mean_interval(session_means)}; benchmarks' mean change "
               f"{mean_interval(all_figures)} (benchmarks of one session share its pairs); "
               f"verdicts {statuses}; wall {sum(walls):.0f} s", flush=True)
+        print(f"{backend} A/A ({args.project}) over pairs of processes (the unit): "
+              f"{pooled_pairs(session_pairs)}", flush=True)
+        print(f"{backend} order over pairs of processes: {pair_contrasts(indexed)}",
+              flush=True)
         print(f"{backend} order: first block minus the pair's other blocks "
               f"{mean_interval(firsts)}; baseline starts minus candidate starts "
               f"{mean_interval(starts)}; baseline on CPU half 0 minus half 1 "
@@ -597,6 +752,9 @@ def main(argv: list[str] | None = None) -> int:
                         "working tree")
     parser.add_argument("--base", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--sessions", type=int, default=3, help="aa: sessions per backend")
+    parser.add_argument("--replay", type=Path, nargs="+", default=None, metavar="FOLDER",
+                        help="aa: pool the sessions earlier runs kept with --outputs in "
+                        "these folders, without running any")
     parser.add_argument("--seconds", type=float, default=8.0,
                         help="table: seconds of interleaved timeit per kernel for the true ratio")
     parser.add_argument("--outputs", type=Path, default=None,

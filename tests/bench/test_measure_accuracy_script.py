@@ -10,10 +10,15 @@ without timing anything.
   kind's extra pass allocates (numpy, seen by tracemalloc) and the arithmetic kind's
   does not.
 * The order effects are read from the pairs' blocks as the note reports them.
+* The A/A mean is judged over pairs of processes (the independent unit), with the test
+  of a session effect beside it, and kept sessions are pooled by ``aa --replay``.
 """
 
 from __future__ import annotations
 
+import json
+import mmap
+import sys
 import tracemalloc
 from pathlib import Path
 from types import ModuleType
@@ -21,7 +26,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from user_runs import load_script, run_command
+from user_runs import REPO, load_script, run_command
+
+from pytest_gpucheck.bench.interleave import SIDES, first_side
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +58,25 @@ def test_the_true_ratio_is_the_ratio_of_the_calls_costs(accuracy: ModuleType) ->
                                  lambda: clock.call("b", 3.0, 0.0), seconds=0.0, clock=clock)
     assert result.median == pytest.approx(3.0)
     assert result.repeats >= 20
+
+
+def test_the_true_ratio_counts_each_kernels_page_faults_per_call(
+        accuracy: ModuleType) -> None:
+    """A call that touches 256 fresh pages (1 MiB mapped anew each call) is counted at
+    about 256 faults per call, the other at about 0: the table says which regime each
+    side of an allocating row timed."""
+    clock = FakeClock()
+
+    def fresh_pages() -> None:
+        clock.call("b", 2.0, 0.0)
+        with mmap.mmap(-1, 1 << 20) as block:
+            for offset in range(0, 1 << 20, mmap.PAGESIZE):
+                block[offset] = 1
+
+    result = accuracy.true_ratio(lambda: clock.call("a", 1.0, 0.0), fresh_pages,
+                                 seconds=0.0, clock=clock)
+    assert result.slow_faults == pytest.approx((1 << 20) / mmap.PAGESIZE, rel=0.1)
+    assert result.fast_faults < 2
 
 
 def test_each_side_pays_the_order_cost_once_per_block(accuracy: ModuleType) -> None:
@@ -117,3 +143,64 @@ def test_a_benchmark_id_names_its_kind_and_step(accuracy: ModuleType) -> None:
     assert accuracy.key_of("test_kernels.py::test_kernel[numpy-alloc-1.5]") == ("alloc", "1.5")
     assert accuracy.key_of("test_kernels.py::test_kernel[compute-3-torch-cpu]") == ("compute",
                                                                                      "3")
+
+
+def test_the_independent_unit_is_the_pair_of_processes(accuracy: ModuleType) -> None:
+    """Pairs below the first look's count serve every benchmark of the session: one unit
+    each, averaged over the benchmarks it timed; the pairs a benchmark's later looks
+    start are retired after it, so each is a unit of its own."""
+    results = [{"verdict": {"pair_figures": [0.1, 0.3, 0.5, 0.7]}},
+               {"verdict": {"pair_figures": [0.3, 0.1]}},
+               {"verdict": {"pair_figures": [0.2, 0.2, -0.4]}}]
+    assert accuracy.pair_units(results, replicates=2) == pytest.approx(
+        [0.2, 0.2, 0.5, 0.7, -0.4])
+    assert [k for k, _ in accuracy.indexed_pair_units(results, replicates=2)] == [0, 1, 2, 3, 2]
+
+
+def test_the_order_contrasts_over_pairs_read_the_start_side_apart_from_the_cpu_half(
+        accuracy: ModuleType) -> None:
+    """Pairs the baseline starts (even ones) read 10% higher, nothing else differs: the
+    start-side contrast is +10.5% (e^0.1 - 1) with an interval that excludes 0, the
+    CPU-half one (crossed with it over every four pairs) about 0."""
+    rng = np.random.default_rng(3)
+    units = [(k, (0.1 if first_side(k) == SIDES[0] else 0.0) + float(rng.normal(0, 0.01)))
+             for k in range(400)]
+    line = accuracy.pair_contrasts(units)
+    start, half = line.split("; ")
+    assert start.startswith("baseline starts minus candidate starts +10.")
+    assert "[95% CI +10." in start
+    assert abs(float(half.split("half 1 ")[1].split("%")[0])) < 0.5
+
+
+def test_the_a_a_target_is_read_over_pairs_with_the_session_effect_beside_it(
+        accuracy: ModuleType) -> None:
+    """Within +-1% only where the interval lies inside; a shift shared by one session's
+    pairs shows as a session effect (the pooled interval would be too narrow)."""
+    rng = np.random.default_rng(7)
+    quiet = [list(rng.normal(0.0, 0.02, 200)) for _ in range(3)]
+    assert "interval within +-1%" in accuracy.pooled_pairs(quiet)
+    noisy = [list(rng.normal(0.0, 0.2, 40))]
+    assert "interval not within +-1%" in accuracy.pooled_pairs(noisy)
+    shifted = [list(rng.normal(shift, 0.02, 50)) for shift in (-0.05, 0.0, 0.05)]
+    line = accuracy.pooled_pairs(shifted)
+    assert "session effect" in line
+    assert float(line.rsplit("p=", 1)[1].split()[0]) < 1e-6
+
+
+def test_the_a_a_sessions_kept_are_pooled_without_running_any(tmp_path: Path) -> None:
+    """``aa --replay FOLDER``: the kept JSON reports of two sessions, pooled over their
+    pairs, as a user reruns the analysis."""
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    for session, figures in enumerate(([0.01, -0.01, 0.02], [0.0, 0.01, -0.02])):
+        report = {"sections": {"benchmarks": {"results": [
+            {"verdict": {"status": "unchanged", "pair_figures": figures,
+                         "pair_blocks": [[f, f] for f in figures]}}]}}}
+        (kept / f"aa-user-numpy-{session}.json").write_text(json.dumps(report))
+    run = run_command([sys.executable, str(REPO / "scripts" / "measure_accuracy.py"), "aa",
+                       "--backends", "numpy", "--replay", str(kept)], tmp_path, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "kept/aa-user-numpy-0: mean change +0.67% over 1 benchmarks and 3 pairs" \
+        in run.stdout
+    assert "over pairs of processes (the unit): +0.17%" in run.stdout
+    assert "(n=6)" in run.stdout
