@@ -12,7 +12,8 @@ Two measurements, each run the way a user runs the gate:
   --gpu-bench-against=../base --gpu-report=report.json`` in the working tree, as the
   docs print it.  Each row: the true ratio slow / fast, measured in one process by
   interleaved timeit (blocks A B B A over many repeats, both checkouts' ``kernels.py``
-  imported side by side, the gate's framework thread limit of one thread), against the
+  imported side by side, the gate's framework thread limit of one thread, the allocator
+  in the state the gate's processes start in: ``steady_allocator``), against the
   change the gate reported.  A row is within +-20% where the gate's ratio (1 + its
   change) is within 20% of the true ratio: ``|(1 + change) / true - 1| <= 0.20``.  The
   error of the change itself (``change / (true - 1) - 1``) is printed beside it.
@@ -334,7 +335,13 @@ def minor_faults() -> int:
 
 def child_setup(backend: str, base: Path, project: Path
                 ) -> tuple[ModuleType, ModuleType, Any, tuple[Any, Any]]:
-    """Both checkouts' ``kernels.py`` imported side by side, and the arrays."""
+    """Both checkouts' ``kernels.py`` imported side by side, and the arrays; the
+    allocator first put where the gate's measured processes put it (without it, whether
+    an allocating kernel's temporaries are faulted in afresh on every call depends on
+    this process's history, as it did in the gate's before: docs/benchmark-accuracy.md)."""
+    from pytest_gpucheck.bench.placement import steady_allocator
+
+    steady_allocator()
     fast_mod = load(base / "kernels.py", "kernels_fast")
     slow_mod = load(project / "kernels.py", "kernels_slow")
     host = np.random.default_rng(0).random(SIZE)

@@ -20,7 +20,11 @@ differed by up to 8% at 2^22 elements, on one core by 1% to 3%.
 Both processes keep the C library's allocator as users run it: no fixed mmap
 threshold (issue 43: with glibc's threshold fixed at 128 KiB every large host
 array was fresh pages faulting in on every call, a program no user runs, and a
-change that allocates read 2-5x its size).  Where each process's arrays land is
+change that allocates read 2-5x its size).  Each starts in the state glibc's own
+adaptive thresholds reach once a process has freed a large array
+(:func:`steady_allocator`), so that whether a kernel's temporaries are faulted in
+afresh on every call no longer depends on what else the process happened to free
+before.  Where each process's arrays land is
 random between pairs (:func:`placement_pad`), and so is where its stack starts
 (:func:`stack_pad`); the pair is the gate's unit of evidence, so placement widens
 the interval instead of biasing the change.
@@ -36,8 +40,6 @@ errors, or its verdict says why the baseline is missing.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -54,6 +56,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_gpucheck.bench.measure import minor_faults
+from pytest_gpucheck.bench.placement import (
+    STACK_PAD_VARIABLE,
+    c_library,
+    placement_pad,
+    stack_pad,
+    steady_allocator,
+)
 from pytest_gpucheck.bench.timing import THREADS_VARIABLE
 from pytest_gpucheck.environment import (
     PARENT_VARIABLE,
@@ -64,22 +73,6 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from pytest_gpucheck.backends.base import Backend
-
-@functools.cache
-def _libc() -> ctypes.CDLL | None:
-    """This process's C library with the prototypes of ``malloc`` and ``free`` (the
-    placement pads, :meth:`PeerServer.pad`), set up once; ``None`` off Linux or where it
-    lacks one of them."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None)
-        libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
-        libc.free.restype, libc.free.argtypes = None, (ctypes.c_void_p,)
-    except (OSError, AttributeError):
-        return None
-    return libc
-
 
 #: The environment variables that size the frameworks' thread pools in a measured
 #: process: OpenMP (PyTorch's intra-op pool, NumPy's BLAS when built with it), MKL,
@@ -161,38 +154,6 @@ def pinned_environment(env: dict[str, str], cpus: tuple[int, ...] | None,
     return env
 
 
-#: A variable of random length in each measured process's environment (:func:`stack_pad`).
-STACK_PAD_VARIABLE = "PYTEST_GPUCHECK_BENCH_STACK_PAD"
-#: Its length is drawn from 0 to this minus one: a whole page, so that where the stack
-#: starts within a page is uniform whatever the rest of argv and the environment hold.
-STACK_PAD_BYTES = 4096
-
-
-def stack_pad(seed: int) -> str:
-    """The value of :data:`STACK_PAD_VARIABLE` for the process of placement ``seed``: 0 to
-    4095 characters, drawn from the seed.
-
-    The kernel copies argv and the environment to the top of a new process's stack, so
-    their size sets where its stack frames start within a page, and the two sides' differ
-    by construction: the checkouts' paths (``--rootdir``, ``../base`` against the
-    project's folder), the CPUs and placement seed variables, the socket's descriptor
-    number.  A stack's offset can move a program's time by several percent (Mytkowicz et
-    al., "Producing wrong data without doing anything obviously wrong", ASPLOS 2009),
-    and a difference fixed by side would be a bias no number of pairs removes.  A pad
-    of uniform length over a whole page makes each process's offset uniform over the
-    page for both sides alike, whatever their constant difference: like
-    :func:`placement_pad` for the heap, it turns placement into between-pair variance,
-    which the interval counts.  On x86-64 Linux with address space layout
-    randomisation on (``randomize_va_space`` not 0, the default) the kernel already
-    moves each new stack down by a random 0 to 8 KiB in 16-byte steps; the pad holds
-    where that is off (``setarch -R``, a debugger, a runner that disables it) and on
-    systems that randomise the stack by whole pages only, for a few KiB of
-    environment."""
-    import random
-
-    return "x" * random.Random(f"{seed}:stack").randrange(STACK_PAD_BYTES)
-
-
 def apply_pinning() -> None:
     """In a measured process: keep to the CPUs the lead gave it (:data:`PIN_VARIABLE`);
     its thread pools follow :data:`THREAD_VARIABLES` (PyTorch sizes its intra-op pool
@@ -201,25 +162,6 @@ def apply_pinning() -> None:
     if value and hasattr(os, "sched_setaffinity"):
         with contextlib.suppress(OSError, ValueError):
             os.sched_setaffinity(0, {int(c) for c in value.split(",")})
-
-
-#: Placement pads held by this process (one list per benchmark, freed with its arrays).
-PAD_PAGES = (32, 96)
-PAD_SMALL_BYTES = 4096
-
-
-def placement_pad(seed: int, nodeid: str) -> tuple[int, int]:
-    """Allocate (and return, to be held) a random padding before a benchmark's arrays are
-    made: a small heap block of 0 to 4 KiB (16-byte steps) that moves where the small
-    allocations land, and a block of 32 to 95 pages (at or above glibc's initial mmap
-    threshold: a mapping of its own, or heap once the threshold has risen) that moves
-    where the next large blocks land.  Drawn from the process's
-    seed and the benchmark, so each process and benchmark gets an offset of its own and a
-    run can be repeated with the seed its verdicts print; (small bytes, pages)."""
-    import random
-
-    rng = random.Random(f"{seed}:{nodeid}")
-    return rng.randrange(0, PAD_SMALL_BYTES, 16), rng.randrange(*PAD_PAGES)
 
 
 #: The two sides of a pair, in the order :class:`BaselinePeer` pairs hold them.
@@ -427,7 +369,7 @@ class PeerServer:
         """The random placement offset of this process and benchmark
         (:func:`placement_pad`), held until the lead's ``release``."""
         value = os.environ.get(PLACEMENT_VARIABLE, "")
-        libc = _libc()
+        libc = c_library()
         if not value or libc is None:
             return
         small, pages = placement_pad(int(value), nodeid)
@@ -437,7 +379,7 @@ class PeerServer:
                 self.pads.append(block)
 
     def _free_pads(self) -> None:
-        libc = _libc()
+        libc = c_library()
         if libc is not None:
             for block in self.pads:
                 libc.free(block)
@@ -557,6 +499,7 @@ def main(argv: list[str]) -> int:
     start_orphan_guard({PARENT_VARIABLE: f"{os.getppid()}@{socket.gethostname()}"})
     sys.meta_path.insert(0, CheckoutImports(Path(lead), Path.cwd()))
     apply_pinning()
+    steady_allocator()
     return int(pytest.main(args))
 
 

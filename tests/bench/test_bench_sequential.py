@@ -415,7 +415,7 @@ def test_a_measured_process_keeps_to_its_cpus_and_thread_pools() -> None:
 def test_the_placement_offset_is_seeded_per_process_and_benchmark() -> None:
     """Each process and benchmark gets its own offset, the same again for the same seed:
     one pair's offset does not land on every benchmark it times."""
-    from pytest_gpucheck.bench.interleave import PAD_PAGES, PAD_SMALL_BYTES, placement_pad
+    from pytest_gpucheck.bench.placement import PAD_PAGES, PAD_SMALL_BYTES, placement_pad
     from pytest_gpucheck.bench.session import hash_seed
 
     assert placement_pad(11, "t.py::a") == placement_pad(11, "t.py::a")
