@@ -25,11 +25,10 @@ from user_runs import run_pytest
 
 from pytest_gpucheck.bench.interleave import (
     SIDES,
-    STACK_PAD_BYTES,
-    STACK_PAD_VARIABLE,
     pinned_environment,
     start_order,
 )
+from pytest_gpucheck.bench.placement import STACK_PAD_BYTES, STACK_PAD_VARIABLE
 
 
 def test_each_process_gets_a_stack_pad_of_its_own_random_length() -> None:

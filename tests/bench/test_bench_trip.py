@@ -35,7 +35,7 @@ TRIP_FILES = {
     "backends/numpy/__init__.py", "backends/numpy/backend.py", "backends/timing.py",
     # timing beside the baseline checkout: the mode, the pairs' protocol, their processes
     "bench/timed.py", "bench/paired.py", "bench/peers.py", "bench/interleave.py",
-    "processes/peers.py",
+    "bench/placement.py", "processes/peers.py",
     # one round: the clock, the calls, the device facts, the record
     "bench/timing.py", "bench/measure.py", "bench/environment.py", "bench/records.py",
     # the verdict: the looks, its settings, figures, decision and lines
