@@ -18,6 +18,7 @@ one ``std::thread`` per CUDA thread.  Arrays are NumPy arrays (any strides);
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import hashlib
@@ -130,6 +131,9 @@ def host_source(dtype: str, value_dtype: str, patch: Patch | None = None,
 
 
 _BUILD_DIR = Path(tempfile.mkdtemp(prefix="gpucheck-cuda-c-host-"))
+# Removed when the test process ends: every suite run left one in the temporary
+# folder (79 of them on one machine in a day).
+atexit.register(shutil.rmtree, _BUILD_DIR, ignore_errors=True)
 
 
 @functools.cache

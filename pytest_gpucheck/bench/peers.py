@@ -150,16 +150,16 @@ class BaselinePeer:
             self.conn.send(("stop",))
         code = self.peer.end(STOP_TIMEOUT)
         if code is None:
-            self.peer.log.close()
-            return (f"gpucheck: the {self.role} process in {self.checkout} did not stop within "
+            line = (f"gpucheck: the {self.role} process in {self.checkout} did not stop within "
                     f"{STOP_TIMEOUT:g} s and was killed; its output: {self.peer.log_name}")
-        if code not in (0, 1, 5):
+        elif code not in (0, 1, 5):
             # 1: one of its tests failed (each verdict already says so); 5: none ran.
-            self.peer.log.close()
-            return (f"gpucheck: the {self.role} process in {self.checkout} exited with code "
+            line = (f"gpucheck: the {self.role} process in {self.checkout} exited with code "
                     f"{code}; its output: {self.peer.log_name}")
+        else:
+            line = ""
         self.peer.remove_log()
-        return ""
+        return line
 
     # -- internals -----------------------------------------------------------------
     def _receive(self, doing: str) -> tuple[Any, ...]:

@@ -2,7 +2,7 @@
 benchmark gate's peers (``bench/interleave.py`` speaks their protocol; this module
 owns their processes).
 
-A peer is started here with its log file, its environment (this process's, without
+A peer is started here with its output file, its environment (this process's, without
 what would make it a child of another part of the plugin, :data:`PEER_DROPPED_ENV`)
 and one end of a socket pair; it is polled while the other side waits for it, asked
 to end by closing the connection, and killed when it does not end in time.  Its
@@ -12,7 +12,6 @@ always seen by the side that started it.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import socket
@@ -85,14 +84,20 @@ def remove_bytecode_folder(folder: Path | None) -> None:
 class PeerProcess:
     """One peer process: ``args`` started in ``cwd`` with ``env``, the argument equal to
     ``fd_option`` given the descriptor of the peer's end of the socket pair (passed to
-    it: ``--gpu-bench-peer=`` becomes ``--gpu-bench-peer=7``), its output in a log file
-    of its own; :attr:`conn` is this side's end of the connection.  ``OSError`` when it
-    cannot start (nothing is left open then)."""
+    it: ``--gpu-bench-peer=`` becomes ``--gpu-bench-peer=7``), its output in a file
+    with no name until a message needs one (:attr:`log_name`); :attr:`conn` is this
+    side's end of the connection.  ``OSError`` when it cannot start (nothing is left
+    open then)."""
 
     def __init__(self, args: Sequence[str], fd_option: str, cwd: Path, env: dict[str, str],
                  log_prefix: str) -> None:
-        self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the peer
-            prefix=log_prefix, suffix=".log", delete=False)
+        # The peer's output goes to a file with no name: a lead killed outright (CI's
+        # timeout, the OOM killer) cleans nothing up, and a named log of every peer it
+        # had started stayed in the temporary folder for good.  The output gets a name
+        # only when a message must point at it (:attr:`log_name`).
+        self.log = tempfile.TemporaryFile(prefix=log_prefix, suffix=".log")  # noqa: SIM115
+        self.log_prefix = log_prefix
+        self._kept: str | None = None
         lead, peer = socket.socketpair()
         command = [f"{arg}{peer.fileno()}" if arg == fd_option else arg for arg in args]
         try:
@@ -102,7 +107,6 @@ class PeerProcess:
         except OSError:
             lead.close()
             self.log.close()
-            os.unlink(self.log.name)
             raise
         finally:
             peer.close()
@@ -114,7 +118,15 @@ class PeerProcess:
 
     @property
     def log_name(self) -> str:
-        return self.log.name
+        """The path of a copy of the peer's output so far, written (again) on each use:
+        for the message of a peer that failed, which keeps it for the user."""
+        if self._kept is None:
+            handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - kept for the user
+                prefix=self.log_prefix, suffix=".log", delete=False)
+            handle.close()
+            self._kept = handle.name
+        Path(self._kept).write_bytes(self._output())
+        return self._kept
 
     def poll(self) -> int | None:
         """The return code once the peer has ended, else None."""
@@ -141,12 +153,24 @@ class PeerProcess:
 
     def last_line(self, lines: int) -> str:
         """The last non-empty line among the last ``lines`` of the peer's output."""
-        self.log.flush()
-        tail = Path(self.log.name).read_text(errors="replace").splitlines()[-lines:]
+        tail = self._output().decode(errors="replace").splitlines()[-lines:]
         return next((line.strip() for line in reversed(tail) if line.strip()), "no output")
 
     def remove_log(self) -> None:
-        """Close and delete the log (a peer that ended well)."""
+        """Close the output (a peer that ended well); its space goes with it."""
         self.log.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.log.name)
+
+    def _output(self) -> bytes:
+        """The peer's output so far.  ``pread``: the peer writes through the same open
+        file, whose offset a ``seek`` here would move under its next write."""
+        self.log.flush()
+        fd = self.log.fileno()
+        size = os.fstat(fd).st_size
+        chunks, offset = [], 0
+        while offset < size:
+            chunk = os.pread(fd, min(size - offset, 1 << 20), offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)

@@ -77,3 +77,34 @@ def test_the_baseline_imports_its_own_checkout(tmp_path: Path,
     finally:
         for name in names:
             sys.modules.pop(name, None)
+
+
+class CountingTimer:
+    """A round timer that counts the kernel calls it is asked to time."""
+
+    min_round_seconds = 1e-3
+    dispatch_per_call = None
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def time_round(self, call: object, calls: int) -> tuple[float, None]:
+        self.calls += calls
+        return 1e-5 * calls, None
+
+
+def test_a_peer_runs_the_calibration_calls_only_where_the_lead_calibrated() -> None:
+    # Both sides of a pair run the calibration's calls so that they enter their rounds
+    # equally warm; where the test fixed its calls per round the lead calibrated nothing,
+    # and each process of ~60 a benchmark spent the calibration's calls (seconds for a
+    # kernel of a second) for nothing.
+    from types import SimpleNamespace
+
+    from pytest_gpucheck.bench.serve import ForTheLead
+
+    timing = ForTheLead(SimpleNamespace(iterations=7))  # type: ignore[arg-type]
+    timer = CountingTimer()
+    assert timing.calls_per_round(timer, lambda: None, asked=7) == 7
+    assert timer.calls == 0
+    assert timing.calls_per_round(timer, lambda: None, asked=None) == 7
+    assert timer.calls > 0

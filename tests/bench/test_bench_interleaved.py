@@ -11,6 +11,7 @@ that dies is never a pass and leaves no process behind.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -198,12 +199,22 @@ def test_a_baseline_that_dies_fails_the_benchmark_and_is_gone(tmp_path: Path) ->
     # 6000th call must fall within the baseline's rounds.
     baseline, candidate = checkouts(tmp_path, dying, BENCH.format(work=FAST), rounds=20,
                                     max_rounds=600)
-    run = gate(candidate)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    run = run_pytest(candidate, "--gpu-bench-against=../baseline", "-rA",
+                     f"--junitxml={candidate / 'junit.xml'}", timeout=1200,
+                     extra_env={"TMPDIR": str(temporary)})
     assert run.returncode == 1, run.stdout + run.stderr
     outcome, message = junit_outcomes(candidate / "junit.xml")["test_saxpy"]
     assert outcome == "failure", (outcome, message)
     assert f"the baseline process in {baseline} exited with code -9" in message
     assert _processes_in(baseline) == []
+    # The message names the dead process's output, kept for the user; the processes
+    # that ended well leave nothing behind.
+    named = re.search(r"its whole output: (\S+)\)", message)
+    assert named, message
+    left = sorted(temporary.glob("gpucheck-baseline-peer-*"))
+    assert left == [Path(named[1])], (left, message)
 
 
 def test_an_editable_install_is_timed_from_each_checkout(tmp_path: Path) -> None:

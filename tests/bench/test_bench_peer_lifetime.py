@@ -5,7 +5,9 @@ started disappears (killed by CI's timeout, the OOM killer, SIGTERM's default
 action), a process of a pair busy in a long collection or test setup must not go on
 for minutes: nothing the plugin starts outlives the session.  The broken twin is the
 peer without its orphan guard: a baseline whose collection sleeps for ten minutes
-outlived its lead by those ten minutes.
+outlived its lead by those ten minutes.  Nor does a file: each peer's output had a
+named log in the temporary folder, removed by the lead when the peer ended well, so a
+killed lead left one per peer (CI's temporary folder gathered them run after run).
 """
 
 from __future__ import annotations
@@ -71,9 +73,12 @@ def test_the_gates_processes_end_when_the_lead_is_killed(tmp_path: Path) -> None
         pathlib.Path({str(started)!r}).touch()
         time.sleep(600)
         """) + bench)
+    # The run's own temporary folder, to see what the gate leaves there.
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
     lead = start_command([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n0", "-q",
                           f"--gpu-bench-against={baseline}"], candidate, output=False,
-                         new_session=True)
+                         new_session=True, extra_env={"TMPDIR": str(temporary)})
     try:
         deadline = time.monotonic() + START_GUARD
         while not (started.exists() and peers_of(candidate)):
@@ -88,6 +93,8 @@ def test_the_gates_processes_end_when_the_lead_is_killed(tmp_path: Path) -> None
             time.sleep(0.2)
         assert not alive, (f"{len(alive)} of the gate's {len(peers)} processes outlived "
                            f"the killed lead by {END_GUARD:g} s")
+        left = sorted(path.name for path in temporary.glob("gpucheck-baseline-peer-*"))
+        assert left == [], f"the killed lead's {len(peers)} processes left {left}"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(lead.pid, signal.SIGKILL)
