@@ -204,3 +204,47 @@ def test_the_a_a_sessions_kept_are_pooled_without_running_any(tmp_path: Path) ->
         in run.stdout
     assert "over pairs of processes (the unit): +0.17%" in run.stdout
     assert "(n=6)" in run.stdout
+
+
+#: Run in a child with ``NUMBA_NRT_STATS=1`` (numba counts its runtime's allocations
+#: only when asked before it is imported): each kernel's result and how many arrays one
+#: call allocates.
+NRT_COUNT = '''
+import json, sys
+import numpy as np
+from numba.core.runtime import rtsys
+sys.path.insert(0, sys.argv[1])
+import measure_accuracy as accuracy
+import measure_real_client as client
+from pathlib import Path
+a = np.random.default_rng(0).random(client.SIZE)
+a[::client.NAN_EVERY] = np.nan
+found = {}
+for side in ("base", "project"):
+    kernels = accuracy.load(Path(sys.argv[2]) / side / "kernels.py", "kernels_" + side)
+    out = np.empty(client.SIZE)
+    kernels.move_mean(a, client.WINDOW, 1, out)
+    before = rtsys.get_allocation_stats().alloc
+    kernels.move_mean(a, client.WINDOW, 1, out)
+    found[side] = [rtsys.get_allocation_stats().alloc - before, out.tolist()]
+print(json.dumps(found))
+'''
+
+
+def test_the_real_clients_checkouts_differ_by_one_allocating_pass(tmp_path: Path) -> None:
+    # scripts/measure_real_client.py: numbagg's move_mean as it ships and a slow twin
+    # that allocates an array of the input's size on every call, with the same results;
+    # the two checkouts differ in kernels.py only.
+    client = load_script("measure_real_client")
+    base, project = client.write_checkouts(tmp_path)
+    for name in ("test_move.py", "pytest.ini"):
+        assert (base / name).read_text() == (project / name).read_text()
+    assert (base / "kernels.py").read_text() != (project / "kernels.py").read_text()
+    run = run_command([sys.executable, "-c", NRT_COUNT, str(REPO / "scripts"), str(tmp_path)],
+                      tmp_path, timeout=300, extra_env={"NUMBA_NRT_STATS": "1"})
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout.splitlines()[-1])
+    # The runtime counts what passing the arrays in and out costs on both sides alike;
+    # the slow twin allocates one array more per call.
+    assert found["project"][0] - found["base"][0] == 1, {k: v[0] for k, v in found.items()}
+    np.testing.assert_allclose(found["project"][1], found["base"][1], rtol=1e-9)
