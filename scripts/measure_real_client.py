@@ -6,7 +6,8 @@ time read a 1.5-1.7x change as +150% to +370%.  This script writes two git check
 of a small user project in a temporary folder: ``base`` with ``move_mean`` vendored as
 numbagg ships it (its ``ndmove`` wrapper left out: the kernel only), ``project`` with a
 slow twin that counts the valid values in a first pass over a freshly allocated array
-(one allocation of the input's size per call).  Then:
+(one allocation of the input's size per call); with ``--identical``, ``project`` holds
+numbagg's kernel too (an A/A run on a real kernel: the true ratio is 1).  Then:
 
 * the true ratio slow / fast, in one process with one numba thread and the allocator
   in the state the gate's processes start in (``measure_accuracy.true_ratio``:
@@ -19,6 +20,7 @@ slow twin that counts the valid values in a first pass over a freshly allocated 
 Usage::
 
     python scripts/measure_real_client.py [--runs 3] [--seconds 20] [--outputs FOLDER]
+        [--identical] [--pytest-args ARG ...]
 
 Exit status 0 when every run's change is within +-20% of both true ratios, 1 otherwise.
 """
@@ -120,11 +122,11 @@ def test_move_mean(gpu_backend, gpu_benchmark):
 INI = "[pytest]\ngpu_backends = numba-cpu\naddopts = -p no:hypothesispytest -p no:cacheprovider\n"
 
 
-def write_checkouts(root: Path) -> tuple[Path, Path]:
-    """``root/base`` (the fast kernel) and ``root/project`` (the slow twin), each a git
-    repository with one commit."""
+def write_checkouts(root: Path, identical: bool = False) -> tuple[Path, Path]:
+    """``root/base`` (the fast kernel) and ``root/project`` (the slow twin, or with
+    ``identical`` the same fast kernel), each a git repository with one commit."""
     folders = []
-    for name, source in (("base", FAST), ("project", SLOW)):
+    for name, source in (("base", FAST), ("project", FAST if identical else SLOW)):
         folder = root / name
         folder.mkdir()
         (folder / "kernels.py").write_text(source)
@@ -176,15 +178,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds of interleaved timeit for each true ratio")
     parser.add_argument("--outputs", type=Path, default=None,
                         help="a folder to keep each gate run's pytest output and JSON report in")
+    parser.add_argument("--identical", action="store_true",
+                        help="the project holds numbagg's kernel too: an A/A run")
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--pytest-args", nargs=argparse.REMAINDER, default=[],
+                        help="the rest of the line goes to each gate run's pytest "
+                             "(--gpu-bench-pin=off: the two sides on CPUs of their own)")
     args = parser.parse_args(argv)
     if args.what == "true-child":
         true_child(args.root, args.seconds)
         return 0
-    args.pytest_args = []
     with tempfile.TemporaryDirectory(prefix="gpucheck-real-client-") as tmp:
         root = Path(tmp)
-        _, project = write_checkouts(root)
+        _, project = write_checkouts(root, args.identical)
         truths = [measure_true(root, args.seconds)]
         print(f"true ratio before: {truths[0].median:.3f} [{truths[0].low:.3f}, "
               f"{truths[0].high:.3f}], faults per call {truths[0].fast_faults:.0f} / "

@@ -72,12 +72,13 @@ def test_a_planted_slowdown_among_identical_benchmarks_fails_the_run_by_name(
     # of a candidate round of 11 ms that evicted its arrays (+5.9 in logs here, +6.1 in
     # CI, against +6.8 timed alone), and a loaded machine spreads those cold rounds: CI
     # once read its first two pairs at +5.3 on average and the other four at +6.3 to +6.6
-    # (a between-pair SD of about 65%).  At six pairs (t = 25.7 on 5 degrees of freedom at the look's 1.7e-6,
-    # the smallest p of three under Holm's method) that run missed it, and a change read
-    # as +5.0 is missed (noncentral t; scipy.stats.nct) with 0.47 at an SD of 50%.  At
-    # twelve pairs (t = 9.2 on 11) it is missed with 4.5e-13 at 65% and 2e-4 at 100%; the
-    # pasted rerun (one benchmark, 5e-6: t = 8.2) with 1.3e-16 and 9.2e-6.  This machine
-    # read SDs of 10% to 32% with one to three memory-bound processes beside it.
+    # (a between-pair SD of about 65%).  At six pairs (t = 25.7 on 5 degrees of freedom
+    # at the look's 1.7e-6, the smallest p of three under Holm's method) that run missed
+    # it, and a change read as +5.0 is missed (noncentral t; scipy.stats.nct) with 0.47
+    # at an SD of 50%.  At twelve pairs (t = 9.2 on 11) it is missed with 4.5e-13 at 65%
+    # and 2e-4 at 100%; the pasted rerun (one benchmark, 5e-6: t = 8.2) with 1.3e-16 and
+    # 9.2e-6.  This machine read SDs of 10% to 32% with one to three memory-bound
+    # processes beside it.
     run = run_pytest(candidate, "--gpu-bench-against=../baseline", "-rA",
                      f"--junitxml={candidate / 'junit.xml'}", FAMILY_LEVEL, timeout=1200)
     assert run.returncode == 1, run.stdout + run.stderr

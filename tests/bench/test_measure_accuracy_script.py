@@ -248,3 +248,8 @@ def test_the_real_clients_checkouts_differ_by_one_allocating_pass(tmp_path: Path
     # the slow twin allocates one array more per call.
     assert found["project"][0] - found["base"][0] == 1, {k: v[0] for k, v in found.items()}
     np.testing.assert_allclose(found["project"][1], found["base"][1], rtol=1e-9)
+    # --identical (an A/A run on the real kernel): the project holds numbagg's kernel too.
+    (tmp_path / "identical").mkdir()
+    same_base, same_project = client.write_checkouts(tmp_path / "identical", identical=True)
+    assert (same_project / "kernels.py").read_text() == (base / "kernels.py").read_text()
+    assert (same_base / "kernels.py").read_text() == (base / "kernels.py").read_text()
