@@ -170,10 +170,11 @@ SIDES = ("baseline", "candidate")
 
 def first_side(pair: int) -> str:
     """The side that starts pair ``pair`` (0-based): its process is started first
-    (:func:`start_order`), it sets up its test first and times the first round of each
-    block.  The baseline in even pairs, the candidate in odd ones: a side that always
-    started would always set up its arrays first and always time round 0 in the other's
-    wake (identical code read 3.6% to 21% lower in the first block when the baseline
+    (:func:`start_order`) and it times the first round of each block (both set up
+    their test at once: ``paired.begin_together``; the side that set it up first was
+    the slower for the whole pair, issue 43).  The baseline in even pairs, the
+    candidate in odd ones: a side that always started would always time round 0 in the
+    other's wake (identical code read 3.6% to 21% lower in the first block when the baseline
     always started, issue 43).
 
     Crossed with :func:`cpu_half` in a cycle of four pairs (starts B, C, B, C against the
@@ -215,7 +216,7 @@ def cpu_half(pair: int, role: str) -> int:
 
 def pair_rounds(pair: int, blocks: int) -> list[tuple[str, bool]]:
     """The order in which pair ``pair``'s two processes run their rounds for one
-    benchmark, after both have set up their test (:func:`first_side` first): ``(side,
+    benchmark, after both have set up their test: ``(side,
     timed)`` per round.
 
     First one untimed round per side, the second side's then the first side's; then

@@ -27,7 +27,7 @@ from pytest_gpucheck.bench.interleave import (
     shared_cpu,
     time_pair,
 )
-from pytest_gpucheck.bench.peers import BaselinePeer, PeerError
+from pytest_gpucheck.bench.peers import BaselinePeer, PeerError, PeerStart
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.sequential import LookSchedule
 from pytest_gpucheck.bench.settings import MIN_BLOCKS_PER_PAIR
@@ -63,6 +63,31 @@ def start_replicate(run: GateRun, peer: BaselinePeer, iterations: int,
         start = peer.begin(run.name, iterations)
     except PeerError as exc:
         pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
+    return accept_start(run, peer, start, side)
+
+
+def begin_together(run: GateRun, peers: dict[str, BaselinePeer], order: tuple[str, ...],
+                   iterations: int) -> dict[str, PeerStart]:
+    """Ask both processes of a pair (in ``order``) to run this test up to its benchmark
+    before reading either answer, so the two set it up at the same time.
+
+    One after the other, the side that set up first waited while the other set up, and
+    was slower for the whole pair: on identical numba-cpu code the pairs the baseline
+    set up first read about 11% below the others (numbagg's ``move_mean``), half of that
+    with the setup order fixed and none with both asked at once (issue 43,
+    docs/benchmark-accuracy.md).  Balanced over the pairs it left the change, but it
+    widened the between-pair spread the interval is made of."""
+    try:
+        asked = {side: peers[side].ask(run.name, iterations) for side in order}
+        return {side: asked[side] or peers[side].answer(run.name) for side in order}
+    except PeerError as exc:
+        pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
+
+
+def accept_start(run: GateRun, peer: BaselinePeer, start: PeerStart,
+                 side: str) -> dict[str, Any] | None:
+    """``peer``'s answer to its start (:func:`start_replicate`): its facts when ready,
+    else ``None`` (the baseline's reason went to the run), or the test fails."""
     if not start.ready:
         if side == "candidate":
             pytest.fail(f"gpucheck benchmark gate: the candidate process could not time "
@@ -162,17 +187,20 @@ class Interleaved(Timing):
     def _one_pair(self, bench: GpuBenchmark, state: _Progress, iterations: int) -> bool:
         """Time pair ``state.done``; False when the baseline has no such test."""
         base, cand = state.last = state.pairs[state.done]
-        # The side that starts this pair sets up its test first (and times the first
-        # round of each block): each side in every other pair.
+        # Both set up the test at once (begin_together); the side that starts this pair
+        # times the first round of each block: each side in every other pair.
         starts = {"baseline": base, "candidate": cand}
-        begun: dict[str, dict[str, Any] | None] = {}
-        for side in SIDES if first_side(state.done) == SIDES[0] else SIDES[::-1]:
-            begun[side] = start_replicate(self.run, starts[side], iterations, side)
-            if begun[side] is None:
-                break
+        order = SIDES if first_side(state.done) == SIDES[0] else SIDES[::-1]
+        answers = begin_together(self.run, starts, order, iterations)
+        if answers["baseline"].ready and not answers["candidate"].ready:
+            # The candidate's failure ends this test; the baseline's own test finishes
+            # first, so its process can serve the next benchmark.
+            base.end()
+        begun = {side: accept_start(self.run, starts[side], answers[side], side)
+                 for side in order}
         if begun.get("baseline") is None:
             if begun.get("candidate") is not None:
-                # It started first (an odd pair) and waits for its rounds.
+                # Ready, it waits for its rounds: let its test finish.
                 cand.end()
             if state.done:
                 pytest.fail(f"gpucheck benchmark gate: the baseline timed this test "

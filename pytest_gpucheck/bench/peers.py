@@ -99,12 +99,23 @@ class BaselinePeer:
     def begin(self, nodeid: str, iterations: int) -> PeerStart:
         """Ask the peer to run test ``nodeid`` up to its benchmark (``iterations`` calls
         per round); it answers when its warm-up is done, or why it cannot."""
+        return self.ask(nodeid, iterations) or self.answer(nodeid)
+
+    def ask(self, nodeid: str, iterations: int) -> PeerStart | None:
+        """The first half of :meth:`begin`: ask the peer to run test ``nodeid`` up to its
+        benchmark and return at once, ``None`` once asked (:meth:`answer` reads its
+        answer), or why it cannot (not a test it collected: nothing was sent)."""
         if nodeid not in self.collected:
             errors = (f" ({self.collection_errors} collection error(s) there: see "
                       f"{self.peer.log_name})" if self.collection_errors else "")
             return PeerStart(False, reason=f"{nodeid} is not a test in the {self.role} "
                                            f"checkout {self.checkout}{errors}")
         self.conn.send(("run", nodeid, int(iterations)))
+        return None
+
+    def answer(self, nodeid: str) -> PeerStart:
+        """The second half of :meth:`begin`: the asked peer's answer, once its warm-up is
+        done, or why it cannot time the test."""
         kind, *rest = self._receive(f"start {nodeid}")
         if kind == "ready":
             return PeerStart(True, facts=dict(rest[0]))

@@ -338,3 +338,49 @@ def test_a_kernel_returning_none_is_compared_once(tmp_path: Path) -> None:
         "the baseline checkout timed round by round beside it")
     assert results[0]["record"]["extra"]["replicates"] == 3
     assert len(results[0]["verdict"]["pair_figures"]) == 3
+
+
+#: A benchmark whose setup takes 1 s and is logged (side, start, end of the setup; the
+#: clock is the system's monotonic one, the same in every process) by the gate's
+#: processes only: the lead runs the test too, with no ``--gpu-bench-peer`` argument.
+SLOW_SETUP = textwrap.dedent("""\
+    import os
+    import sys
+    import time
+
+    import numpy as np
+
+
+    def test_saxpy(gpu_benchmark, gpu_backend):
+        start = time.monotonic()
+        time.sleep(1.0)
+        x = np.ones(1 << 12, np.float32)
+        if any(arg.startswith("--gpu-bench-peer=") for arg in sys.argv):
+            with open(os.environ["SETUP_LOG"], "a") as log:
+                log.write(f"{SIDE} {start} {time.monotonic()}\\n")
+        gpu_benchmark(lambda: 2.5 * x)
+    """)
+
+
+def test_the_two_processes_of_a_pair_set_up_their_test_at_once(tmp_path: Path) -> None:
+    # One after the other, the side that set up first was the slower for the whole pair
+    # (about 5.5% on identical numba-cpu code, docs/benchmark-accuracy.md, issue 43): both
+    # are now asked before either answer is read, so their setups overlap.  Asked one
+    # after the other (the old code), the second began only after the first was ready.
+    _, candidate = checkouts(tmp_path, SLOW_SETUP.replace("{SIDE}", "baseline"),
+                             SLOW_SETUP.replace("{SIDE}", "candidate"))
+    log = tmp_path / "setups.txt"
+    run = run_pytest(candidate, "--gpu-bench-against=../baseline", "-rA",
+                     extra_env={"SETUP_LOG": str(log)}, timeout=1200)
+    assert run.returncode in (0, 1), run.stdout + run.stderr
+    assert "gpucheck benchmark gate: 1 benchmark(s) compared as one family" in run.stdout
+    setups: dict[str, list[tuple[float, float]]] = {"baseline": [], "candidate": []}
+    for line in log.read_text().splitlines():
+        side, start, end = line.split()
+        setups[side].append((float(start), float(end)))
+    # Three pairs (INI), each side's setups in the order the pairs ran; a false fail needs
+    # one process of a pair to begin its setup more than a second after the other began.
+    assert [len(setups["baseline"]), len(setups["candidate"])] == [3, 3], setups
+    for (b_start, b_end), (c_start, c_end) in zip(sorted(setups["baseline"]),
+                                                  sorted(setups["candidate"]), strict=True):
+        assert max(b_start, c_start) < min(b_end, c_end), setups
