@@ -73,8 +73,9 @@ def begin_together(run: GateRun, peers: dict[str, BaselinePeer], order: tuple[st
 
     One after the other, the side that set up first waited while the other set up, and
     was slower for the whole pair: on identical numba-cpu code the pairs the baseline
-    set up first read about 11% below the others (numbagg's ``move_mean``), half of that
-    with the setup order fixed and none with both asked at once (issue 43,
+    set up first read about 11% below the others (numbagg's ``move_mean``); with the
+    baseline always set up first that contrast was gone and the baseline read 3%
+    slower, and with both asked at once there is none (issue 43,
     docs/benchmark-accuracy.md).  Balanced over the pairs it left the change, but it
     widened the between-pair spread the interval is made of."""
     try:
