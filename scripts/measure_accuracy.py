@@ -50,7 +50,11 @@ Usage::
     python scripts/measure_accuracy.py aa --backends numpy --replay FOLDER [FOLDER ...]
 
 ``--replay`` pools the sessions earlier runs kept with ``--outputs`` (their JSON
-reports), without running any.
+reports), without running any.  ``--evidence FOLDER`` writes each session it reads
+(run or replayed) there as the verdicts' fields this analysis reads, about 2 KB a
+benchmark, which ``--replay`` reads as it reads a report: small enough to commit, so
+that sessions of one regime measured on different days and machines are pooled
+(``docs/aa-evidence/``).
 
 Each run prints its rows with the load average beside them (the machine may be
 shared) and, with ``--outputs FOLDER``, keeps every session's pytest output and JSON
@@ -690,8 +694,39 @@ def kept_sessions(folders: list[Path], project: str, backend: str
     return kept
 
 
+#: The fields of a verdict the A/A analysis reads, and what they are (``--evidence``).
+EVIDENCE_FIELDS = ("name", "backend", "status", "change", "interval", "looks", "stopped",
+                   "noise", "pair_figures", "pair_blocks")
+
+
+def write_evidence(folder: Path, project: str, backend: str, name: str,
+                   results: list[dict[str, Any]]) -> Path:
+    """One session's verdicts, :data:`EVIDENCE_FIELDS` only, as a report :func:`kept_sessions`
+    reads (``aa-PROJECT-BACKEND-LABEL.json``, the label from ``name``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    verdicts = [{"verdict": {key: _short(value) for key, value in result["verdict"].items()
+                             if key in EVIDENCE_FIELDS}}
+                for result in results if result.get("verdict")]
+    name = name.replace(f"aa-{project}-{backend}-", "")
+    label = "".join(c if c.isalnum() or c in "_.-" else "." for c in name).strip(".")
+    path = folder / f"aa-{project}-{backend}-{label}.json"
+    path.write_text(json.dumps({"sections": {"benchmarks": {"results": verdicts}}}) + "\n")
+    return path
+
+
+def _short(value: Any) -> Any:
+    """``value`` with every float to 7 significant digits (a log ratio to 1e-7 or finer,
+    far below the 0.01% the analysis prints; the evidence is a third the size)."""
+    if isinstance(value, float):
+        return float(f"{value:.7g}")
+    if isinstance(value, list):
+        return [_short(item) for item in value]
+    return value
+
+
 def aa(args: argparse.Namespace) -> int:
     complete = True
+    started = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     for backend in args.backends:
         session_means: list[float] = []
         session_pairs: list[list[float]] = []
@@ -716,6 +751,9 @@ def aa(args: argparse.Namespace) -> int:
                 print(f"{backend} {name}: no compared benchmark (wall {wall:.0f} s)"
                       f":\n{output[-2000:]}", flush=True)
                 continue
+            if args.evidence is not None:
+                label = name if args.replay else f"{started}.{name}"
+                write_evidence(args.evidence, args.project, backend, label, results)
             means = [float(np.mean(r["verdict"]["pair_figures"])) for r in compared]
             session_means.append(float(np.mean(means)))
             session_pairs.append(pair_units(compared))
@@ -762,6 +800,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay", type=Path, nargs="+", default=None, metavar="FOLDER",
                         help="aa: pool the sessions earlier runs kept with --outputs in "
                         "these folders, without running any")
+    parser.add_argument("--evidence", type=Path, default=None, metavar="FOLDER",
+                        help="aa: write each session (run or replayed) there as the "
+                        "verdicts' fields the analysis reads, for --replay")
     parser.add_argument("--seconds", type=float, default=8.0,
                         help="table: seconds of interleaved timeit per kernel for the true ratio")
     parser.add_argument("--outputs", type=Path, default=None,

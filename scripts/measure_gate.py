@@ -45,7 +45,9 @@ Prints one line per session, then the red A/A sessions with a 95% upper bound, t
 planted slowdowns caught with a 95% lower bound (and what the gate measured them
 at), the variance components, the fitted simulation and the power of the measured
 noise shifted by ``--slowdown``.  ``--replay FOLDER ...`` pools the A/A sessions
-that earlier runs kept with ``--outputs``, without running any.
+that earlier runs kept with ``--outputs``, without running any; with ``--evidence
+SMALL`` it also writes each of them there, only what the replay reads, small enough to
+commit (``docs/gate-evidence/``: sessions of different days and machines pooled).
 """
 
 from __future__ import annotations
@@ -703,6 +705,35 @@ def print_analysis(components: Components, sessions: list[list[dict[str, Any]]],
     print(shifted_power(sessions, args.family_level, args.slowdown))
 
 
+#: The fields of a verdict the replay reads (``--evidence`` keeps only these).
+EVIDENCE_FIELDS = ("name", "status", "change", "looks", "schedule", "pair_figures",
+                   "pair_blocks")
+
+
+def write_evidence(into: Path, folder: Path, report: Path,
+                   results: list[dict[str, Any]]) -> Path:
+    """A kept session's verdicts, :data:`EVIDENCE_FIELDS` only, floats to 7 significant
+    digits (about 1.5 KB a benchmark against 15 KB for the JSON report), as a
+    ``session-FOLDER-N.json`` that ``--replay`` reads: small enough to commit, so that
+    sessions measured on different days and machines are pooled (docs/gate-evidence/)."""
+
+    def short(value: Any) -> Any:
+        if isinstance(value, float):
+            return float(f"{value:.7g}")
+        if isinstance(value, list):
+            return [short(item) for item in value]
+        return value
+
+    into.mkdir(parents=True, exist_ok=True)
+    verdicts = [{"verdict": {key: short(value) for key, value in result["verdict"].items()
+                             if key in EVIDENCE_FIELDS}}
+                for result in results if result.get("verdict")]
+    label = "".join(c if c.isalnum() or c in "_." else "." for c in folder.name)
+    path = into / f"session-{label}-{report.stem.rpartition('-')[2]}.json"
+    path.write_text(json.dumps({"sections": {"benchmarks": {"results": verdicts}}}) + "\n")
+    return path
+
+
 def replay(folders: list[Path], args: argparse.Namespace) -> int:
     """The A/A figures of sessions run before, from the JSON reports that ``--outputs``
     kept (``session-N.json``; session 0, the calibration run, is left out), pooled over
@@ -717,8 +748,12 @@ def replay(folders: list[Path], args: argparse.Namespace) -> int:
         if not files:
             raise SystemExit(f"--replay {folder}: no session-N.json there; give a folder "
                              "that --outputs wrote")
-        sessions += [json.loads(f.read_text())["sections"]["benchmarks"]["results"]
-                     for f in files if f.stem != "session-0"]
+        kept = [(f, json.loads(f.read_text())["sections"]["benchmarks"]["results"])
+                for f in files if f.stem != "session-0"]
+        sessions += [results for _, results in kept]
+        if args.evidence is not None:
+            for f, results in kept:
+                write_evidence(args.evidence, folder, f, results)
     components = Components()
     statuses: Counter[str] = Counter()
     red = 0
@@ -899,6 +934,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--outputs", type=Path, default=None,
                         help="interleaved: a folder to keep each session's pytest output and JSON "
                         "report in (session-N.txt, .json; session 0 is the calibration run)")
+    parser.add_argument("--evidence", type=Path, default=None, metavar="FOLDER",
+                        help="with --replay: write each replayed session there, the "
+                        "verdicts' fields the replay reads only, for a later --replay")
     parser.add_argument("--replay", type=Path, nargs="+", default=None, metavar="FOLDER",
                         help="interleaved: run nothing; pool the A/A sessions that --outputs "
                              "kept in these folders (red sessions, variance components, the "

@@ -96,6 +96,11 @@ class BaselinePeer:
     def pid(self) -> int:
         return self.peer.pid
 
+    @property
+    def ended(self) -> bool:
+        """Whether the process has ended (it is reaped here, a zombie no longer)."""
+        return self.peer.poll() is not None
+
     def begin(self, nodeid: str, iterations: int) -> PeerStart:
         """Ask the peer to run test ``nodeid`` up to its benchmark (``iterations`` calls
         per round); it answers when its warm-up is done, or why it cannot."""
@@ -246,6 +251,33 @@ class PeerBytecode:
         """Remove the folder (its peers have ended)."""
         remove_bytecode_folder(self.folder)
         self.folder = None
+
+
+@dataclass
+class RetiredPeers:
+    """Peers asked to end before the session's end (the pairs a later look added,
+    :meth:`~pytest_gpucheck.bench.session.BenchSession.retire_extra_pairs`).
+
+    Each batch is waited for when the next one is retired, a benchmark later: before,
+    they were waited for only at the session's end, so every peer a look had added
+    stayed a zombie holding its socket and its output file for the rest of the run (a
+    30-benchmark run on a noisy machine adds dozens).  How any of them ended badly is
+    kept for the session's end (:attr:`errors`), where every other peer's is said.
+    """
+
+    #: Peers asked to end and not yet waited for.
+    peers: list[BaselinePeer] = field(default_factory=list)
+    #: One line for each retired peer that ended badly (:meth:`BaselinePeer.close`).
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, peers: Sequence[BaselinePeer]) -> None:
+        """Wait for the peers retired before (asked a benchmark ago, most have ended;
+        one that has not is waited for, and killed after :data:`STOP_TIMEOUT`), then ask
+        ``peers`` to end, without waiting."""
+        self.errors += [error for error in (peer.close() for peer in self.peers) if error]
+        for peer in peers:
+            peer.ask_to_stop()
+        self.peers = list(peers)
 
 
 def _passed_options(config: pytest.Config) -> list[str]:

@@ -39,7 +39,12 @@ from pytest_gpucheck.bench.gate.settings import (
     read_placement_seed,
     stored_fails,
 )
-from pytest_gpucheck.bench.peers import BaselinePeer, PeerBytecode, start_collected
+from pytest_gpucheck.bench.peers import (
+    BaselinePeer,
+    PeerBytecode,
+    RetiredPeers,
+    start_collected,
+)
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.session_ceiling import apply_session_ceilings
 from pytest_gpucheck.bench.settings import (
@@ -115,9 +120,9 @@ class BenchSession:
     #: ``--gpu-bench-against``: this run's benchmarks that are not tests in the baseline
     #: checkout (new ones), named once in the summary.
     missing_in_baseline: list[str] = field(default_factory=list)
-    #: Pairs asked to end after the benchmark that added them (:meth:`retire_extra_pairs`),
-    #: waited for at the session's end.
-    retired: list[tuple[BaselinePeer, BaselinePeer]] = field(default_factory=list)
+    #: Peers of the pairs asked to end after the benchmark that added them
+    #: (:meth:`retire_extra_pairs`), waited for a benchmark later.
+    retired: RetiredPeers = field(default_factory=RetiredPeers)
     #: Where the peers keep their compiled modules (removed at the session's end).
     bytecode: PeerBytecode = field(default_factory=PeerBytecode)
     #: ``--gpu-bench-inconclusive=fail``: a benchmark the gate could not decide fails the
@@ -174,12 +179,10 @@ class BenchSession:
         needs only those, and a look that needs more starts them again (its start-up
         counted in the budget, bench/paired.py).  Kept alive for the whole run, about 50
         torch-cpu processes of ~330 MB each left 144 MB free and took 16 minutes to end
-        (issue 43).  They are waited for at the session's end."""
+        (issue 43).  They are waited for after the next benchmark (:class:`RetiredPeers`);
+        called after every benchmark, so the last ones are waited for then."""
         keep = self.measure.replicates
-        for pair in self.pairs[keep:]:
-            for peer in pair:
-                peer.ask_to_stop()
-        self.retired += self.pairs[keep:]
+        self.retired.add([peer for pair in self.pairs[keep:] for peer in pair])
         self.pairs = self.pairs[:keep]
 
     @property
@@ -395,11 +398,11 @@ class BenchSession:
         """
         # Every peer is asked first, then each is waited for: they end at once, not one
         # after the other (twenty processes at the default pairs, on a loaded machine).
-        peers = [peer for pair in self.pairs + self.retired for peer in pair] + self.fresh
+        peers = [peer for pair in self.pairs for peer in pair] + self.retired.peers + self.fresh
         for peer in peers:
             peer.ask_to_stop()
-        errors = [peer.close() for peer in peers]
-        self.pairs, self.retired, self.fresh = [], [], []
+        errors = [*self.retired.errors, *(peer.close() for peer in peers)]
+        self.pairs, self.retired, self.fresh = [], RetiredPeers(), []
         self.bytecode.remove()
         self.peer_error = "; ".join(error for error in errors if error)
         if self.peer_error:

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
         missing_report,
         write_deaths,
     )
-    from pytest_gpucheck.processes.guard import start_orphan_guard
+    from pytest_gpucheck.processes.guard import scratch_folder, start_orphan_guard
     from pytest_gpucheck.processes.peers import (
         PEER_DROPPED_ENV,
         PeerProcess,
@@ -129,6 +129,9 @@ _FACE = {
     "load_parent_conftests": "worker",
     # both sides: a process the plugin started ends with the process that started it
     "start_orphan_guard": "guard",
+    # the parent's folders for its children, named after it (a killed run's are removed
+    # by the next)
+    "scratch_folder": "guard",
 }
 
 
@@ -179,6 +182,7 @@ __all__ = [
     "run_child_pytest",
     "run_command",
     "run_process_group",
+    "scratch_folder",
     "start_crash_reporter",
     "start_orphan_guard",
     "tear_down_towards",

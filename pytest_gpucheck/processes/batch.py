@@ -18,7 +18,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,7 +31,13 @@ from pytest_gpucheck.processes.child_options import (
     plugin_options,
     stop_options,
 )
-from pytest_gpucheck.processes.guard import Stopped, end_group, kill_group, sigterm_raises
+from pytest_gpucheck.processes.guard import (
+    Stopped,
+    end_group,
+    kill_group,
+    scratch_directory,
+    sigterm_raises,
+)
 from pytest_gpucheck.processes.replaying import apply_session_output
 from pytest_gpucheck.processes.wire import ChildRun, child_target, read_reports, read_text
 
@@ -66,7 +71,7 @@ def run_child_pytest(
     interruption goes on (SIGTERM as ``pytest.exit`` with code 143).
     ``on_progress`` is called every few seconds with what the child reported so far.
     """
-    with tempfile.TemporaryDirectory(prefix="gpucheck-child-") as sink, \
+    with scratch_directory("gpucheck-child-") as sink, \
             output_stream(config, launcher) as (stream_env, stream_fds, stream_args):
         args_file = Path(sink) / "args.txt"
         targets = {child_target(item): item.nodeid for item in items}

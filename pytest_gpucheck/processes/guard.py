@@ -8,6 +8,10 @@ Two sides of one guarantee (see ``docs/reliability.md``):
 * in the parent, :func:`sigterm_raises` turns SIGTERM into an exception while
   a child runs, and :func:`end_group` / :func:`kill_group` end the child's
   whole process group (launcher, proxies, ranks).
+
+And the temporary folders a process makes for its children (:func:`scratch_folder`)
+carry its pid: a process killed outright removes nothing, so the next one to make such
+a folder removes those whose process has died.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -58,13 +63,7 @@ def start_orphan_guard(env: Mapping[str, str] | None = None) -> None:
     def alive() -> bool:
         if direct:
             return os.getppid() == parent_pid
-        try:
-            os.kill(parent_pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return _state_of(parent_pid) not in ("Z", "X")
+        return _alive(parent_pid)
 
     def watch() -> None:
         while alive():
@@ -98,6 +97,84 @@ def _parent_of(pid: int) -> int | None:
     """The parent pid of ``pid`` (Linux ``/proc``), or None where it cannot be read."""
     fields = _stat_fields(pid)
     return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def scratch_folder(prefix: str) -> Path:
+    """A new temporary folder for this process's children, ``<prefix><owner>-XXXXXXXX``,
+    ``<owner>`` naming this process (:func:`_owner_tag`); first, once per prefix and
+    process, the folders of that prefix left by processes that have died are removed
+    (:func:`remove_orphaned_folders`).
+
+    Why: a lead killed outright (CI's timeout, the OOM killer, ``kill -9``) cleans
+    nothing up, and the benchmark gate's compiled-module folder (hypothesis and the
+    plugin compiled, a few MB) or a child's report folder stayed in the temporary
+    folder for good, one per killed run (issue 43).
+    """
+    if prefix not in _swept:
+        _swept.add(prefix)
+        remove_orphaned_folders(prefix)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{_owner_tag()}-"))
+
+
+@contextlib.contextmanager
+def scratch_directory(prefix: str) -> Iterator[str]:
+    """A :func:`scratch_folder` for a ``with`` block (its path), removed at the block's end."""
+    folder = scratch_folder(prefix)
+    try:
+        yield str(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_orphaned_folders(prefix: str) -> list[Path]:
+    """Remove the :func:`scratch_folder` folders of ``prefix`` in the temporary folder
+    whose process has died; the folders removed.  Kept: those of a live process, of
+    another PID namespace (a container sharing the temporary folder: its pids mean
+    nothing here), of another user (whose processes this one cannot see die), and
+    names without an owner (an older version's, or not ours)."""
+    root = Path(tempfile.gettempdir())
+    namespace = _pid_namespace()
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in root.glob(f"{prefix}*"):
+            pid_text, dot, rest = entry.name[len(prefix):].partition(".")
+            owner_namespace = rest.partition("-")[0]
+            if (not dot or not pid_text.isdigit() or owner_namespace != namespace
+                    or not entry.is_dir() or entry.stat().st_uid != os.getuid()
+                    or _alive(int(pid_text))):
+                continue
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
+#: The prefixes :func:`scratch_folder` has swept in this process.
+_swept: set[str] = set()
+
+
+def _owner_tag() -> str:
+    """``<pid>.<pid namespace>``: which process made a folder, told apart from the same
+    pid in another container."""
+    return f"{os.getpid()}.{_pid_namespace()}"
+
+
+def _pid_namespace() -> str:
+    """This process's PID namespace (its inode, Linux), or ``0`` where there is none."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie has died; another user's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _state_of(pid) not in ("Z", "X")
 
 
 class Stopped(Exception):

@@ -28,6 +28,7 @@ from pytest_gpucheck.environment import (
     REPORT_SINK_VARIABLE,
     SERVE_VARIABLE,
 )
+from pytest_gpucheck.processes.guard import scratch_folder
 
 #: Environment variables of this process a peer must not inherit: xdist's, and those
 #: that make this process a child of the plugin (an isolation worker, the simulator
@@ -72,7 +73,7 @@ def bytecode_folder() -> Path | None:
     """
     if not sys.dont_write_bytecode:
         return None
-    return Path(tempfile.mkdtemp(prefix="gpucheck-bytecode-"))
+    return scratch_folder("gpucheck-bytecode-")
 
 
 def remove_bytecode_folder(folder: Path | None) -> None:

@@ -30,7 +30,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -51,7 +50,13 @@ from pytest_gpucheck.processes.deaths import (
     failed_report,
     missing_report,
 )
-from pytest_gpucheck.processes.guard import Stopped, end_group, kill_group, sigterm_raises
+from pytest_gpucheck.processes.guard import (
+    Stopped,
+    end_group,
+    kill_group,
+    scratch_folder,
+    sigterm_raises,
+)
 from pytest_gpucheck.processes.replaying import apply_session_output
 from pytest_gpucheck.processes.wire import ChildRun, child_target, read_reports, read_text
 
@@ -95,7 +100,7 @@ class Worker:
         return []
 
     def _start(self) -> None:
-        self.sink = tempfile.mkdtemp(prefix="gpucheck-child-")
+        self.sink = str(scratch_folder("gpucheck-child-"))
         with output_stream(self.config) as (stream_env, stream_fds, stream_args):
             args_file = Path(self.sink) / "args.txt"
             args_file.write_text("\n".join([*self.targets, *forwarded_options(self.config),

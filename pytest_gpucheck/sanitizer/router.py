@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from pytest_gpucheck.processes import (
     close_all,
     items_ahead,
     router_for,
+    scratch_folder,
 )
 from pytest_gpucheck.sanitizer.log import (
     SECTION,
@@ -83,7 +83,7 @@ class SanitizedWorker(Worker):
 
     def _start(self) -> None:
         self._finish_log()  # a worker that died between tests: what it left unread
-        self.logs = Path(tempfile.mkdtemp(prefix="gpucheck-sanitizer-"))
+        self.logs = scratch_folder("gpucheck-sanitizer-")
         self.env[SANITIZE_LOG_VARIABLE] = str(self.log)
         self.env[SANITIZE_TOOL_VARIABLE] = self.tool
         super()._start()

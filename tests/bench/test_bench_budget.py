@@ -35,28 +35,55 @@ def test_the_start_up_per_pair_is_the_slowest_seen() -> None:
 
 
 class Peer:
-    def __init__(self) -> None:
+    def __init__(self, error: str = "") -> None:
         self.asked = 0
+        self.closed = 0
+        self.error = error
 
     def ask_to_stop(self) -> None:
         self.asked += 1
 
     def close(self) -> str:
-        return ""
+        self.closed += 1
+        return self.error
 
 
 def test_pairs_beyond_the_first_look_end_after_their_benchmark() -> None:
+    from pytest_gpucheck.bench.peers import RetiredPeers
     from pytest_gpucheck.bench.session import BenchSession
 
     state: Any = BenchSession.__new__(BenchSession)
     state.measure = MeasureDefaults(replicates=3)
     state.pairs = [(Peer(), Peer()) for _ in range(5)]
-    state.retired = []
+    state.retired = RetiredPeers()
     kept, extra = state.pairs[:3], state.pairs[3:]
     state.retire_extra_pairs()
     assert state.pairs == kept
-    assert state.retired == extra
-    assert all(peer.asked == 1 for pair in extra for peer in pair)
-    assert all(peer.asked == 0 for pair in kept for peer in pair)
-    state.retire_extra_pairs()  # nothing more to retire
-    assert state.retired == extra
+    assert state.retired.peers == [peer for pair in extra for peer in pair]
+    assert all(peer.asked == 1 and peer.closed == 0 for pair in extra for peer in pair)
+    assert all(peer.asked == 0 and peer.closed == 0 for pair in kept for peer in pair)
+
+
+def test_retired_peers_are_waited_for_a_benchmark_later_not_at_the_runs_end() -> None:
+    # Before, the retired pairs were waited for only at the session's end: each stayed a
+    # zombie with its socket and output file open for the rest of the run.  The broken
+    # twin (nothing waited for before the end) leaves `closed` at 0 below.
+    from pytest_gpucheck.bench.peers import RetiredPeers
+    from pytest_gpucheck.bench.session import BenchSession
+
+    state: Any = BenchSession.__new__(BenchSession)
+    state.measure = MeasureDefaults(replicates=1)
+    first = [(Peer(), Peer("gpucheck: the baseline process ... exited with code 3"))]
+    state.pairs = [(Peer(), Peer()), *first]
+    state.retired = RetiredPeers()
+    state.retire_extra_pairs()  # after the benchmark that added them: asked to end
+    second = [(Peer(), Peer())]
+    state.pairs += second
+    state.retire_extra_pairs()  # after the next: the first batch waited for
+    assert [peer.closed for pair in first for peer in pair] == [1, 1]
+    assert [peer.closed for pair in second for peer in pair] == [0, 0]
+    state.retire_extra_pairs()  # a benchmark that added none: the second batch waited for
+    assert [peer.closed for pair in second for peer in pair] == [1, 1]
+    assert state.retired.peers == []
+    # How a retired peer ended badly is kept for the session's end.
+    assert state.retired.errors == ["gpucheck: the baseline process ... exited with code 3"]

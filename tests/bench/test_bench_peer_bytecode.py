@@ -19,12 +19,16 @@ set (the user's own setting overridden).
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from user_runs import run_pytest
+from user_runs import run_pytest, start_command
 
 pytestmark = pytest.mark.slow
 
@@ -122,3 +126,56 @@ def test_peers_write_compiled_modules_as_python_does_where_the_user_allows_it(
     assert done.returncode == 0, done.stdout + done.stderr
     assert {(line["kind"], line["prefix"], line["no_bytecode"]) for line in lines} == {
         ("lead", None, False), ("peer", None, False)}
+
+
+def test_a_lead_killed_outright_leaves_a_folder_the_next_run_removes(tmp_path: Path) -> None:
+    # A lead killed outright (CI's timeout, the OOM killer) cleans nothing up: its
+    # compiled-module folder stayed in the temporary folder for good.  It carries the
+    # lead's pid, so the next run removes it.  The broken twin (folders named as before,
+    # or no sweep) leaves two folders after the second run.
+    baseline, candidate, tmp = tmp_path / "baseline", tmp_path / "candidate", tmp_path / "tmp"
+    for root in (baseline, candidate, tmp):
+        root.mkdir()
+    for root in (baseline, candidate):
+        (root / "pytest.ini").write_text("[pytest]\ngpu_backends = numpy\n"
+                                         "gpu_bench_replicates = 2\ngpu_bench_budget = 1\n")
+        (root / "conftest.py").write_text(RECORDING_CONFTEST)
+        (root / "test_bench.py").write_text(BENCH)
+    records = tmp_path / "records.jsonl"
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(tmp), "BYTECODE_RECORDS": str(records)}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n0", "-q",
+               f"--gpu-bench-against={baseline}"]
+    lead = start_command(command, candidate, extra_env=env, output=False)
+    try:
+        # Killed once its peers serve (the folder made and filled by then).
+        deadline = time.monotonic() + 300
+        while not (records.exists() and '"peer"' in records.read_text()):
+            assert lead.poll() is None, "the lead ended before its peers started"
+            assert time.monotonic() < deadline, "no peer started"
+            time.sleep(0.2)
+        os.kill(lead.pid, signal.SIGKILL)
+    finally:
+        lead.kill()
+        lead.wait()
+    left = sorted(tmp.glob("gpucheck-bytecode-*"))
+    assert len(left) == 1
+    # Its peers end with their connection; until then their folder is theirs too.
+    peers = [json.loads(line)["pid"] for line in records.read_text().splitlines()
+             if json.loads(line)["kind"] == "peer"]
+    deadline = time.monotonic() + 120
+    while any(_running(pid) for pid in peers):
+        assert time.monotonic() < deadline, "the killed lead's peers did not end"
+        time.sleep(0.2)
+    assert left[0].exists()
+    done = run_pytest(candidate, *command[5:], timeout=600, extra_env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not list(tmp.iterdir())
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (Linux; a zombie no longer does)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")

@@ -206,6 +206,38 @@ def test_the_a_a_sessions_kept_are_pooled_without_running_any(tmp_path: Path) ->
     assert "(n=6)" in run.stdout
 
 
+def test_the_sessions_written_as_evidence_pool_as_the_reports_did(tmp_path: Path) -> None:
+    """``aa --replay FOLDER --evidence SMALL``: each session's verdicts, the fields the
+    analysis reads only (a report holds every record too: about 90 KB a session), which
+    ``--replay SMALL`` pools to the same lines (what docs/aa-evidence/ holds)."""
+    kept, small = tmp_path / "kept", tmp_path / "small"
+    kept.mkdir()
+    for session, figures in enumerate(([0.01, -0.01, 0.02, 0.0], [0.0, 0.01, -0.02, 0.03])):
+        report = {"sections": {"benchmarks": {"results": [
+            {"record": {"extra": {"rounds": list(range(500))}},
+             "verdict": {"status": "unchanged", "pair_figures": figures,
+                         "pair_blocks": [[f, f] for f in figures], "pinning": "x" * 200}}]}}}
+        (kept / f"aa-user-numpy-{session}.json").write_text(json.dumps(report))
+    script = [sys.executable, str(REPO / "scripts" / "measure_accuracy.py"), "aa",
+              "--backends", "numpy", "--replay"]
+    first = run_command([*script, str(kept), "--evidence", str(small)], tmp_path,
+                        timeout=120)
+    assert first.returncode == 0, first.stdout + first.stderr
+    written = sorted(path.name for path in small.iterdir())
+    assert written == ["aa-user-numpy-kept.0.json", "aa-user-numpy-kept.1.json"]
+    verdict = json.loads((small / written[0]).read_text())["sections"]["benchmarks"][
+        "results"][0]["verdict"]
+    assert sorted(verdict) == ["pair_blocks", "pair_figures", "status"]
+    again = run_command([*script, str(small)], tmp_path, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+
+    def pooled(output: str) -> list[str]:
+        return [line for line in output.splitlines() if "(the unit)" in line or "order" in line]
+
+    assert pooled(again.stdout) == pooled(first.stdout)
+    assert pooled(first.stdout)
+
+
 #: Run in a child with ``NUMBA_NRT_STATS=1`` (numba counts its runtime's allocations
 #: only when asked before it is imported): each kernel's result and how many arrays one
 #: call allocates.
@@ -253,3 +285,21 @@ def test_the_real_clients_checkouts_differ_by_one_allocating_pass(tmp_path: Path
     same_base, same_project = client.write_checkouts(tmp_path / "identical", identical=True)
     assert (same_project / "kernels.py").read_text() == (base / "kernels.py").read_text()
     assert (same_base / "kernels.py").read_text() == (base / "kernels.py").read_text()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba-cpu", "torch-cpu"])
+def test_the_committed_a_a_evidence_replays(tmp_path: Path, backend: str) -> None:
+    """docs/aa-evidence/ stays readable by the command its README prints: every kept
+    session of the backend pooled, each pair of processes counted once."""
+    folder = REPO / "docs" / "aa-evidence" / "set-up-at-once" / "default"
+    files = sorted(folder.glob(f"aa-user-{backend}-*.json"))
+    assert files
+    accuracy = load_script("measure_accuracy")
+    pairs = sum(len(accuracy.pair_units(json.loads(path.read_text())["sections"][
+        "benchmarks"]["results"])) for path in files)
+    run = run_command([sys.executable, str(REPO / "scripts" / "measure_accuracy.py"), "aa",
+                       "--project", "user", "--backends", backend, "--replay", str(folder)],
+                      tmp_path, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    (line,) = [line for line in run.stdout.splitlines() if "(the unit)" in line]
+    assert f"(n={pairs})" in line

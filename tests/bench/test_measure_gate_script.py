@@ -124,6 +124,31 @@ def test_replay_pools_kept_folders_and_refuses_an_empty_one(
         f"--replay {empty}: no session-N.json there; give a folder that --outputs wrote")
 
 
+def test_sessions_kept_as_evidence_replay_as_their_reports_did(
+        measure_gate: ModuleType, tmp_path: Path) -> None:
+    """``--replay FOLDER --evidence SMALL`` keeps each session's verdicts, only the fields
+    the replay reads (docs/gate-evidence/), and ``--replay SMALL`` says what the reports
+    said."""
+    rng = np.random.default_rng(6)
+    kept, small = tmp_path / "aa-run", tmp_path / "small"
+    kept.mkdir()
+    for n in range(3):
+        results = _session(rng, [0.03] * 20, measure_gate)
+        for result in results:
+            result["record"]["extra"] = {"rounds": list(range(300))}
+        (kept / f"session-{n}.json").write_text(json.dumps(
+            {"sections": {"benchmarks": {"results": results}}}))
+    script = [sys.executable, str(SCRIPT), "--sim-sessions", "20", "--replay"]
+    first = run_command([*script, str(kept), "--evidence", str(small)], REPO, timeout=None)
+    assert first.returncode == 0, first.stderr
+    assert sorted(path.name for path in small.iterdir()) == [
+        "session-aa.run-1.json", "session-aa.run-2.json"]
+    again = run_command([*script, str(small)], REPO, timeout=None)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[1:] == first.stdout.splitlines()[1:]
+    assert "replayed 2 A/A session(s)" in again.stdout
+
+
 def test_binomial_bounds_hold_at_a_thousand_trials(measure_gate: ModuleType) -> None:
     # 100 clean sessions bound the rate below 3%; 1,300 trials (the measured noise shifted
     # over 65 sessions of 20) overflowed a float in math.comb before the bound was in logs.
