@@ -703,20 +703,33 @@ def write_evidence(folder: Path, project: str, backend: str, name: str,
                    results: list[dict[str, Any]]) -> Path:
     """One session's verdicts, :data:`EVIDENCE_FIELDS` only, as a report :func:`kept_sessions`
     reads (``aa-PROJECT-BACKEND-LABEL.json``, the label from ``name``)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    verdicts = [{"verdict": {key: _short(value) for key, value in result["verdict"].items()
-                             if key in EVIDENCE_FIELDS}}
-                for result in results if result.get("verdict")]
     name = name.replace(f"aa-{project}-{backend}-", "")
     label = "".join(c if c.isalnum() or c in "_.-" else "." for c in name).strip(".")
-    path = folder / f"aa-{project}-{backend}-{label}.json"
-    path.write_text(json.dumps({"sections": {"benchmarks": {"results": verdicts}}}) + "\n")
+    return keep_session(folder / f"aa-{project}-{backend}-{label}.json", results,
+                        EVIDENCE_FIELDS)
+
+
+def keep_session(path: Path, results: list[dict[str, Any]], fields: tuple[str, ...]) -> Path:
+    """Write one session's ``results`` (a JSON report's) to ``path`` as evidence, in the
+    report's shape a ``--replay`` reads: each verdict with ``fields`` only (None where the
+    gate gave none: the replay counts its status), floats to 7 significant digits (a log
+    ratio to 1e-7 or finer, far below the 0.01% the analyses print).  A file already
+    there is refused with one line: a session written twice would count twice."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    verdicts = [{"verdict": {key: _short(value) for key, value in result["verdict"].items()
+                             if key in fields} if result.get("verdict") else None}
+                for result in results]
+    try:
+        with path.open("x") as out:
+            out.write(json.dumps({"sections": {"benchmarks": {"results": verdicts}}}) + "\n")
+    except FileExistsError:
+        raise SystemExit(f"--evidence: {path} exists (a session written twice, or two "
+                         "replayed folders of one name): give an empty folder") from None
     return path
 
 
 def _short(value: Any) -> Any:
-    """``value`` with every float to 7 significant digits (a log ratio to 1e-7 or finer,
-    far below the 0.01% the analysis prints; the evidence is a third the size)."""
+    """``value`` with every float to 7 significant digits."""
     if isinstance(value, float):
         return float(f"{value:.7g}")
     if isinstance(value, list):
@@ -818,6 +831,10 @@ def main(argv: list[str] | None = None) -> int:
         true_ratios_child(args.backends[0], args.base, Path(args.project), args.seconds,
                           args.what == "calibrate-child")
         return 0
+    if args.evidence is not None and any(
+            args.evidence.resolve() == folder.resolve() for folder in args.replay or ()):
+        parser.error("--evidence: a folder --replay reads would count its sessions twice; "
+                     "give another folder")
     if args.what == "aa":
         return aa(args)
     return table(args)

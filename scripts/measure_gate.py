@@ -712,26 +712,16 @@ EVIDENCE_FIELDS = ("name", "status", "change", "looks", "schedule", "pair_figure
 
 def write_evidence(into: Path, folder: Path, report: Path,
                    results: list[dict[str, Any]]) -> Path:
-    """A kept session's verdicts, :data:`EVIDENCE_FIELDS` only, floats to 7 significant
-    digits (about 1.5 KB a benchmark against 15 KB for the JSON report), as a
-    ``session-FOLDER-N.json`` that ``--replay`` reads: small enough to commit, so that
-    sessions measured on different days and machines are pooled (docs/gate-evidence/)."""
+    """A kept session's verdicts, :data:`EVIDENCE_FIELDS` only (about 1.5 KB a benchmark
+    against 15 KB for the JSON report), as a ``session-FOLDER-N.json`` that ``--replay``
+    reads: small enough to commit, so that sessions measured on different days and
+    machines are pooled (docs/gate-evidence/)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from measure_accuracy import keep_session
 
-    def short(value: Any) -> Any:
-        if isinstance(value, float):
-            return float(f"{value:.7g}")
-        if isinstance(value, list):
-            return [short(item) for item in value]
-        return value
-
-    into.mkdir(parents=True, exist_ok=True)
-    verdicts = [{"verdict": {key: short(value) for key, value in result["verdict"].items()
-                             if key in EVIDENCE_FIELDS}}
-                for result in results if result.get("verdict")]
     label = "".join(c if c.isalnum() or c in "_." else "." for c in folder.name)
-    path = into / f"session-{label}-{report.stem.rpartition('-')[2]}.json"
-    path.write_text(json.dumps({"sections": {"benchmarks": {"results": verdicts}}}) + "\n")
-    return path
+    return keep_session(into / f"session-{label}-{report.stem.rpartition('-')[2]}.json",
+                        results, EVIDENCE_FIELDS)
 
 
 def replay(folders: list[Path], args: argparse.Namespace) -> int:
@@ -958,6 +948,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--detect-effect", type=float, default=GateSettings().detect_effect)
     parser.add_argument("--power", type=float, default=GateSettings().power)
     args = parser.parse_args(argv)
+    if args.evidence is not None and not args.replay:
+        parser.error("--evidence writes the sessions --replay reads: give --replay FOLDER "
+                     "(the folder --outputs kept)")
+    if args.evidence is not None and any(
+            args.evidence.resolve() == folder.resolve() for folder in args.replay):
+        parser.error("--evidence: a folder --replay reads would count its sessions twice; "
+                     "give another folder")
     if args.replay:
         return replay(args.replay, args)
 

@@ -81,6 +81,8 @@ class BaselinePeer:
         self.collection_errors = 0
         #: Minor page faults per call of each round this process timed.
         self.faults: list[float] = []
+        #: What :meth:`close` said, once it has run.
+        self._closed: str | None = None
         self.conn.send(("hello", str(self.rootdir)))
 
     def wait_collected(self) -> None:
@@ -161,7 +163,9 @@ class BaselinePeer:
 
     def close(self) -> str:
         """Stop the peer and wait for it (killed after :data:`STOP_TIMEOUT`); "" or the
-        one line saying how it ended badly."""
+        one line saying how it ended badly (the same line again on a later call)."""
+        if self._closed is not None:
+            return self._closed
         with contextlib.suppress(OSError):
             self.conn.send(("stop",))
         code = self.peer.end(STOP_TIMEOUT)
@@ -175,6 +179,7 @@ class BaselinePeer:
         else:
             line = ""
         self.peer.remove_log()
+        self._closed = line
         return line
 
     # -- internals -----------------------------------------------------------------
@@ -258,11 +263,13 @@ class RetiredPeers:
     """Peers asked to end before the session's end (the pairs a later look added,
     :meth:`~pytest_gpucheck.bench.session.BenchSession.retire_extra_pairs`).
 
-    Each batch is waited for when the next one is retired, a benchmark later: before,
-    they were waited for only at the session's end, so every peer a look had added
-    stayed a zombie holding its socket and its output file for the rest of the run (a
-    30-benchmark run on a noisy machine adds dozens).  How any of them ended badly is
-    kept for the session's end (:attr:`errors`), where every other peer's is said.
+    Each that has ended is waited for (reaped) at the next :meth:`add`, after the next
+    test, without blocking on one that has not: before, they were waited for only at
+    the session's end, so every peer a look had added stayed a zombie holding its
+    socket and its output file for the rest of the run (a 30-benchmark run on a noisy
+    machine adds dozens).  One still running is left to the session's end, which
+    waits for it and kills it after :data:`STOP_TIMEOUT`.  How any of them ended badly
+    is kept for the session's end (:attr:`errors`), where every other peer's is said.
     """
 
     #: Peers asked to end and not yet waited for.
@@ -271,13 +278,21 @@ class RetiredPeers:
     errors: list[str] = field(default_factory=list)
 
     def add(self, peers: Sequence[BaselinePeer]) -> None:
-        """Wait for the peers retired before (asked a benchmark ago, most have ended;
-        one that has not is waited for, and killed after :data:`STOP_TIMEOUT`), then ask
-        ``peers`` to end, without waiting."""
-        self.errors += [error for error in (peer.close() for peer in self.peers) if error]
+        """Ask ``peers`` to end, without waiting, and wait for those retired before that
+        have ended by now."""
         for peer in peers:
             peer.ask_to_stop()
-        self.peers = list(peers)
+        self.peers += peers
+        for peer in [peer for peer in self.peers if peer.ended]:
+            # Off the list first: a close that is interrupted is not tried again.
+            self.peers.remove(peer)
+            try:
+                error = peer.close()
+            except Exception as exc:  # the run's verdicts outlive one peer's end
+                error = (f"gpucheck: the {peer.role} process in {peer.checkout} could not "
+                         f"be waited for: {exc}")
+            if error:
+                self.errors.append(error)
 
 
 def _passed_options(config: pytest.Config) -> list[str]:

@@ -179,8 +179,9 @@ class BenchSession:
         needs only those, and a look that needs more starts them again (its start-up
         counted in the budget, bench/paired.py).  Kept alive for the whole run, about 50
         torch-cpu processes of ~330 MB each left 144 MB free and took 16 minutes to end
-        (issue 43).  They are waited for after the next benchmark (:class:`RetiredPeers`);
-        called after every benchmark, so the last ones are waited for then."""
+        (issue 43).  Those that have ended are waited for after the next test
+        (:class:`RetiredPeers`: called after every test once pairs exist), the rest at
+        the session's end."""
         keep = self.measure.replicates
         self.retired.add([peer for pair in self.pairs[keep:] for peer in pair])
         self.pairs = self.pairs[:keep]
@@ -389,13 +390,10 @@ class BenchSession:
         if saved is not None:
             self.worker_saves.append(saved)
 
-    def finish(self, session: pytest.Session) -> None:
-        """Save this process's records; in the main process, publish the summary.
-
-        A save that fails, here or in any worker, fails the run with one line
-        naming the folder and the OS error; nothing is called saved unless it
-        is on disk.
-        """
+    def end_peers(self) -> str:
+        """End every peer of the session (pairs, retired ones, fresh processes) and remove
+        their compiled-module folder; "" or how the peers that ended badly ended, one
+        ``;``-separated line (the retired ones' included)."""
         # Every peer is asked first, then each is waited for: they end at once, not one
         # after the other (twenty processes at the default pairs, on a loaded machine).
         peers = [peer for pair in self.pairs for peer in pair] + self.retired.peers + self.fresh
@@ -404,7 +402,16 @@ class BenchSession:
         errors = [*self.retired.errors, *(peer.close() for peer in peers)]
         self.pairs, self.retired, self.fresh = [], RetiredPeers(), []
         self.bytecode.remove()
-        self.peer_error = "; ".join(error for error in errors if error)
+        return "; ".join(error for error in errors if error)
+
+    def finish(self, session: pytest.Session) -> None:
+        """Save this process's records; in the main process, publish the summary.
+
+        A save that fails, here or in any worker, fails the run with one line
+        naming the folder and the OS error; nothing is called saved unless it
+        is on disk.
+        """
+        self.peer_error = self.end_peers()
         if self.peer_error:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         # Before saving and publishing: the fractions use the best copy of the session

@@ -17,10 +17,13 @@ a folder removes those whose process has died.
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
@@ -81,11 +84,11 @@ def start_orphan_guard(env: Mapping[str, str] | None = None) -> None:
 def _stat_fields(pid: int) -> list[str]:
     """Fields of ``/proc/<pid>/stat`` after the command name (Linux), or []."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return []
     # The command name may contain spaces and parentheses: fields follow the last ')'.
-    return stat.rpartition(")")[2].split()
+    return text.rpartition(")")[2].split()
 
 
 def _state_of(pid: int) -> str:
@@ -129,22 +132,34 @@ def scratch_directory(prefix: str) -> Iterator[str]:
 def remove_orphaned_folders(prefix: str) -> list[Path]:
     """Remove the :func:`scratch_folder` folders of ``prefix`` in the temporary folder
     whose process has died; the folders removed.  Kept: those of a live process, of
-    another PID namespace (a container sharing the temporary folder: its pids mean
-    nothing here), of another user (whose processes this one cannot see die), and
-    names without an owner (an older version's, or not ours)."""
+    another machine or PID namespace (a temporary folder shared over the network or
+    with a container: its pids mean nothing here), of another user (whose processes
+    this one cannot see die), links, and names without an owner (an older version's, or
+    not ours).  Only on POSIX systems (elsewhere ``os.kill`` does not ask whether a
+    process lives)."""
+    if os.name != "posix":
+        return []
     root = Path(tempfile.gettempdir())
-    namespace = _pid_namespace()
+    machine = _machine_tag()
     removed = []
-    with contextlib.suppress(OSError):
-        for entry in root.glob(f"{prefix}*"):
-            pid_text, dot, rest = entry.name[len(prefix):].partition(".")
-            owner_namespace = rest.partition("-")[0]
-            if (not dot or not pid_text.isdigit() or owner_namespace != namespace
-                    or not entry.is_dir() or entry.stat().st_uid != os.getuid()
+    try:
+        entries = list(root.glob(f"{prefix}*"))
+    except OSError:
+        return []
+    for entry in entries:
+        pid_text, dot, rest = entry.name[len(prefix):].partition(".")
+        if not dot or not pid_text.isdigit() or rest.partition("-")[0] != machine:
+            continue
+        # Each entry on its own: another process may be removing the same ones.
+        try:
+            info = entry.lstat()
+            if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
                     or _alive(int(pid_text))):
                 continue
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(entry)
+        except (OSError, OverflowError, ValueError):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
     return removed
 
 
@@ -153,17 +168,24 @@ _swept: set[str] = set()
 
 
 def _owner_tag() -> str:
-    """``<pid>.<pid namespace>``: which process made a folder, told apart from the same
-    pid in another container."""
-    return f"{os.getpid()}.{_pid_namespace()}"
+    """``<pid>.<machine>``: which process made a folder, told apart from the same pid on
+    another machine or in another container (:func:`_machine_tag`)."""
+    return f"{os.getpid()}.{_machine_tag()}"
 
 
-def _pid_namespace() -> str:
-    """This process's PID namespace (its inode, Linux), or ``0`` where there is none."""
-    try:
-        return str(os.stat("/proc/self/ns/pid").st_ino)
-    except OSError:
-        return "0"
+@functools.cache
+def _machine_tag() -> str:
+    """Eight hex digits naming this machine's boot and this process's PID namespace
+    (the host name where Linux's ``/proc`` is missing): two machines sharing a temporary
+    folder, or two containers with their own pids, never share it.  The root PID
+    namespace has the same number on every Linux machine, so the boot's id and the
+    host name go in too."""
+    parts = [socket.gethostname()]
+    with contextlib.suppress(OSError):
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+    with contextlib.suppress(OSError):
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:8]
 
 
 def _alive(pid: int) -> bool:

@@ -163,7 +163,10 @@ class PeerProcess:
 
     def _output(self) -> bytes:
         """The peer's output so far.  ``pread``: the peer writes through the same open
-        file, whose offset a ``seek`` here would move under its next write."""
+        file, whose offset a ``seek`` here would move under its next write.  Nothing once
+        :meth:`remove_log` has closed it."""
+        if self.log.closed:
+            return b""
         self.log.flush()
         fd = self.log.fileno()
         size = os.fstat(fd).st_size

@@ -39,23 +39,34 @@ class Peer:
         self.asked = 0
         self.closed = 0
         self.error = error
+        self.ended = False
+        self.role, self.checkout = "baseline", "../base"
 
     def ask_to_stop(self) -> None:
         self.asked += 1
 
     def close(self) -> str:
         self.closed += 1
+        if self.error == "raise":
+            raise ValueError("flush of closed file")
         return self.error
 
 
-def test_pairs_beyond_the_first_look_end_after_their_benchmark() -> None:
-    from pytest_gpucheck.bench.peers import RetiredPeers
+def _state(replicates: int, pairs: list[tuple[Peer, Peer]]) -> Any:
+    from pytest_gpucheck.bench.peers import PeerBytecode, RetiredPeers
     from pytest_gpucheck.bench.session import BenchSession
 
     state: Any = BenchSession.__new__(BenchSession)
-    state.measure = MeasureDefaults(replicates=3)
-    state.pairs = [(Peer(), Peer()) for _ in range(5)]
+    state.measure = MeasureDefaults(replicates=replicates)
+    state.pairs = pairs
     state.retired = RetiredPeers()
+    state.fresh = []
+    state.bytecode = PeerBytecode()
+    return state
+
+
+def test_pairs_beyond_the_first_look_end_after_their_benchmark() -> None:
+    state = _state(3, [(Peer(), Peer()) for _ in range(5)])
     kept, extra = state.pairs[:3], state.pairs[3:]
     state.retire_extra_pairs()
     assert state.pairs == kept
@@ -64,26 +75,44 @@ def test_pairs_beyond_the_first_look_end_after_their_benchmark() -> None:
     assert all(peer.asked == 0 and peer.closed == 0 for pair in kept for peer in pair)
 
 
-def test_retired_peers_are_waited_for_a_benchmark_later_not_at_the_runs_end() -> None:
+def test_retired_peers_that_ended_are_waited_for_after_the_next_test() -> None:
     # Before, the retired pairs were waited for only at the session's end: each stayed a
     # zombie with its socket and output file open for the rest of the run.  The broken
-    # twin (nothing waited for before the end) leaves `closed` at 0 below.
-    from pytest_gpucheck.bench.peers import RetiredPeers
-    from pytest_gpucheck.bench.session import BenchSession
-
-    state: Any = BenchSession.__new__(BenchSession)
-    state.measure = MeasureDefaults(replicates=1)
+    # twin (nothing waited for before the end) leaves `closed` at 0 below; one that waits
+    # for a peer still running blocks the next test (up to 120 s a peer).
     first = [(Peer(), Peer("gpucheck: the baseline process ... exited with code 3"))]
-    state.pairs = [(Peer(), Peer()), *first]
-    state.retired = RetiredPeers()
+    state = _state(1, [(Peer(), Peer()), *first])
     state.retire_extra_pairs()  # after the benchmark that added them: asked to end
+    first[0][1].ended = True  # one has ended by the next test, the other has not
     second = [(Peer(), Peer())]
     state.pairs += second
-    state.retire_extra_pairs()  # after the next: the first batch waited for
-    assert [peer.closed for pair in first for peer in pair] == [1, 1]
+    state.retire_extra_pairs()  # after the next test: the one that ended waited for
+    assert [peer.closed for pair in first for peer in pair] == [0, 1]
     assert [peer.closed for pair in second for peer in pair] == [0, 0]
-    state.retire_extra_pairs()  # a benchmark that added none: the second batch waited for
-    assert [peer.closed for pair in second for peer in pair] == [1, 1]
-    assert state.retired.peers == []
-    # How a retired peer ended badly is kept for the session's end.
     assert state.retired.errors == ["gpucheck: the baseline process ... exited with code 3"]
+    for peer in (first[0][0], *second[0]):
+        peer.ended = True
+    state.retire_extra_pairs()  # a test that added none: the rest waited for
+    assert [peer.closed for pair in first + second for peer in pair] == [1, 1, 1, 1]
+    assert state.retired.peers == []
+
+
+def test_a_retired_peer_that_cannot_be_waited_for_is_said_at_the_end_once() -> None:
+    # A close that raises (an OSError writing its log for the message) neither loses the
+    # other peers' lines nor reaches the test that happened to run, and the session's end
+    # says every retired peer's line with the others' and closes no peer twice.
+    broken, bad, good = Peer("raise"), Peer("gpucheck: ... exited with code 3"), Peer()
+    state = _state(1, [(Peer(), Peer()), (broken, bad), (good, Peer())])
+    state.retire_extra_pairs()
+    for peer in (broken, bad, good):
+        peer.ended = True
+    state.retire_extra_pairs()
+    assert [broken.closed, bad.closed, good.closed] == [1, 1, 1]
+    still = state.retired.peers
+    assert len(still) == 1  # good's twin, still running
+    line = state.end_peers()
+    assert line == ("gpucheck: the baseline process in ../base could not be waited for: "
+                    "flush of closed file; gpucheck: ... exited with code 3")
+    assert [broken.closed, bad.closed, good.closed, still[0].closed] == [1, 1, 1, 1]
+    assert state.retired.peers == []
+    assert state.pairs == []

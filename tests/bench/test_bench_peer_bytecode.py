@@ -159,7 +159,10 @@ def test_a_lead_killed_outright_leaves_a_folder_the_next_run_removes(tmp_path: P
         lead.wait()
     left = sorted(tmp.glob("gpucheck-bytecode-*"))
     assert len(left) == 1
-    # Its peers end with their connection; until then their folder is theirs too.
+    # Its peers end with their connection.  Waited for, so that what the next run finds
+    # is the kill's leftover (the sweep reads only the lead's pid: a run started
+    # sooner would remove the folder under the ending peers, which only costs them
+    # compiled modules they no longer need).
     peers = [json.loads(line)["pid"] for line in records.read_text().splitlines()
              if json.loads(line)["kind"] == "peer"]
     deadline = time.monotonic() + 120

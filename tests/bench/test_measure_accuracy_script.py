@@ -216,7 +216,8 @@ def test_the_sessions_written_as_evidence_pool_as_the_reports_did(tmp_path: Path
         report = {"sections": {"benchmarks": {"results": [
             {"record": {"extra": {"rounds": list(range(500))}},
              "verdict": {"status": "unchanged", "pair_figures": figures,
-                         "pair_blocks": [[f, f] for f in figures], "pinning": "x" * 200}}]}}}
+                         "pair_blocks": [[f, f] for f in figures], "pinning": "x" * 200}},
+            {"record": {}, "verdict": None}]}}}
         (kept / f"aa-user-numpy-{session}.json").write_text(json.dumps(report))
     script = [sys.executable, str(REPO / "scripts" / "measure_accuracy.py"), "aa",
               "--backends", "numpy", "--replay"]
@@ -231,11 +232,14 @@ def test_the_sessions_written_as_evidence_pool_as_the_reports_did(tmp_path: Path
     again = run_command([*script, str(small)], tmp_path, timeout=120)
     assert again.returncode == 0, again.stdout + again.stderr
 
-    def pooled(output: str) -> list[str]:
-        return [line for line in output.splitlines() if "(the unit)" in line or "order" in line]
-
-    assert pooled(again.stdout) == pooled(first.stdout)
-    assert pooled(first.stdout)
+    # The same lines, the sessions' names aside (kept/aa-user-numpy-0, small/...kept.0).
+    assert [line.split(": ", 1)[1] for line in again.stdout.splitlines()] == [
+        line.split(": ", 1)[1] for line in first.stdout.splitlines()]
+    assert "'none': 2" in again.stdout  # the benchmarks without a verdict, counted
+    twice = run_command([*script, str(kept), "--evidence", str(small)], tmp_path,
+                        timeout=120)
+    assert twice.returncode != 0
+    assert "exists" in twice.stderr
 
 
 #: Run in a child with ``NUMBA_NRT_STATS=1`` (numba counts its runtime's allocations

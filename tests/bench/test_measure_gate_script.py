@@ -136,6 +136,7 @@ def test_sessions_kept_as_evidence_replay_as_their_reports_did(
         results = _session(rng, [0.03] * 20, measure_gate)
         for result in results:
             result["record"]["extra"] = {"rounds": list(range(300))}
+        results[-1]["verdict"] = None  # a benchmark the gate gave no verdict
         (kept / f"session-{n}.json").write_text(json.dumps(
             {"sections": {"benchmarks": {"results": results}}}))
     script = [sys.executable, str(SCRIPT), "--sim-sessions", "20", "--replay"]
@@ -145,8 +146,16 @@ def test_sessions_kept_as_evidence_replay_as_their_reports_did(
         "session-aa.run-1.json", "session-aa.run-2.json"]
     again = run_command([*script, str(small)], REPO, timeout=None)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.splitlines()[1:] == first.stdout.splitlines()[1:]
+    assert again.stdout == first.stdout
     assert "replayed 2 A/A session(s)" in again.stdout
+    assert "'None': 2" in again.stdout  # the benchmarks without a verdict, counted
+    # Written twice into one folder, or into a folder the replay reads: refused.
+    twice = run_command([*script, str(kept), "--evidence", str(small)], REPO, timeout=None)
+    assert twice.returncode != 0
+    assert "exists (a session written twice" in twice.stderr
+    into_replayed = run_command([*script, str(kept), "--evidence", str(kept)], REPO,
+                                timeout=None)
+    assert "would count its sessions twice" in into_replayed.stderr
 
 
 def test_binomial_bounds_hold_at_a_thousand_trials(measure_gate: ModuleType) -> None:

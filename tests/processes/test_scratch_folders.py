@@ -5,9 +5,10 @@ process has died is removed by the next process that makes one of its kind
 A lead killed outright removes nothing (the user-style run that kills one:
 tests/bench/test_bench_peer_bytecode.py).  What the sweep must not remove is checked
 here: a live process's folder, a folder of another PID namespace (a container sharing
-the temporary folder, whose pids mean nothing here), names without an owner.  Broken
-twins seen failing: the namespace not compared (the container's folder removed), the
-liveness not checked (this process's own folder removed).
+the temporary folder, or another machine sharing it: their pids mean nothing here),
+links, names without an owner.  Broken twins seen failing: the machine not compared
+(the other machine's folder removed), the liveness not checked (this process's own
+folder removed).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -36,24 +38,38 @@ def _dead_pid(where: Path) -> int:
     return child.pid
 
 
-def test_only_the_folders_of_dead_processes_of_this_namespace_are_removed(
+def test_only_the_folders_of_dead_processes_of_this_machine_are_removed(
         temporary: Path) -> None:
-    namespace = guard._pid_namespace()
+    machine = guard._machine_tag()
+    other = f"{(int(machine, 16) + 1) % 16**8:08x}"
     dead = _dead_pid(temporary)
+    zombie = start_command([sys.executable, "-c", "pass"], temporary, output=False)
+    while guard._state_of(zombie.pid) not in ("Z", "X", ""):  # ended, not yet reaped
+        time.sleep(0.01)
+    target = temporary / "elsewhere"
+    target.mkdir()
     folders = {
-        "dead": temporary / f"gpucheck-bytecode-{dead}.{namespace}-abc_1234",
-        "alive": temporary / f"gpucheck-bytecode-{os.getpid()}.{namespace}-abc_1234",
-        "elsewhere": temporary / f"gpucheck-bytecode-{dead}.{namespace}9-abc_1234",
+        "dead": temporary / f"gpucheck-bytecode-{dead}.{machine}-abc_1234",
+        "zombie": temporary / f"gpucheck-bytecode-{zombie.pid}.{machine}-abc_1234",
+        "alive": temporary / f"gpucheck-bytecode-{os.getpid()}.{machine}-abc_1234",
+        "other machine": temporary / f"gpucheck-bytecode-{dead}.{other}-abc_1234",
         "no owner": temporary / "gpucheck-bytecode-abc_1234",
-        "other kind": temporary / f"gpucheck-child-{dead}.{namespace}-abc_1234",
+        "huge pid": temporary / f"gpucheck-bytecode-{10**30}.{machine}-abc_1234",
+        "other kind": temporary / f"gpucheck-child-{dead}.{machine}-abc_1234",
     }
     for folder in folders.values():
         folder.mkdir()
         (folder / "module.pyc").write_bytes(b"")
+    link = temporary / f"gpucheck-bytecode-{dead}.{machine}-link_123"
+    link.symlink_to(target)
     made = guard.scratch_folder("gpucheck-bytecode-")
+    zombie.wait()
     assert made.parent == temporary
-    assert made.name.startswith(f"gpucheck-bytecode-{os.getpid()}.{namespace}-")
-    assert {name for name, folder in folders.items() if not folder.exists()} == {"dead"}
+    assert made.name.startswith(f"gpucheck-bytecode-{os.getpid()}.{machine}-")
+    assert {name for name, folder in folders.items() if not folder.exists()} == {
+        "dead", "zombie"}
+    assert link.is_symlink()
+    assert target.is_dir()
     # The kind's sweep is done once a process: a folder orphaned later waits for the
     # next process (a run makes many children's folders).
     folders["dead"].mkdir()
