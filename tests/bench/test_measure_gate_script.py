@@ -197,3 +197,19 @@ def test_the_simulation_keeps_a_measured_bias(measure_gate: ModuleType) -> None:
     assert red >= 10, kept
     centred = measure_gate.simulate_fitted(sds, 20, 0.01, 10, 0.10, 50)
     assert int(centred.split("): ")[1].split(" of ")[0]) <= 2, centred
+
+
+def test_the_committed_gate_evidence_replays_as_it_was_measured(tmp_path: Path) -> None:
+    """docs/gate-evidence/ stays readable by the command its README prints, and says what
+    the run said: every kept session, every benchmark's recorded status reproduced by the
+    gate's rule from its pair figures."""
+    folder = REPO / "docs" / "gate-evidence" / "set-up-at-once"
+    sessions = sorted(folder.glob("session-*.json"))
+    benchmarks = sum(len(json.loads(path.read_text())["sections"]["benchmarks"]["results"])
+                     for path in sessions)
+    run = run_command([sys.executable, str(SCRIPT), "--replay", str(folder),
+                       "--sim-sessions", "10"], tmp_path, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert f"replayed {len(sessions)} A/A session(s) from 1 folder(s)" in run.stdout
+    assert (f"the unshifted replay gives the recorded status in {benchmarks} of "
+            f"{benchmarks}") in run.stdout
