@@ -459,6 +459,12 @@ def load_text() -> str:
     return f"load {one:.1f} {five:.1f} {fifteen:.1f}"
 
 
+def when(before: str) -> str:
+    """The load beside a session's line: before and after a run; a replayed session
+    has none kept, and this machine's load now says nothing about it."""
+    return "replayed" if before == "kept" else f"{before} before, {load_text()} after"
+
+
 def key_of(name: str) -> tuple[str, str]:
     """(kind, step) of ``test_kernels.py::test_kernel[numpy-alloc-1.5]`` (any id order)."""
     inner = name.rsplit("[", 1)[-1].rstrip("]")
@@ -783,7 +789,7 @@ def aa(args: argparse.Namespace) -> int:
                   f"{math.expm1(session_means[-1]):+.2%} over {len(compared)} benchmarks "
                   f"and {len(session_pairs[-1])} pairs of processes "
                   f"({', '.join(f'{math.expm1(m):+.1%}' for m in means)}); wall {wall:.0f} s; "
-                  f"{before} before, {load_text()} after", flush=True)
+                  f"{when(before)}", flush=True)
         print(f"{backend} A/A ({args.project}): sessions' mean change "
               f"{mean_interval(session_means)}; benchmarks' mean change "
               f"{mean_interval(all_figures)} (benchmarks of one session share its pairs); "
