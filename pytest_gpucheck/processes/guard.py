@@ -81,8 +81,23 @@ def start_orphan_guard(env: Mapping[str, str] | None = None) -> None:
     threading.Thread(target=watch, name="gpucheck-orphan-guard", daemon=True).start()
 
 
+@functools.cache
+def _proc_is_own() -> bool:
+    """Whether ``/proc`` numbers processes as this process does.  In a PID namespace of
+    its own that kept its parent's ``/proc`` (``unshare -p`` without a new mount), pid
+    ``N`` of ``os.kill`` and ``/proc/N`` are two different processes: a live one's state
+    would be read from another's, a zombie's say, and its folder removed."""
+    try:
+        return os.readlink("/proc/self") == str(os.getpid())
+    except OSError:
+        return False
+
+
 def _stat_fields(pid: int) -> list[str]:
-    """Fields of ``/proc/<pid>/stat`` after the command name (Linux), or []."""
+    """Fields of ``/proc/<pid>/stat`` after the command name (Linux), or [] where they
+    cannot be read or ``/proc`` is another PID namespace's (:func:`_proc_is_own`)."""
+    if not _proc_is_own():
+        return []
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:

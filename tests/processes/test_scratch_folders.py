@@ -8,14 +8,18 @@ here: a live process's folder, a folder of another PID namespace (a container sh
 the temporary folder, or another machine sharing it: their pids mean nothing here),
 links, names without an owner.  Broken twins seen failing: the machine not compared
 (the other machine's folder removed), the liveness not checked (this process's own
-folder removed).
+folder removed), ``/proc`` trusted in a PID namespace that kept its parent's (a live
+process's folder removed).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -83,3 +87,49 @@ def test_a_scratch_directory_is_removed_at_the_end_of_its_block(temporary: Path)
         (Path(sink) / "reports.jsonl").write_text("{}")
     assert not Path(sink).exists()
     assert not list(temporary.iterdir())
+
+
+#: Inside ``unshare --user --pid --fork`` (the parent's ``/proc`` kept): a live child
+#: given the pid the zombie outside has (``ns_last_pid`` of the new namespace), a folder
+#: named for it, and the sweep.
+IN_NAMESPACE = textwrap.dedent("""
+    import os, subprocess, sys, tempfile
+    from pytest_gpucheck.processes import guard
+    tempfile.tempdir = sys.argv[2]
+    wanted = int(sys.argv[1])
+    with open("/proc/sys/kernel/ns_last_pid", "w") as last:
+        last.write(str(wanted - 1))
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert child.pid == wanted, (child.pid, wanted)
+        folder = os.path.join(sys.argv[2], f"gpucheck-bytecode-{child.pid}."
+                              f"{guard._machine_tag()}-abc_1234")
+        os.mkdir(folder)
+        guard.remove_orphaned_folders("gpucheck-bytecode-")
+        print("kept" if os.path.isdir(folder) else "removed")
+    finally:
+        child.kill()
+""")
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None or sys.platform != "linux",
+                    reason="needs Linux and util-linux's unshare")
+def test_a_live_process_of_a_pid_namespace_keeping_its_parents_proc_is_not_removed(
+        tmp_path: Path) -> None:
+    """In ``unshare -p`` without a new ``/proc``, pid N of ``os.kill`` and ``/proc/N``
+    are two processes: the live child inside read its state from the zombie with the
+    same number outside, and its folder was removed (review finding, stop 29)."""
+    zombie = start_command([sys.executable, "-c", "pass"], tmp_path, output=False)
+    try:
+        while guard._state_of(zombie.pid) not in ("Z", "X", ""):
+            time.sleep(0.01)
+        run = subprocess.run(
+            ["unshare", "--user", "--map-root-user", "--pid", "--fork", sys.executable,
+             "-c", IN_NAMESPACE, str(zombie.pid), str(tmp_path)],
+            capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        zombie.wait()
+    if run.returncode != 0 and ("ns_last_pid" in run.stderr or "unshare:" in run.stderr):
+        pytest.skip(f"user and PID namespaces not available here: {run.stderr[-300:]}")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.split() == ["kept"]
