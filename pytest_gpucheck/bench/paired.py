@@ -160,7 +160,8 @@ class Interleaved(Timing):
                     break
             for pair in state.pairs:
                 for peer in pair:
-                    peer.release()
+                    if self.run.live(peer):  # a retired one frees its arrays as it ends
+                        peer.release()
         except PeerError as exc:
             pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
         return self._finish(bench, state, prepared)
@@ -179,6 +180,7 @@ class Interleaved(Timing):
         while state.done < target:
             if not self._one_pair(bench, state, iterations):
                 return False
+            self.run.pair_done(state.done)
             state.done += 1
             self.run.progress(state.done, target, state.base, state.cand, state.per,
                               state.schedule.share(len(state.looks) + 1))

@@ -260,8 +260,9 @@ class PeerBytecode:
 
 @dataclass
 class RetiredPeers:
-    """Peers asked to end before the session's end (the pairs a later look added,
-    :meth:`~pytest_gpucheck.bench.session.BenchSession.retire_extra_pairs`).
+    """Peers asked to end before the session's end (the pairs a later look added, each
+    as soon as it has timed its benchmark: :meth:`~.run.GateRun.pair_done`; and after
+    the benchmark, :meth:`~pytest_gpucheck.bench.session.BenchSession.retire_extra_pairs`).
 
     Each that has ended is waited for (reaped) at the next :meth:`add`, after the next
     test, without blocking on one that has not: before, they were waited for only at
@@ -276,13 +277,22 @@ class RetiredPeers:
     peers: list[BaselinePeer] = field(default_factory=list)
     #: One line for each retired peer that ended badly (:meth:`BaselinePeer.close`).
     errors: list[str] = field(default_factory=list)
+    #: Every peer ever retired here (``id``): retired again, it is not asked twice, nor
+    #: waited for twice, nor its line said twice.
+    asked: set[int] = field(default_factory=set)
+
+    def holds(self, peer: BaselinePeer) -> bool:
+        """Whether ``peer`` was retired (asked to end): nothing more is sent to it."""
+        return id(peer) in self.asked
 
     def add(self, peers: Sequence[BaselinePeer]) -> None:
         """Ask ``peers`` to end, without waiting, and wait for those retired before that
         have ended by now."""
-        for peer in peers:
+        new = [peer for peer in peers if not self.holds(peer)]
+        for peer in new:
             peer.ask_to_stop()
-        self.peers += peers
+        self.asked |= {id(peer) for peer in new}
+        self.peers += new
         for peer in [peer for peer in self.peers if peer.ended]:
             # Off the list first: a close that is interrupted is not tried again.
             self.peers.remove(peer)

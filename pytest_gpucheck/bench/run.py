@@ -66,6 +66,21 @@ class GateRun:
         """At least ``count`` pairs of processes (baseline checkout, this checkout)."""
         return self.session.peers(self.item.session, count)
 
+    def pair_done(self, index: int) -> None:
+        """Pair ``index`` has timed this benchmark.  One a later look added (beyond the
+        ``gpu_bench_replicates`` pairs every benchmark shares) serves no other look nor
+        benchmark: it is asked to end now.  Kept until the benchmark's end, a benchmark
+        at its last look held every pair it had started, 60 processes at the default
+        schedule: 57 torch-cpu processes of about 400 MB ran a 24 GB machine out of
+        memory and the kernel killed three of them mid-run (stop 30)."""
+        session = self.session
+        if index >= session.measure.replicates:
+            session.retired.add(list(session.pairs[index]))
+
+    def live(self, peer: BaselinePeer) -> bool:
+        """Whether ``peer`` still serves this run (not retired: asked to end)."""
+        return not self.session.retired.holds(peer)
+
     def fresh(self) -> list[BaselinePeer]:
         """The stored gate's fresh processes in this checkout."""
         return self.session.fresh_processes(self.item.session)

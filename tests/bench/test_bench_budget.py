@@ -116,3 +116,30 @@ def test_a_retired_peer_that_cannot_be_waited_for_is_said_at_the_end_once() -> N
     assert [broken.closed, bad.closed, good.closed, still[0].closed] == [1, 1, 1, 1]
     assert state.retired.peers == []
     assert state.pairs == []
+
+
+def test_a_pair_a_look_added_is_retired_once_it_has_timed_the_benchmark() -> None:
+    # Kept until the benchmark's end, every pair a benchmark started was alive at its
+    # last look (60 processes at the default schedule; 57 torch-cpu ones ran a 24 GB
+    # machine out of memory, stop 30).  A shared pair is not retired; a pair retired
+    # after its look is not asked, waited for or said twice when the benchmark ends.
+    from pytest_gpucheck.bench.run import GateRun
+
+    state = _state(2, [(Peer(), Peer()) for _ in range(4)])
+    run: Any = GateRun.__new__(GateRun)
+    run.session = state
+    shared, extra = state.pairs[:2], state.pairs[2:]
+    run.pair_done(1)
+    assert all(peer.asked == 0 and run.live(peer) for pair in shared for peer in pair)
+    run.pair_done(2)
+    assert [peer.asked for peer in extra[0]] == [1, 1]
+    assert not any(run.live(peer) for peer in extra[0])
+    assert all(run.live(peer) for peer in extra[1])
+    state.retire_extra_pairs()  # the benchmark's end
+    assert [peer.asked for pair in extra for peer in pair] == [1, 1, 1, 1]
+    assert state.retired.peers == [peer for pair in extra for peer in pair]
+    for pair in extra:
+        for peer in pair:
+            peer.ended = True
+    state.retire_extra_pairs()
+    assert [peer.closed for pair in extra for peer in pair] == [1, 1, 1, 1]

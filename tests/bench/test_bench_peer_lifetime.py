@@ -101,3 +101,65 @@ def test_the_gates_processes_end_when_the_lead_is_killed(tmp_path: Path) -> None
         for pid in peers_of(candidate):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+#: A benchmark no look can decide: each process draws how much work its calls do, so
+#: the pairs' ratios differ by up to 4x, and the family level is 1e-5.
+UNDECIDABLE_BENCH = textwrap.dedent("""\
+    import random
+
+    import numpy as np
+
+    REPEAT = random.choice([1, 4])
+
+
+    def test_undecidable(gpu_benchmark):
+        x = np.ones(1 << 12, np.float32)
+
+        def kernel():
+            for _ in range(REPEAT):
+                2.5 * x + x
+
+        gpu_benchmark(kernel)
+    """)
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_a_look_holds_its_own_pairs_not_every_pair_the_benchmark_started(
+        tmp_path: Path) -> None:
+    """Two pairs every benchmark shares, then looks of two more up to ten pairs.  Each
+    pair a later look adds is asked to end once it has timed the benchmark: at most the
+    shared pairs, the look's new ones and the last look's, still ending, are alive (12
+    processes).  The broken twin (added pairs kept until the benchmark's end) held all
+    20 at the last look; at the default schedule that is 60 processes, and 57 torch-cpu
+    ones of about 400 MB ran a 24 GB machine out of memory (stop 30).
+
+    False-fail chance: the run must reach its last look.  With every process's work
+    drawn from two sizes, an earlier decision needs the first 16 processes to draw
+    alike (2 in 2**16) and an interval within 5% at level 1e-5 (t about 11 on 7
+    degrees of freedom) besides: below 1e-4."""
+    baseline, candidate = tmp_path / "baseline", tmp_path / "candidate"
+    for root in (baseline, candidate):
+        root.mkdir()
+        (root / "pytest.ini").write_text(
+            "[pytest]\ngpu_backends = numpy\ngpu_bench_replicates = 2\n"
+            "gpu_bench_rounds = 10\ngpu_bench_max_rounds = 10\ngpu_bench_budget = 900\n")
+        (root / "test_bench.py").write_text(UNDECIDABLE_BENCH)
+    lead = start_command([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n0",
+                          f"--gpu-bench-against={baseline}", "--gpu-bench-family-level=1e-5"],
+                         candidate, new_session=True)
+    peak = 0
+    try:
+        deadline = time.monotonic() + START_GUARD
+        while lead.poll() is None:
+            assert time.monotonic() < deadline, "the run did not end"
+            peak = max(peak, len(peers_of(candidate)))
+            time.sleep(0.05)
+        output = lead.stdout.read() if lead.stdout is not None else ""
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(lead.pid, signal.SIGKILL)
+        lead.wait()
+    assert lead.returncode == 0, output
+    assert "10 of 10 pairs done" in output, output
+    assert 4 <= peak <= 12, f"{peak} of the gate's processes alive at once"
