@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from user_runs import start_command
+from user_runs import run_command, start_command
 
 from pytest_gpucheck.processes import guard
 
@@ -123,10 +122,9 @@ def test_a_live_process_of_a_pid_namespace_keeping_its_parents_proc_is_not_remov
     try:
         while guard._state_of(zombie.pid) not in ("Z", "X", ""):
             time.sleep(0.01)
-        run = subprocess.run(
+        run = run_command(
             ["unshare", "--user", "--map-root-user", "--pid", "--fork", sys.executable,
-             "-c", IN_NAMESPACE, str(zombie.pid), str(tmp_path)],
-            capture_output=True, text=True, timeout=120, check=False)
+             "-c", IN_NAMESPACE, str(zombie.pid), str(tmp_path)], tmp_path, timeout=120)
     finally:
         zombie.wait()
     if run.returncode != 0 and ("ns_last_pid" in run.stderr or "unshare:" in run.stderr):
