@@ -268,8 +268,9 @@ class RetiredPeers:
     test, without blocking on one that has not: before, they were waited for only at
     the session's end, so every peer a look had added stayed a zombie holding its
     socket and its output file for the rest of the run (a 30-benchmark run on a noisy
-    machine adds dozens).  One still running is left to the session's end, which
-    waits for it and kills it after :data:`STOP_TIMEOUT`.  How any of them ended badly
+    machine adds dozens).  One still running is waited for before the run starts any
+    new process (:meth:`wait`), or at the session's end; either kills it after
+    :data:`STOP_TIMEOUT`.  How any of them ended badly
     is kept for the session's end (:attr:`errors`), where every other peer's is said.
     """
 
@@ -293,7 +294,19 @@ class RetiredPeers:
             peer.ask_to_stop()
         self.asked |= {id(peer) for peer in new}
         self.peers += new
-        for peer in [peer for peer in self.peers if peer.ended]:
+        self._reap([peer for peer in self.peers if peer.ended])
+
+    def wait(self) -> None:
+        """Wait for every peer retired so far to end (each killed after
+        :data:`STOP_TIMEOUT`): called before new processes start, so a look's new pairs
+        never run beside the last look's still ending.  Left to end on their own, on a
+        loaded machine (CI) they overlapped the next look's and a run held 13 processes
+        where its shared pairs and one look's need 8."""
+        self._reap(list(self.peers))
+
+    def _reap(self, ended: list[BaselinePeer]) -> None:
+        """Wait for each of ``ended`` and keep how it ended badly."""
+        for peer in ended:
             # Off the list first: a close that is interrupted is not tried again.
             self.peers.remove(peer)
             try:

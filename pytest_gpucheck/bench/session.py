@@ -151,6 +151,7 @@ class BenchSession:
         assert self.against is not None
         wanted = self.measure.replicates if count is None else count
         if len(self.pairs) < wanted:
+            self.retired.wait()  # the memory of the last look's pairs first
             nodeids = [item.nodeid for item in session.items
                        if "gpu_benchmark" in getattr(item, "fixturenames", ())]
             from pytest_gpucheck.bench.interleave import SIDES, start_order

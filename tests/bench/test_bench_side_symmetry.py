@@ -64,7 +64,7 @@ def test_the_side_that_starts_a_pair_has_its_process_started_first(
     each process in its own checkout with a placement seed of its own."""
     import pytest_gpucheck.bench.session as session_module
     from pytest_gpucheck.bench.fixture import MeasureDefaults
-    from pytest_gpucheck.bench.peers import PeerBytecode
+    from pytest_gpucheck.bench.peers import PeerBytecode, RetiredPeers
     from pytest_gpucheck.bench.session import BenchSession
 
     started: list[tuple[str, Any, dict[str, Any]]] = []
@@ -87,6 +87,7 @@ def test_the_side_that_starts_a_pair_has_its_process_started_first(
 
     state: Any = BenchSession.__new__(BenchSession)
     state.pairs, state.pin, state.against = [], "off", Path("/base")
+    state.retired = RetiredPeers()
     # Its processes write compiled modules as Python does (no folder to fill first).
     state.bytecode = PeerBytecode(asked=True)
     state.measure = MeasureDefaults(replicates=4, placement_seed=7)
