@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -278,13 +279,16 @@ class RetiredPeers:
     peers: list[BaselinePeer] = field(default_factory=list)
     #: One line for each retired peer that ended badly (:meth:`BaselinePeer.close`).
     errors: list[str] = field(default_factory=list)
-    #: Every peer ever retired here (``id``): retired again, it is not asked twice, nor
-    #: waited for twice, nor its line said twice.
-    asked: set[int] = field(default_factory=set)
+    #: Every peer ever retired here: retired again, it is not asked twice, nor waited
+    #: for twice, nor its line said twice.  Weak references, not ``id``s: a reaped
+    #: peer's ``id`` went to a new peer of a later look, which was then taken as
+    #: retired, never asked to end nor waited for, and ran beside the next look's
+    #: (13 processes where 12 were allowed, stop 31) to the lead's end.
+    asked: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
 
     def holds(self, peer: BaselinePeer) -> bool:
         """Whether ``peer`` was retired (asked to end): nothing more is sent to it."""
-        return id(peer) in self.asked
+        return peer in self.asked
 
     def add(self, peers: Sequence[BaselinePeer]) -> None:
         """Ask ``peers`` to end, without waiting, and wait for those retired before that
@@ -292,7 +296,7 @@ class RetiredPeers:
         new = [peer for peer in peers if not self.holds(peer)]
         for peer in new:
             peer.ask_to_stop()
-        self.asked |= {id(peer) for peer in new}
+        self.asked.update(new)
         self.peers += new
         self._reap([peer for peer in self.peers if peer.ended])
 

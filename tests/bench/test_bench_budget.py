@@ -143,3 +143,23 @@ def test_a_pair_a_look_added_is_retired_once_it_has_timed_the_benchmark() -> Non
             peer.ended = True
     state.retire_extra_pairs()
     assert [peer.closed for pair in extra for peer in pair] == [1, 1, 1, 1]
+
+
+def test_a_new_peer_at_a_reaped_peers_address_is_not_taken_as_retired() -> None:
+    # Retired peers were remembered by ``id``: once one was reaped and let go, a peer a
+    # later look started could get its address, was taken as retired, and was never
+    # asked to end nor waited for (it ran beside the next look's pairs until the lead
+    # ended: 13 processes where 12 were allowed, stop 31).
+    state = _state(0, [])
+    old = Peer()
+    old.ended = True
+    state.retired.add([old])  # asked, and waited for at once (it has ended)
+    assert (old.asked, old.closed, state.retired.peers) == (1, 1, [])
+    gone = id(old)
+    del old
+    fresh = [Peer() for _ in range(64)]
+    reused = [peer for peer in fresh if id(peer) == gone]
+    assert reused, "CPython gives a freed object's address to the next of its size"
+    assert not state.retired.holds(reused[0])
+    state.retired.add(reused)
+    assert reused[0].asked == 1
