@@ -13,12 +13,15 @@ user (:class:`CommandTimeout` when it was the timeout).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from pytest_gpucheck.processes.guard import TERMINATE_GRACE
 
 
 @dataclass(frozen=True)
@@ -57,17 +60,28 @@ def run_process_group(args: Sequence[str], *, timeout: float,
                       env: dict[str, str] | None = None) -> tuple[int, str, bool]:
     """Run ``args`` in a process group of its own (a launcher and every rank it starts)
     to its end: (exit code, stdout and stderr together, whether it was killed).  A group
-    that outlives ``timeout`` seconds is killed whole (SIGKILL to the group: a rank that
-    ignores its launcher's signals still ends) and its output read to the end."""
+    that outlives ``timeout`` seconds is asked to end (SIGTERM to the group), then
+    killed whole after :data:`TERMINATE_GRACE` seconds (SIGKILL: a rank that ignores its
+    launcher's signals still ends), and its output read to the end.  SIGTERM first:
+    MPICH's launcher removes the file it writes in ``/tmp`` (``hydra_hwloc_xmlfile_*``,
+    a fixed folder, not ``TMPDIR``) when it ends by SIGTERM, not by SIGKILL, and every
+    job killed outright left one there."""
     process = subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, env=env, start_new_session=True)
     try:
         output, _ = process.communicate(timeout=timeout)
         return process.returncode, output, False
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+    try:
+        # Read on while it ends (no output is lost when communicate is called again).
+        output, _ = process.communicate(timeout=TERMINATE_GRACE)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
-        return process.returncode, output, True
+    return process.returncode, output, True
 
 
 def start_crash_reporter(args: Sequence[str], stdin: int) -> subprocess.Popen[bytes]:
