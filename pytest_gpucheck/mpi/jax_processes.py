@@ -116,12 +116,18 @@ class JobResult:
     returncode: int
     verdicts: list[str]
     output: str
+    #: Ended at its timeout: never a pass, whatever the ranks printed before and
+    #: however the launcher exits when asked to end (SIGTERM, then SIGKILL).
+    killed: bool = False
 
     def problem(self, ranks: int) -> str | None:
         """Why the job does not show a correct cross-process sum on every rank, or None."""
         wrong = [line for line in self.verdicts if not line.startswith("ok ")]
         if wrong:
             return "\n".join(wrong)
+        if self.killed:
+            return (f"the job did not end within its timeout and was ended (exit code "
+                    f"{self.returncode}):\n{self.output[-3000:]}")
         if len(self.verdicts) != ranks:
             return (f"{len(self.verdicts)} of {ranks} ranks reported a verdict (exit code "
                     f"{self.returncode}):\n{self.output[-3000:]}")
@@ -140,10 +146,10 @@ def run_job(mpiexec: str, ranks: int, *, seed: int = 0, impl: str | None = None,
 
     returncode, output, killed = run_process_group(command, timeout=timeout, env=env)
     if killed:
-        output += f"\n(killed after {timeout:g} s)"
+        output += f"\n(ended after {timeout:g} s)"
     verdicts = [line.split(VERDICT, 1)[1].strip() for line in output.splitlines()
                 if VERDICT in line]
-    return JobResult(returncode, verdicts, output)
+    return JobResult(returncode, verdicts, output, killed)
 
 
 if __name__ == "__main__":

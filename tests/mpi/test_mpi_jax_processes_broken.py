@@ -39,3 +39,15 @@ def test_local_only_sum_is_rejected_and_psum_passes(tmp_path: Path) -> None:
     assert problem.startswith("wrong rank "), problem
     assert ", expected " in problem
     assert run_job(mpiexec, 2, seed=3, env=env).problem(2) is None
+
+
+def test_a_job_ended_at_its_timeout_is_never_a_pass() -> None:
+    """Every rank printed its ``ok`` and the launcher, asked to end at the timeout
+    (SIGTERM), exited 0: still not a pass (without the check: None)."""
+    from pytest_gpucheck.mpi.jax_processes import JobResult
+
+    verdicts = ["ok rank 0 sum 1.0", "ok rank 1 sum 1.0"]
+    assert JobResult(0, verdicts, "").problem(2) is None
+    problem = JobResult(0, verdicts, "...\n(ended after 120 s)", killed=True).problem(2)
+    assert problem is not None
+    assert problem.startswith("the job did not end within its timeout"), problem
