@@ -129,7 +129,13 @@ class GpuBenchmark:
             baseline.iterations if baseline is not None else None)
         prepared = Prepared(call, self._timing.calls_per_round(timer, call, asked), rounds,
                             warmup, first_call, timer, environment, flusher, baseline)
-        timed = self._timing.time(self, prepared)
+        try:
+            timed = self._timing.time(self, prepared)
+        except (KeyboardInterrupt, pytest.exit.Exception):
+            # The run was stopped in the middle of this benchmark: without this,
+            # pytest-benchmark's teardown adds that its fixture "was not used at all".
+            self.benchmark.skipped = True
+            raise
         if timed is None:
             # Nothing to time against (the baseline checkout has no such test): here.
             timed = InProcess().time(self, prepared)

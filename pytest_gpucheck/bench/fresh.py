@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pytest_gpucheck.bench.paired import start_replicate
-from pytest_gpucheck.bench.peers import PeerError
+from pytest_gpucheck.bench.peers import PeerError, stopped_by_sigterm
 from pytest_gpucheck.bench.settings import MIN_ROUNDS_PER_PROCESS
 from pytest_gpucheck.bench.timed import (
     Prepared,
@@ -37,6 +37,10 @@ class InFreshProcesses(Timing):
         self.run = run
 
     def time(self, bench: GpuBenchmark, prepared: Prepared) -> Timed | None:
+        with stopped_by_sigterm():
+            return self._time(bench, prepared)
+
+    def _time(self, bench: GpuBenchmark, prepared: Prepared) -> Timed | None:
         from pytest_gpucheck.bench.stored import SUMMARIES, process_summary
 
         try:

@@ -27,7 +27,7 @@ from pytest_gpucheck.bench.interleave import (
     shared_cpu,
     time_pair,
 )
-from pytest_gpucheck.bench.peers import BaselinePeer, PeerError, PeerStart
+from pytest_gpucheck.bench.peers import BaselinePeer, PeerError, PeerStart, stopped_by_sigterm
 from pytest_gpucheck.bench.records import BenchmarkRecord
 from pytest_gpucheck.bench.sequential import LookSchedule
 from pytest_gpucheck.bench.settings import MIN_BLOCKS_PER_PAIR
@@ -152,16 +152,17 @@ class Interleaved(Timing):
         per = 2 * max(math.ceil(prepared.rounds / (2 * replicates)), MIN_BLOCKS_PER_PAIR)
         state = _Progress(per, LookSchedule.for_pairs(replicates))
         try:
-            self._start_pairs(bench, state, replicates)
-            while True:
-                if not self._look(bench, state, prepared.iterations):
-                    return None
-                if self._stop(bench, state):
-                    break
-            for pair in state.pairs:
-                for peer in pair:
-                    if self.run.live(peer):  # a retired one frees its arrays as it ends
-                        peer.release()
+            with stopped_by_sigterm():
+                self._start_pairs(bench, state, replicates)
+                while True:
+                    if not self._look(bench, state, prepared.iterations):
+                        return None
+                    if self._stop(bench, state):
+                        break
+                for pair in state.pairs:
+                    for peer in pair:
+                        if self.run.live(peer):  # a retired one frees its arrays as it ends
+                            peer.release()
         except PeerError as exc:
             pytest.fail(f"gpucheck benchmark gate: {exc}", pytrace=False)
         return self._finish(bench, state, prepared)

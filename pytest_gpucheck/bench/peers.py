@@ -9,9 +9,10 @@ its verdict says why the baseline is missing.
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +23,12 @@ import pytest
 from pytest_gpucheck.bench.interleave import pinned_environment
 from pytest_gpucheck.processes import (
     PeerProcess,
+    Stopped,
     bytecode_folder,
     peer_environment,
     remove_bytecode_folder,
     run_command,
+    sigterm_raises,
 )
 
 #: The module whose ``main`` a peer runs (it makes the checkout import its own code).
@@ -45,6 +48,24 @@ LOG_TAIL = 12
 
 class PeerError(Exception):
     """The baseline process failed; the message is one line naming what to do."""
+
+
+@contextlib.contextmanager
+def stopped_by_sigterm() -> Iterator[None]:
+    """While a benchmark is timed in peers, SIGTERM (a CI job cancelled or past its
+    timeout, ``timeout``) ends the run as Ctrl-C does: the session ends with exit code
+    143 and one line saying so, the benchmarks already judged are reported, and every
+    peer is ended and the peers' compiled-module folder removed at the session's end
+    (:meth:`~.session.BenchSession.end_peers`).  Without it the lead died at once,
+    silently: its peers ended only by their orphan guards and its folders were left for
+    the next run to sweep."""
+    try:
+        with sigterm_raises():
+            yield
+    except Stopped as exc:
+        raise pytest.exit.Exception(
+            f"gpucheck: {exc} while the benchmark gate was timing; its processes were "
+            "ended", returncode=128 + signal.SIGTERM) from None
 
 
 @dataclass

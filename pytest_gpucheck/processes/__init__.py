@@ -61,7 +61,12 @@ if TYPE_CHECKING:
         missing_report,
         write_deaths,
     )
-    from pytest_gpucheck.processes.guard import scratch_folder, start_orphan_guard
+    from pytest_gpucheck.processes.guard import (
+        Stopped,
+        scratch_folder,
+        sigterm_raises,
+        start_orphan_guard,
+    )
     from pytest_gpucheck.processes.peers import (
         PEER_DROPPED_ENV,
         PeerProcess,
@@ -129,6 +134,9 @@ _FACE = {
     "load_parent_conftests": "worker",
     # both sides: a process the plugin started ends with the process that started it
     "start_orphan_guard": "guard",
+    # the parent's wait on a child: SIGTERM raises, so the parent ends its children
+    "Stopped": "guard",
+    "sigterm_raises": "guard",
     # the parent's folders for its children, named after it (a killed run's are removed
     # by the next)
     "scratch_folder": "guard",
@@ -154,6 +162,7 @@ __all__ = [
     "PeerProcess",
     "Router",
     "SimulatorRouter",
+    "Stopped",
     "Worker",
     "add_isolation_options",
     "backends_option",
@@ -183,6 +192,7 @@ __all__ = [
     "run_command",
     "run_process_group",
     "scratch_folder",
+    "sigterm_raises",
     "start_crash_reporter",
     "start_orphan_guard",
     "tear_down_towards",

@@ -176,3 +176,54 @@ def test_a_look_holds_its_own_pairs_not_every_pair_the_benchmark_started(
     assert output.count("10 of 10 pairs done") == 2, output
     assert 4 <= len(peak) <= 8, (f"{len(peak)} of the gate's processes alive at once "
                                  f"(pids {sorted(peak)})")
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_sigterm_ends_the_gate_with_its_processes_and_folders(tmp_path: Path) -> None:
+    """SIGTERM to the lead while the gate times (a CI job cancelled or past its
+    timeout; ``timeout``'s signal): the run ends as Ctrl-C ends it, exit code 143 and
+    one line saying so; every peer has ended when the lead has, and the peers'
+    compiled-module folder is gone.  Broken twin (no handler): the lead died at once,
+    silently, exit -15; its peers were left to their orphan guards and its
+    ``gpucheck-bytecode-*`` folder to the next run's sweep."""
+    baseline, candidate = tmp_path / "baseline", tmp_path / "candidate"
+    for root in (baseline, candidate):
+        root.mkdir()
+        (root / "pytest.ini").write_text(
+            "[pytest]\ngpu_backends = numpy\ngpu_bench_replicates = 2\n"
+            "gpu_bench_rounds = 10\ngpu_bench_max_rounds = 10\ngpu_bench_budget = 900\n")
+        (root / "test_bench.py").write_text(UNDECIDABLE_BENCH)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    # PYTHONDONTWRITEBYTECODE: the lead makes the peers a folder for compiled modules.
+    lead = start_command([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n0",
+                          f"--gpu-bench-against={baseline}", "--gpu-bench-family-level=1e-5"],
+                         candidate, new_session=True,
+                         extra_env={"TMPDIR": str(temporary), "PYTHONDONTWRITEBYTECODE": "1"})
+    assert lead.stdout is not None
+    lines: list[str] = []
+    try:
+        # The first pair's figure is printed while the next pairs are timed.
+        while not any("1 of 2 pairs done" in line for line in lines[-1:]):
+            line = lead.stdout.readline()
+            assert line, "the run ended before its gate timed a pair:\n" + "".join(lines)
+            lines.append(line)
+        assert list(temporary.glob("gpucheck-bytecode-*")), "no folder to see removed"
+        os.kill(lead.pid, signal.SIGTERM)
+        output = "".join(lines) + lead.stdout.read()
+        lead.wait(timeout=START_GUARD)
+        alive = peers_of(candidate)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(lead.pid, signal.SIGKILL)
+        lead.wait()
+        for pid in peers_of(candidate):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert lead.returncode == 143, output
+    assert ("gpucheck: stopped by SIGTERM while the benchmark gate was timing; its "
+            "processes were ended") in output, output
+    assert "was not used at all" not in output, output
+    assert alive == [], f"{len(alive)} of the gate's processes outlived the lead: {alive}"
+    left = sorted(path.name for path in temporary.glob("gpucheck-*"))
+    assert left == [], f"the lead stopped by SIGTERM left {left}"
