@@ -57,6 +57,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -295,6 +296,29 @@ def test_saxpy(gpu_backend, gpu_benchmark, case):
 """
 
 
+def run_pytest(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """One gate session's pytest, its output captured.  When this script is stopped
+    (SIGTERM, see :func:`stop_on_sigterm`; Ctrl-C) the session's pytest gets SIGTERM and
+    is waited for: it ends its gate's processes and removes their folders, which
+    ``subprocess.run``'s SIGKILL left to the orphan guards and the next run's sweep."""
+    with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL, text=True) as child:
+        try:
+            stdout, stderr = child.communicate()
+        except BaseException:
+            child.terminate()
+            child.wait()
+            raise
+    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM ends the script as Ctrl-C does: its temporary folder (the two checkouts,
+    every session's output) is removed on the way out, where the default action left it
+    in the temporary folder for good."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def run_session(root: Path, args: argparse.Namespace, loops: int, slowed: bool,
                 benchmarks: int) -> tuple[list[dict[str, Any]], str]:
     """One ``pytest --gpu-bench-against`` session over ``benchmarks`` cases: the gate's
@@ -320,10 +344,9 @@ def run_session(root: Path, args: argparse.Namespace, loops: int, slowed: bool,
             size=args.size, loops=loops, slowed=slow, benchmarks=benchmarks))
     report = root / "report.json"
     report.unlink(missing_ok=True)
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "--gpu-bench-against=../baseline", f"--gpu-report={report}"],
-        cwd=root / "candidate", capture_output=True, text=True)
+    run = run_pytest([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                      "--gpu-bench-against=../baseline", f"--gpu-report={report}"],
+                     root / "candidate")
     if args.outputs is not None:
         args.outputs.mkdir(parents=True, exist_ok=True)
         kept = len(list(args.outputs.glob("session-*.txt")))
@@ -782,11 +805,9 @@ def stored_session(root: Path, args: argparse.Namespace, loops: int, save: bool,
         size=args.size, loops=loops, slowed=not save, benchmarks=args.benchmarks))
     report = root / "report.json"
     report.unlink(missing_ok=True)
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "--gpu-bench-save" if save else "--gpu-bench-compare",
-         "--gpu-bench-baseline=baselines", f"--gpu-report={report}"],
-        cwd=root, capture_output=True, text=True)
+    run = run_pytest([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                      "--gpu-bench-save" if save else "--gpu-bench-compare",
+                      "--gpu-bench-baseline=baselines", f"--gpu-report={report}"], root)
     if not report.exists():
         return [], f"pytest exited {run.returncode} without a report:\n{run.stdout[-3000:]}"
     results = json.loads(report.read_text())["sections"]["benchmarks"]["results"]
@@ -1055,4 +1076,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    stop_on_sigterm()
     raise SystemExit(main())

@@ -15,6 +15,7 @@ its figures mean, checked without running a session.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from user_runs import REPO, load_script, run_command
+from user_runs import REPO, load_script, run_command, start_command
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "measure_gate.py"
 
@@ -213,3 +214,33 @@ def test_the_committed_gate_evidence_replays_as_it_was_measured(tmp_path: Path) 
     assert f"replayed {len(sessions)} A/A session(s) from 1 folder(s)" in run.stdout
     assert (f"the unshifted replay gives the recorded status in {benchmarks} of "
             f"{benchmarks}") in run.stdout
+
+
+def test_sigterm_leaves_no_folder_behind(tmp_path: Path) -> None:
+    """SIGTERM to the script while a session's gate runs (a measurement cut short): exit
+    143 and nothing left in the temporary folder.  Broken twins: the default action left
+    the script's ``gpucheck-measure-gate-*`` folder (the two checkouts, the sessions'
+    output) for good, and ``subprocess.run``'s SIGKILL of the session's pytest left its
+    ``gpucheck-bytecode-*`` folder to the next run's sweep."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    script = start_command([sys.executable, str(SCRIPT), "--sessions", "1",
+                            "--power-sessions", "0", "--benchmarks", "2"], tmp_path,
+                           output=False,
+                           extra_env={"TMPDIR": str(temporary), "PYTHONDONTWRITEBYTECODE": "1"})
+    try:
+        # The session's lead makes its peers' compiled-module folder as the gate starts.
+        deadline = time.monotonic() + 300
+        while not list(temporary.glob("gpucheck-bytecode-*")):
+            assert script.poll() is None, f"the script ended first (exit {script.returncode})"
+            assert time.monotonic() < deadline, "no session's gate started"
+            time.sleep(0.1)
+        script.send_signal(signal.SIGTERM)
+        script.wait(timeout=300)
+    finally:
+        if script.poll() is None:
+            script.kill()
+            script.wait()
+    assert script.returncode == 143
+    left = sorted(path.name for path in temporary.iterdir())
+    assert left == [], f"the script stopped by SIGTERM left {left}"
