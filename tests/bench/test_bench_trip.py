@@ -33,9 +33,10 @@ TRIP_FILES = {
     # the backend the benchmark times (its fixture's default, NumPy) and its clock
     "backends/__init__.py", "backends/base.py", "backends/host_arrays.py",
     "backends/numpy/__init__.py", "backends/numpy/backend.py", "backends/timing.py",
-    # timing beside the baseline checkout: the mode, the pairs' protocol, their processes
+    # timing beside the baseline checkout: the mode, the pairs' protocol, their processes,
+    # SIGTERM made an exception while they are timed
     "bench/timed.py", "bench/paired.py", "bench/peers.py", "bench/interleave.py",
-    "bench/placement.py", "processes/peers.py",
+    "bench/placement.py", "processes/peers.py", "processes/guard.py",
     # one round: the clock, the calls, the device facts, the record
     "bench/timing.py", "bench/measure.py", "bench/environment.py", "bench/records.py",
     # the verdict: the looks, its settings, figures, decision and lines
